@@ -1,0 +1,79 @@
+"""The seam between the protocol and whatever stores a server's tools, resources and prompts.
+
+The shell implements ``Catalog`` (for this platform: one tenant's catalog in the database); the feature
+modules call it. Definitions cross the seam as wire-shaped dicts so no translation sits on the hot path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mcp_core.context import ToolContext
+
+JSONObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a list: wire-shaped items ordered by ``key`` and whether more follow the last one."""
+
+    items: list[JSONObject]
+    has_more: bool
+    last_key: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """A tool as the protocol needs it: its wire definition plus an opaque handle for the shell."""
+
+    wire: JSONObject
+    handle: Any = None
+
+
+@dataclass(frozen=True)
+class TemplateMatch:
+    """A resource template whose ``uriTemplate`` matched a URI, with the extracted variables."""
+
+    wire: JSONObject
+    variables: dict[str, str]
+    handle: Any = None
+
+
+@dataclass(frozen=True)
+class PromptDefinition:
+    wire: JSONObject
+    handle: Any = None
+    messages: list[JSONObject] = field(default_factory=list)
+
+
+class Catalog(Protocol):
+    """What one MCP server offers. ``after`` is the key of the last item of the previous page (or None)."""
+
+    async def list_tools(self, *, after: str | None, limit: int) -> Page: ...
+
+    async def get_tool(self, name: str) -> ToolDefinition | None: ...
+
+    async def invoke_tool(self, tool: ToolDefinition, arguments: JSONObject, ctx: ToolContext) -> Any:
+        """Run the tool; return a value for ``content.tool_result`` or raise ``ToolError``."""
+        ...
+
+    async def list_resources(self, *, after: str | None, limit: int) -> Page: ...
+
+    async def read_resource(self, uri: str, ctx: ToolContext) -> list[JSONObject] | None:
+        """The contents of a concrete resource or of a templated one; None when nothing matches."""
+        ...
+
+    async def list_resource_templates(self, *, after: str | None, limit: int) -> Page: ...
+
+    async def list_prompts(self, *, after: str | None, limit: int) -> Page: ...
+
+    async def get_prompt(self, name: str) -> PromptDefinition | None: ...
+
+    def render_prompt(self, prompt: PromptDefinition, arguments: dict[str, str]) -> list[JSONObject]:
+        """The prompt's messages with arguments substituted (required ones already checked)."""
+        ...
+
+    async def complete(self, ref: JSONObject, argument: JSONObject, context: JSONObject) -> list[str] | None:
+        """Candidate values for the argument (the protocol filters and caps them); None if ref is unknown."""
+        ...

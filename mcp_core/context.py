@@ -1,0 +1,138 @@
+"""What a tool sees while it runs: progress, logs, and questions to the client, in either era.
+
+``ToolContext`` is the interface tool authors write against. ``RequestContext`` implements it on top of an
+``Outbound`` sink that the shell provides, and enforces the protocol's rules on the way out: progress only
+with a token and strictly increasing, logs only at or above the client's level, and requests only for
+capabilities the client declared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from mcp_core.errors import ClientRequestFailed
+
+LOG_LEVELS: tuple[str, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+
+JSONObject = dict[str, Any]
+
+
+class ToolContext(Protocol):
+    """The calls a Python tool may make while it runs."""
+
+    @property
+    def arguments(self) -> JSONObject: ...
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Tell the client how far along the work is (ignored when the client asked for no progress)."""
+        ...
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send a log message (dropped when below the client's chosen level)."""
+        ...
+
+    async def elicit(self, message: str, requested_schema: JSONObject) -> JSONObject:
+        """Ask the user for structured input; returns ``{action, content?}``. Raises ``ClientRequestFailed``."""
+        ...
+
+    async def elicit_url(self, message: str, url: str, elicitation_id: str) -> JSONObject:
+        """Send the user to a URL (URL-mode elicitation); returns ``{action}``. Raises ``ClientRequestFailed``."""
+        ...
+
+    async def sample(self, messages: list[JSONObject], max_tokens: int, **params: Any) -> JSONObject:
+        """Ask the client's model for a completion (``sampling/createMessage``). Raises ``ClientRequestFailed``."""
+        ...
+
+    async def list_roots(self) -> list[JSONObject]:
+        """The client's filesystem roots. Raises ``ClientRequestFailed``."""
+        ...
+
+
+class Outbound(Protocol):
+    """Where a request's related messages go; implemented by the shell (an SSE stream, a session stream)."""
+
+    async def notify(self, method: str, params: JSONObject) -> None: ...
+
+    async def request(self, method: str, params: JSONObject) -> JSONObject:
+        """Send a server-to-client request and wait for its result. Raises ``ClientRequestFailed``."""
+        ...
+
+
+@dataclass
+class RequestContext:
+    """The ``ToolContext`` of one request, applying the protocol's rules before anything reaches the wire."""
+
+    outbound: Outbound
+    client_capabilities: JSONObject
+    arguments: JSONObject
+    progress_token: str | int | None = None
+    log_level: str | None = None
+    _last_progress: float | None = None
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        if self.progress_token is None:
+            return
+        if self._last_progress is not None and progress <= self._last_progress:
+            raise ValueError(f"progress must increase: {progress} after {self._last_progress}")
+        self._last_progress = progress
+        params: JSONObject = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.outbound.notify("notifications/progress", params)
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}")
+        if self.log_level is not None and LOG_LEVELS.index(level) < LOG_LEVELS.index(self.log_level):
+            return
+        params: JSONObject = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self.outbound.notify("notifications/message", params)
+
+    def _require(self, capability: str, sub: str | None = None) -> None:
+        declared = self.client_capabilities.get(capability)
+        if declared is None:
+            raise ClientRequestFailed(f"the client did not declare the {capability!r} capability")
+        if sub is not None and (not isinstance(declared, dict) or sub not in declared):
+            raise ClientRequestFailed(f"the client did not declare {capability}.{sub}")
+
+    async def elicit(self, message: str, requested_schema: JSONObject) -> JSONObject:
+        self._require("elicitation")
+        declared = self.client_capabilities["elicitation"]
+        # An empty elicitation capability means form mode (2025-06-18 clients know no other).
+        if isinstance(declared, dict) and declared and "form" not in declared:
+            raise ClientRequestFailed("the client did not declare form-mode elicitation")
+        params: JSONObject = {"message": message, "requestedSchema": requested_schema}
+        return await self.outbound.request("elicitation/create", params)
+
+    async def elicit_url(self, message: str, url: str, elicitation_id: str) -> JSONObject:
+        self._require("elicitation", "url")
+        params: JSONObject = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
+        return await self.outbound.request("elicitation/create", params)
+
+    async def sample(self, messages: list[JSONObject], max_tokens: int, **params: Any) -> JSONObject:
+        self._require("sampling")
+        return await self.outbound.request(
+            "sampling/createMessage", {"messages": messages, "maxTokens": max_tokens, **params}
+        )
+
+    async def list_roots(self) -> list[JSONObject]:
+        self._require("roots")
+        result = await self.outbound.request("roots/list", {})
+        roots = result.get("roots")
+        if not isinstance(roots, list):
+            raise ClientRequestFailed("roots/list result has no roots list")
+        return roots

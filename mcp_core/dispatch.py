@@ -1,0 +1,39 @@
+"""Method routing: which handler answers which method, per era. Deliberately small and table-driven."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp_core.env import Env
+from mcp_core.errors import MethodNotFound
+from mcp_core.features import completion, lifecycle, logging, prompts, resources, tools
+
+JSONObject = dict[str, Any]
+Handler = Callable[[JSONObject | None, Env], Awaitable[JSONObject]]
+
+HANDSHAKE_METHODS: dict[str, Handler] = {
+    "ping": lifecycle.ping,
+    "tools/list": tools.list_tools,
+    "tools/call": tools.call_tool,
+    "resources/list": resources.list_resources,
+    "resources/read": resources.read_resource,
+    "resources/templates/list": resources.list_resource_templates,
+    "resources/subscribe": resources.subscribe,
+    "resources/unsubscribe": resources.unsubscribe,
+    "prompts/list": prompts.list_prompts,
+    "prompts/get": prompts.get_prompt,
+    "completion/complete": completion.complete,
+    "logging/setLevel": logging.set_level,
+}
+
+# Methods whose handlers may talk to the client while they run (progress, logs, server-to-client requests).
+INTERACTIVE_METHODS: frozenset[str] = frozenset({"tools/call", "resources/read", "prompts/get"})
+
+
+async def dispatch(method: str, params: JSONObject | None, env: Env) -> JSONObject:
+    """Answer one request. Raises MethodNotFound, or whatever McpError the handler raises."""
+    handler = HANDSHAKE_METHODS.get(method)
+    if handler is None:
+        raise MethodNotFound(f"Method not found: {method}", data={"method": method})
+    return await handler(params, env)

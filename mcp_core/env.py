@@ -1,0 +1,49 @@
+"""What a request handler may use: the negotiated facts of the request and the shell's seams."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mcp_core.catalog import Catalog
+from mcp_core.context import Outbound
+
+JSONObject = dict[str, Any]
+
+
+class SessionHooks(Protocol):
+    """Session state a handshake-era request may change; the shell stores it durably."""
+
+    async def set_log_level(self, level: str) -> None: ...
+
+    async def subscribe(self, uri: str) -> None: ...
+
+    async def unsubscribe(self, uri: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class ServerIdentity:
+    name: str
+    version: str
+    title: str | None = None
+    instructions: str | None = None
+
+
+@dataclass
+class Env:
+    """Everything one request's handler sees. Built by the shell per request."""
+
+    version: str
+    catalog: Catalog
+    outbound: Outbound
+    server: ServerIdentity
+    client_capabilities: JSONObject = field(default_factory=dict)
+    log_level: str | None = None
+    page_size: int = 50
+    session: SessionHooks | None = None
+    meta: JSONObject = field(default_factory=dict)
+
+    @property
+    def progress_token(self) -> str | int | None:
+        token = self.meta.get("progressToken")
+        return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None

@@ -1,0 +1,101 @@
+"""Domain errors of the protocol and the one boundary that maps any exception to the wire.
+
+Handlers raise these; ``error_to_wire`` turns any exception into a JSON-RPC error object and an HTTP status.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+RESOURCE_NOT_FOUND = -32002
+URL_ELICITATION_REQUIRED = -32042
+HEADER_MISMATCH = -32020
+MISSING_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+# Transport-level rejections carried in a JSON-RPC error body (no standard code exists for them).
+SERVER_ERROR = -32000
+
+
+class McpError(Exception):
+    """An error the peer should see as a JSON-RPC error object."""
+
+    code: int = INTERNAL_ERROR
+    http_status: int = 200
+
+    def __init__(self, message: str, *, data: Any = None, http_status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+        if http_status is not None:
+            self.http_status = http_status
+
+
+class ParseError(McpError):
+    code = PARSE_ERROR
+    http_status = 400
+
+
+class InvalidRequest(McpError):
+    code = INVALID_REQUEST
+    http_status = 400
+
+
+class MethodNotFound(McpError):
+    code = METHOD_NOT_FOUND
+
+
+class InvalidParams(McpError):
+    code = INVALID_PARAMS
+
+
+class InternalError(McpError):
+    code = INTERNAL_ERROR
+    http_status = 500
+
+
+class ResourceNotFound(McpError):
+    code = RESOURCE_NOT_FOUND
+
+
+class UrlElicitationRequired(McpError):
+    code = URL_ELICITATION_REQUIRED
+
+
+class UnsupportedProtocolVersion(McpError):
+    code = UNSUPPORTED_PROTOCOL_VERSION
+    http_status = 400
+
+
+class TransportError(McpError):
+    """A request the transport refuses (bad headers, unknown session): JSON-RPC body, non-200 status."""
+
+    code = SERVER_ERROR
+    http_status = 400
+
+
+class ClientRequestFailed(Exception):
+    """The client answered a server-to-client request with an error, or could not be asked."""
+
+    def __init__(self, message: str, *, code: int = INTERNAL_ERROR, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.data = data
+
+
+class ToolError(Exception):
+    """Raised by tool code: becomes a ``tools/call`` result with ``isError: true``, not a protocol error."""
+
+
+def error_to_wire(exc: BaseException) -> tuple[int, dict[str, Any]]:
+    """Map any exception to ``(http_status, error_object)``; unknown exceptions become -32603 with no detail."""
+    if isinstance(exc, McpError):
+        error: dict[str, Any] = {"code": exc.code, "message": exc.message}
+        if exc.data is not None:
+            error["data"] = exc.data
+        return exc.http_status, error
+    return 500, {"code": INTERNAL_ERROR, "message": "Internal error"}

@@ -1,0 +1,1 @@
+"""One module per server feature; each handler takes ``(params, env)`` and returns a result object."""

@@ -1,0 +1,62 @@
+"""Lifecycle: ``initialize`` (version negotiation, capabilities) and ``ping``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_core.env import Env, ServerIdentity
+from mcp_core.errors import InvalidParams
+from mcp_core.versions import V2025_03_26, V2025_06_18, at_least, negotiate
+
+JSONObject = dict[str, Any]
+
+
+def server_capabilities(version: str) -> JSONObject:
+    """What this server offers at ``version``; only features the revision defines are declared."""
+    capabilities: JSONObject = {
+        "tools": {"listChanged": True},
+        "resources": {"subscribe": True, "listChanged": True},
+        "prompts": {"listChanged": True},
+        "logging": {},
+    }
+    if at_least(version, V2025_03_26):
+        capabilities["completions"] = {}
+    return capabilities
+
+
+def server_info(server: ServerIdentity, version: str) -> JSONObject:
+    info: JSONObject = {"name": server.name, "version": server.version}
+    if server.title and at_least(version, V2025_06_18):
+        info["title"] = server.title
+    return info
+
+
+def parse_initialize(params: JSONObject | None) -> tuple[str, JSONObject, JSONObject]:
+    """``(negotiated_version, client_capabilities, client_info)`` of an ``initialize``. Raises InvalidParams."""
+    if not isinstance(params, dict):
+        raise InvalidParams("initialize needs params")
+    requested = params.get("protocolVersion")
+    if not isinstance(requested, str) or not requested:
+        raise InvalidParams("initialize needs a protocolVersion string")
+    capabilities = params.get("capabilities", {})
+    if not isinstance(capabilities, dict):
+        raise InvalidParams("capabilities must be an object")
+    client_info = params.get("clientInfo", {})
+    if not isinstance(client_info, dict):
+        raise InvalidParams("clientInfo must be an object")
+    return negotiate(requested), capabilities, client_info
+
+
+def initialize_result(server: ServerIdentity, version: str) -> JSONObject:
+    result: JSONObject = {
+        "protocolVersion": version,
+        "capabilities": server_capabilities(version),
+        "serverInfo": server_info(server, version),
+    }
+    if server.instructions:
+        result["instructions"] = server.instructions
+    return result
+
+
+async def ping(params: JSONObject | None, env: Env) -> JSONObject:
+    return {}

@@ -1,0 +1,25 @@
+"""The shared shape of every paginated list method: opaque cursor in, one page and ``nextCursor`` out."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp_core.catalog import Page
+from mcp_core.pagination import decode_cursor, encode_cursor
+
+JSONObject = dict[str, Any]
+PageFetcher = Callable[..., Awaitable[Page]]
+
+
+async def list_page(params: JSONObject | None, fetch: PageFetcher, *, key: str, page_size: int) -> JSONObject:
+    """Fetch the page after the cursor in ``params`` and shape it as ``{key: items, nextCursor?}``.
+
+    Raises InvalidParams for a cursor this server did not issue.
+    """
+    after = decode_cursor((params or {}).get("cursor"))
+    page = await fetch(after=after, limit=page_size)
+    result: JSONObject = {key: page.items}
+    if page.has_more and page.last_key is not None:
+        result["nextCursor"] = encode_cursor(page.last_key)
+    return result

@@ -1,0 +1,114 @@
+"""Tools: ``tools/list`` and ``tools/call`` with input validation, error results and output schemas."""
+
+from __future__ import annotations
+
+import json
+import logging
+from functools import lru_cache
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from mcp_core.content import error_result, result_for_version, tool_result
+from mcp_core.context import RequestContext
+from mcp_core.env import Env
+from mcp_core.errors import ClientRequestFailed, InvalidParams, McpError, ToolError
+from mcp_core.features.listing import list_page
+from mcp_core.versions import V2025_03_26, V2025_06_18, V2025_11_25, at_least
+
+logger = logging.getLogger(__name__)
+JSONObject = dict[str, Any]
+
+# Optional tool fields and the revision that introduced each.
+_TOOL_FIELD_SINCE = {
+    "annotations": V2025_03_26,
+    "title": V2025_06_18,
+    "outputSchema": V2025_06_18,
+    "icons": V2025_11_25,
+    "execution": V2025_11_25,
+}
+
+
+def tool_for_version(tool: JSONObject, version: str) -> JSONObject:
+    """A tool definition without the fields ``version`` predates."""
+    if all(at_least(version, since) for field, since in _TOOL_FIELD_SINCE.items() if field in tool):
+        return tool
+    return {k: v for k, v in tool.items() if k not in _TOOL_FIELD_SINCE or at_least(version, _TOOL_FIELD_SINCE[k])}
+
+
+@lru_cache(maxsize=1024)
+def _validator(schema_json: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(schema_json))
+
+
+def validation_errors(schema: JSONObject, instance: Any) -> list[str]:
+    """Human-readable reasons ``instance`` does not conform to ``schema`` (empty when it does)."""
+    try:
+        validator = _validator(json.dumps(schema, sort_keys=True))
+    except SchemaError as exc:
+        return [f"the tool's schema is invalid: {exc.message}"]
+    messages = []
+    for error in sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path)):
+        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+        messages.append(f"{where}: {error.message}")
+    return messages
+
+
+async def list_tools(params: JSONObject | None, env: Env) -> JSONObject:
+    result = await list_page(params, env.catalog.list_tools, key="tools", page_size=env.page_size)
+    result["tools"] = [tool_for_version(t, env.version) for t in result["tools"]]
+    return result
+
+
+async def call_tool(params: JSONObject | None, env: Env) -> JSONObject:
+    """Run a tool. Unknown tools are protocol errors; everything the tool itself gets wrong is an isError result.
+
+    Raises InvalidParams for a missing/unknown name or non-object arguments.
+    """
+    params = params or {}
+    name = params.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidParams("tools/call needs a tool name")
+    arguments = params.get("arguments")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise InvalidParams("tools/call arguments must be an object")
+    tool = await env.catalog.get_tool(name)
+    if tool is None:
+        raise InvalidParams(f"Unknown tool: {name}", data={"name": name})
+
+    problems = validation_errors(tool.wire.get("inputSchema") or {"type": "object"}, arguments)
+    if problems:
+        return error_result("Invalid arguments for tool " + name + ": " + "; ".join(problems))
+
+    ctx = RequestContext(
+        outbound=env.outbound,
+        client_capabilities=env.client_capabilities,
+        arguments=arguments,
+        progress_token=env.progress_token,
+        log_level=env.log_level,
+    )
+    try:
+        value = await env.catalog.invoke_tool(tool, arguments, ctx)
+    except ToolError as exc:
+        return error_result(str(exc))
+    except ClientRequestFailed as exc:
+        return error_result(f"The tool needed something from the client that failed: {exc}")
+    except McpError:
+        raise
+    except Exception:
+        logger.exception("tool %s failed", name)
+        return error_result(f"Tool {name} failed with an internal error")
+
+    result = tool_result(value)
+    output_schema = tool.wire.get("outputSchema")
+    if output_schema and not result.get("isError"):
+        structured = result.get("structuredContent")
+        if structured is None:
+            return error_result(f"Tool {name} returned no structuredContent although it declares an outputSchema")
+        problems = validation_errors(output_schema, structured)
+        if problems:
+            return error_result(f"Tool {name} returned output not matching its outputSchema: " + "; ".join(problems))
+    return result_for_version(result, env.version)

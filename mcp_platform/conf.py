@@ -1,0 +1,105 @@
+"""Typed platform settings read from ``settings.MCP_PLATFORM`` with defaults (the DOT/DRF pattern).
+
+Reloaded when a test overrides the setting; validated by a system check at start-up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, register
+from django.core.signals import setting_changed
+
+DEFAULTS: dict[str, Any] = {
+    # Base URL clients use to reach the platform (``https://mcp.example.com``); empty = derived from the request.
+    "PUBLIC_BASE_URL": "",
+    # Host names the MCP endpoint answers to (DNS-rebinding guard); Origins on these hosts are same-site.
+    "ALLOWED_HOSTS": ["localhost", "127.0.0.1", "[::1]"],
+    # Largest request body accepted on the MCP endpoint.
+    "MAX_REQUEST_BYTES": 4 * 1024 * 1024,
+    # Handshake-era sessions idle longer than this end (seconds).
+    "SESSION_IDLE_TIMEOUT": 3600,
+    # Stored SSE events are kept this long for Last-Event-ID replay (seconds).
+    "EVENT_RETENTION": 3600,
+    # ``retry:`` hint sent before the server closes an SSE stream early (milliseconds).
+    "SSE_RETRY_MS": 1000,
+    # Keep-alive comment interval on idle SSE streams (seconds).
+    "SSE_KEEPALIVE": 15.0,
+    # Items per page on list methods.
+    "PAGE_SIZE": 50,
+    # How long a tool may wait for the client to answer a sampling/elicitation/roots request (seconds).
+    "CLIENT_REQUEST_TIMEOUT": 300.0,
+    # Server name and version reported in serverInfo.
+    "SERVER_NAME": "mcp-platform",
+    "SERVER_VERSION": "0.1.0",
+}
+
+
+@dataclass(frozen=True)
+class PlatformSettings:
+    PUBLIC_BASE_URL: str
+    ALLOWED_HOSTS: list[str]
+    MAX_REQUEST_BYTES: int
+    SESSION_IDLE_TIMEOUT: int
+    EVENT_RETENTION: int
+    SSE_RETRY_MS: int
+    SSE_KEEPALIVE: float
+    PAGE_SIZE: int
+    CLIENT_REQUEST_TIMEOUT: float
+    SERVER_NAME: str
+    SERVER_VERSION: str
+
+
+def _load() -> PlatformSettings:
+    user = getattr(settings, "MCP_PLATFORM", {}) or {}
+    unknown = set(user) - set(DEFAULTS)
+    if unknown:
+        raise ValueError(f"Unknown MCP_PLATFORM settings: {', '.join(sorted(unknown))}")
+    merged = {**DEFAULTS, **user}
+    return PlatformSettings(**{f.name: merged[f.name] for f in fields(PlatformSettings)})
+
+
+class _LazySettings:
+    """Attribute access to the current ``PlatformSettings``; rebuilt when ``MCP_PLATFORM`` changes."""
+
+    _cached: PlatformSettings | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._cached is None:
+            self._cached = _load()
+        return getattr(self._cached, name)
+
+    def reload(self) -> None:
+        self._cached = None
+
+
+platform_settings = _LazySettings()
+
+
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    if setting == "MCP_PLATFORM":
+        platform_settings.reload()
+
+
+setting_changed.connect(_reload)
+
+
+@register()
+def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessage]:
+    """Validate MCP_PLATFORM at start-up so a typo fails loudly, not at the first request."""
+    try:
+        loaded = _load()
+    except (ValueError, TypeError) as exc:
+        return [Error(str(exc), id="mcp_platform.E001")]
+    errors: list[CheckMessage] = []
+    if loaded.MAX_REQUEST_BYTES < 1024:
+        errors.append(Error("MCP_PLATFORM['MAX_REQUEST_BYTES'] must be at least 1024.", id="mcp_platform.E002"))
+    if not 1 <= loaded.PAGE_SIZE <= 1000:
+        errors.append(Error("MCP_PLATFORM['PAGE_SIZE'] must be between 1 and 1000.", id="mcp_platform.E003"))
+    if loaded.PUBLIC_BASE_URL and not loaded.PUBLIC_BASE_URL.startswith(("http://", "https://")):
+        errors.append(Error("MCP_PLATFORM['PUBLIC_BASE_URL'] must be an http(s) URL.", id="mcp_platform.E004"))
+    if not loaded.ALLOWED_HOSTS:
+        errors.append(Error("MCP_PLATFORM['ALLOWED_HOSTS'] must name at least one host.", id="mcp_platform.E005"))
+    return errors

@@ -1,0 +1,440 @@
+"""The MCP endpoint ``/t/<tenant>/mcp`` (Streamable HTTP) as a Channels consumer.
+
+Written on ``AsyncConsumer`` so a disconnect or a channel-layer message is handled while a response
+streams: each HTTP request is served by its own asyncio task, and each JSON-RPC request by another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from channels.consumer import AsyncConsumer
+from channels.exceptions import StopConsumer
+
+from mcp_core import http as mcp_http
+from mcp_core import jsonrpc, sse
+from mcp_core.env import Env, ServerIdentity
+from mcp_core.errors import InvalidRequest, McpError, TransportError, UnsupportedProtocolVersion
+from mcp_core.features.lifecycle import initialize_result, parse_initialize
+from mcp_core.session import SessionState, SessionStateError
+from mcp_core.versions import (
+    DEFAULT_HEADERLESS_VERSION,
+    HANDSHAKE_VERSIONS,
+    V2025_11_25,
+    allows_batches,
+    at_least,
+    header_version_acceptable,
+)
+from mcp_platform.conf import platform_settings
+from mcp_platform.gateway import groups, sessions
+from mcp_platform.gateway.mailbox import send_to_group
+from mcp_platform.gateway.models import LegacySession
+from mcp_platform.gateway.responses import (
+    header_list,
+    send_chunk,
+    send_empty,
+    send_error,
+    send_json,
+    start_sse,
+)
+from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_run
+from tenants.catalog import TenantCatalog
+from tenants.events import catalog_group
+from tenants.models import Tenant
+from tenants.selectors import atenant_get_servable
+
+logger = logging.getLogger(__name__)
+
+STATELESS_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+LIST_CHANGED = {
+    "tools": "notifications/tools/list_changed",
+    "resources": "notifications/resources/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+}
+
+
+def scope_headers(scope: dict[str, Any]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers", []):
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("latin-1")
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return headers
+
+
+class SessionHooksImpl:
+    """``mcp_core.env.SessionHooks`` backed by the durable session row."""
+
+    def __init__(self, session: LegacySession) -> None:
+        self._session = session
+
+    async def set_log_level(self, level: str) -> None:
+        await sessions.legacy_session_set_log_level(session=self._session, level=level)
+
+    async def subscribe(self, uri: str) -> None:
+        try:
+            await sessions.legacy_session_subscribe(session=self._session, uri=uri)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc)) from None
+
+    async def unsubscribe(self, uri: str) -> None:
+        await sessions.legacy_session_unsubscribe(session=self._session, uri=uri)
+
+
+def server_identity(tenant: Tenant) -> ServerIdentity:
+    return ServerIdentity(
+        name=f"{platform_settings.SERVER_NAME}/{tenant.slug}",
+        version=platform_settings.SERVER_VERSION,
+        title=tenant.name,
+        instructions=tenant.instructions or None,
+    )
+
+
+def session_env(*, tenant: Tenant, session: LegacySession, sink: Sink, request: jsonrpc.Request) -> Env:
+    params = request.params or {}
+    meta = params.get("_meta")
+    return Env(
+        version=session.protocol_version,
+        catalog=TenantCatalog(tenant),
+        outbound=SinkOutbound(sink=sink, tenant_id=tenant.pk, session_id=session.pk),
+        server=server_identity(tenant),
+        client_capabilities=session.client_capabilities,
+        log_level=session.log_level or None,
+        page_size=platform_settings.PAGE_SIZE,
+        session=SessionHooksImpl(session),
+        meta=meta if isinstance(meta, dict) else {},
+    )
+
+
+async def deliver_client_messages(*, tenant_id: int, session: LegacySession, messages: list[jsonrpc.Message]) -> None:
+    """Act on the client's notifications and its answers to server-to-client requests (on any process)."""
+    for message in messages:
+        if isinstance(message, jsonrpc.Notification):
+            if message.method == "notifications/initialized":
+                with contextlib.suppress(SessionStateError):
+                    await sessions.legacy_session_mark_initialized(session=session)
+            elif message.method == "notifications/cancelled":
+                request_id = (message.params or {}).get("requestId")
+                if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+                    group = groups.request_group(tenant_id, session.pk, request_id)
+                    await send_to_group(group, {"reason": (message.params or {}).get("reason")})
+        elif isinstance(message, (jsonrpc.Response, jsonrpc.ErrorResponse)) and isinstance(message.id, str):
+            group = groups.server_request_group(tenant_id, session.pk, message.id)
+            body: dict[str, Any] = (
+                {"result": message.result} if isinstance(message, jsonrpc.Response) else {"error": message.error}
+            )
+            await send_to_group(group, body)
+
+
+class McpConsumer(AsyncConsumer):
+    """One HTTP request to a tenant's MCP endpoint."""
+
+    async def websocket_connect(self, message: dict[str, Any]) -> None:
+        raise StopConsumer()
+
+    async def http_request(self, message: dict[str, Any]) -> None:
+        if not hasattr(self, "_body"):
+            self._body = bytearray()
+            self._task: asyncio.Task[None] | None = None
+            self._post_stream: PostStream | None = None
+            self._sse_open = False
+            self._stream_state: dict[str, Any] = {}
+        self._body.extend(message.get("body", b""))
+        if message.get("more_body"):
+            return
+        self._task = asyncio.create_task(self._serve())
+
+    async def http_disconnect(self, message: dict[str, Any]) -> None:
+        post_stream = getattr(self, "_post_stream", None)
+        if post_stream is not None:
+            post_stream.detach()
+        task = getattr(self, "_task", None)
+        if task is not None and not task.done():
+            task.cancel()
+        raise StopConsumer()
+
+    # --- serving -----------------------------------------------------------------------------------
+
+    async def _serve(self) -> None:
+        try:
+            await self._route()
+        except asyncio.CancelledError:
+            raise
+        except McpError as exc:
+            if not self._sse_open:
+                await send_error(self.send, exc)
+        except Exception as exc:
+            logger.exception("MCP endpoint failed")
+            if not self._sse_open:
+                await send_error(self.send, exc)
+
+    async def _route(self) -> None:
+        self.headers = scope_headers(self.scope)
+        slug = self.scope["url_route"]["kwargs"]["tenant"]
+        tenant = await atenant_get_servable(slug=slug)
+        if tenant is None:
+            await send_json(self.send, 404, jsonrpc.encode_error(None, {"code": -32000, "message": "Unknown tenant"}))
+            return
+        self.tenant = tenant
+        method = self.scope["method"]
+        if method == "POST":
+            await self._post()
+        elif method == "GET":
+            await self._get()
+        elif method == "DELETE":
+            await self._delete()
+        else:
+            await send_empty(self.send, 405, header_list([("Allow", "GET, POST, DELETE")]))
+
+    async def _session(self, *, required: bool = True) -> LegacySession | None:
+        """The session named by Mcp-Session-Id. Raises TransportError (400 missing, 404 unknown)."""
+        session_id = self.headers.get("mcp-session-id")
+        if session_id is None:
+            if required:
+                raise TransportError("Bad Request: Mcp-Session-Id header is required")
+            return None
+        if not mcp_http.valid_session_id(session_id):
+            raise TransportError("Bad Request: malformed Mcp-Session-Id")
+        session = await sessions.legacy_session_get(tenant_id=self.tenant.pk, session_id=session_id)
+        if session is None or session.transport != LegacySession.Transport.STREAMABLE_HTTP:
+            raise TransportError("Session not found", http_status=404)
+        header = self.headers.get("mcp-protocol-version", DEFAULT_HEADERLESS_VERSION)
+        if not header_version_acceptable(header, session.protocol_version):
+            raise TransportError(f"Bad Request: unsupported MCP-Protocol-Version {header!r}")
+        return session
+
+    # --- POST --------------------------------------------------------------------------------------
+
+    async def _post(self) -> None:
+        if not mcp_http.is_json_content_type(self.headers.get("content-type")):
+            raise TransportError("Unsupported Media Type: Content-Type must be application/json", http_status=415)
+        if not mcp_http.accepts_json_and_sse(self.headers.get("accept")):
+            raise TransportError(
+                "Not Acceptable: Accept must list application/json and text/event-stream", http_status=406
+            )
+        session = await self._session(required=False)
+        allow_batch = session is not None and allows_batches(session.protocol_version)
+        messages, is_batch = jsonrpc.decode(bytes(self._body), allow_batch=allow_batch)
+        if session is None:
+            await self._post_without_session(messages)
+            return
+        if any(isinstance(m, jsonrpc.Request) and m.method == "initialize" for m in messages):
+            raise InvalidRequest("This session is already initialized")
+        await deliver_client_messages(
+            tenant_id=self.tenant.pk,
+            session=session,
+            messages=[m for m in messages if not isinstance(m, jsonrpc.Invalid)],
+        )
+        requests = [m for m in messages if isinstance(m, jsonrpc.Request)]
+        invalid = [m for m in messages if isinstance(m, jsonrpc.Invalid)]
+        if not requests and not invalid:
+            await send_empty(self.send, 202)
+            return
+        stream = PostStream(
+            send=self.send,
+            tenant_id=self.tenant.pk,
+            session_id=session.pk,
+            expected=len(requests) + len(invalid),
+            batch=is_batch,
+            priming=at_least(session.protocol_version, V2025_11_25),
+            headers=header_list([("Mcp-Session-Id", session.pk)]),
+        )
+        self._post_stream = stream
+        for bad in invalid:
+            await stream.response(jsonrpc.encode_error(bad.id, {"code": bad.error.code, "message": bad.error.message}))
+        for request in requests:
+            env = session_env(tenant=self.tenant, session=session, sink=stream, request=request)
+            start_run(request=request, env=env, sink=stream, tenant_id=self.tenant.pk, session_id=session.pk)
+        self._sse_open = True
+        await stream.done.wait()
+
+    async def _post_without_session(self, messages: list[Any]) -> None:
+        first = messages[0] if len(messages) == 1 else None
+        if isinstance(first, jsonrpc.Request) and first.method == "initialize":
+            await self._initialize(first)
+            return
+        if isinstance(first, jsonrpc.Request):
+            meta = (first.params or {}).get("_meta")
+            requested = meta.get(STATELESS_VERSION_KEY) if isinstance(meta, dict) else None
+            if isinstance(requested, str):
+                raise UnsupportedProtocolVersion(
+                    f"Unsupported protocol version: {requested}",
+                    data={"supported": list(HANDSHAKE_VERSIONS), "requested": requested},
+                )
+        raise TransportError("Bad Request: Mcp-Session-Id header is required")
+
+    async def _initialize(self, request: jsonrpc.Request) -> None:
+        try:
+            version, capabilities, client_info = parse_initialize(request.params)
+        except McpError as exc:
+            await send_error(self.send, exc, request.id)
+            return
+        session = await sessions.legacy_session_create(
+            tenant_id=self.tenant.pk,
+            transport=LegacySession.Transport.STREAMABLE_HTTP,
+            state=SessionState.INITIALIZING,
+            protocol_version=version,
+            client_capabilities=capabilities,
+            client_info=client_info,
+        )
+        result = initialize_result(server_identity(self.tenant), version)
+        await send_json(
+            self.send,
+            200,
+            jsonrpc.encode_result(request.id, result),
+            header_list([("Mcp-Session-Id", session.pk)]),
+        )
+
+    # --- DELETE ------------------------------------------------------------------------------------
+
+    async def _delete(self) -> None:
+        session = await self._session()
+        assert session is not None
+        await sessions.legacy_session_close(session=session)
+        await send_to_group(groups.session_group(self.tenant.pk, session.pk), {"kind": "closed"})
+        await send_empty(self.send, 200)
+
+    # --- GET: the standalone stream, or the resumption of any stream -------------------------------
+
+    async def _get(self) -> None:
+        if not mcp_http.accepts(self.headers.get("accept"), "text/event-stream"):
+            raise TransportError("Not Acceptable: Accept must list text/event-stream", http_status=406)
+        session = await self._session()
+        assert session is not None
+        self.session = session
+        last_event_id = mcp_http.parse_last_event_id(self.headers.get("last-event-id"))
+        self._closed = asyncio.Event()
+        if last_event_id is None:
+            await self._standalone(sessions.new_token(), None)
+            return
+        parsed = sse.parse_event_id(last_event_id)
+        kind = None if parsed is None else await sessions.stream_kind(session_id=session.pk, stream_id=parsed[0])
+        if parsed is None or kind is None:
+            raise TransportError("Unknown Last-Event-ID", http_status=404)
+        if kind == "standalone":
+            await self._standalone(*parsed)
+        else:
+            await self._resume(*parsed)
+
+    async def _open(self, stream_id: str, seq: int) -> None:
+        self._stream_state = {"stream_id": stream_id, "seq": seq}
+        await start_sse(self.send, header_list([("Mcp-Session-Id", self.session.pk)]))
+        self._sse_open = True
+
+    async def _resume(self, stream_id: str, after: int) -> None:
+        """Replay a POST stream after ``after`` and follow it live until its last response."""
+        layer = self.channel_layer
+        await layer.group_add(groups.stream_group(self.tenant.pk, self.session.pk, stream_id), self.channel_name)
+        self._stream_state = {"stream_id": stream_id, "seq": after, "resumed": True}
+        await start_sse(self.send, header_list([("Mcp-Session-Id", self.session.pk)]))
+        self._sse_open = True
+        await send_chunk(self.send, sse.comment("resumed"))
+        for event in await sessions.stream_events_after(session_id=self.session.pk, stream_id=stream_id, seq=after):
+            if await self._write_stored(event.seq, event.payload, event.is_final):
+                return
+        await self._idle_until_closed(renew_lease=False)
+
+    async def _write_stored(self, seq: int, payload: str, final: bool) -> bool:
+        """Write a stored event unless already written; True when the stream is finished."""
+        state = self._stream_state
+        if seq > state["seq"]:
+            state["seq"] = seq
+            event_id = sse.make_event_id(state["stream_id"], seq)
+            await send_chunk(self.send, sse.event(payload, id=event_id))
+        if final:
+            await self._close_stream()
+            return True
+        return False
+
+    async def _close_stream(self) -> None:
+        if not self._closed.is_set():
+            self._closed.set()
+            await send_chunk(self.send, b"", more=False)
+
+    async def _standalone(self, stream_id: str, after: int | None) -> None:
+        if not await sessions.standalone_stream_claim(session=self.session, stream_id=stream_id):
+            raise TransportError("Conflict: this session already has an open GET stream", http_status=409)
+        try:
+            layer = self.channel_layer
+            await layer.group_add(catalog_group(self.tenant.pk), self.channel_name)
+            await layer.group_add(groups.session_group(self.tenant.pk, self.session.pk), self.channel_name)
+            if after is None:
+                await sessions.stream_event_append(
+                    session_id=self.session.pk,
+                    stream_id=stream_id,
+                    seq=0,
+                    payload=sessions.STANDALONE_MARKER,
+                    is_final=False,
+                )
+                await self._open(stream_id, 0)
+                if at_least(self.session.protocol_version, V2025_11_25):
+                    event_id = sse.make_event_id(stream_id, 0)
+                    await send_chunk(self.send, sse.priming(event_id, platform_settings.SSE_RETRY_MS))
+                else:
+                    await send_chunk(self.send, sse.comment("stream open"))
+            else:
+                await self._open(stream_id, after)
+                await send_chunk(self.send, sse.comment("resumed"))
+                stored = await sessions.stream_events_after(session_id=self.session.pk, stream_id=stream_id, seq=after)
+                for event in stored:
+                    await self._write_stored(event.seq, event.payload, False)
+            self._stream_state["standalone"] = True
+            await self._idle_until_closed(renew_lease=True)
+        finally:
+            await sessions.standalone_stream_release(session_id=self.session.pk, stream_id=stream_id)
+
+    async def _idle_until_closed(self, *, renew_lease: bool) -> None:
+        while not self._closed.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closed.wait(), platform_settings.SSE_KEEPALIVE)
+            if self._closed.is_set():
+                return
+            await send_chunk(self.send, sse.comment())
+            if renew_lease:
+                await sessions.standalone_stream_renew(
+                    session_id=self.session.pk, stream_id=self._stream_state["stream_id"]
+                )
+
+    async def _push(self, method: str, params: dict[str, Any]) -> None:
+        """Store and send one unrelated server message on the standalone stream."""
+        state = self._stream_state
+        if not state.get("standalone") or self._closed.is_set():
+            return
+        state["seq"] += 1
+        payload = jsonrpc.encode_notification(method, params).decode()
+        await sessions.stream_event_append(
+            session_id=self.session.pk,
+            stream_id=state["stream_id"],
+            seq=state["seq"],
+            payload=payload,
+            is_final=False,
+        )
+        await send_chunk(self.send, sse.event(payload, id=sse.make_event_id(state["stream_id"], state["seq"])))
+
+    # --- channel-layer messages (handled while the stream is open) ---------------------------------
+
+    async def catalog_changed(self, message: dict[str, Any]) -> None:
+        method = LIST_CHANGED.get(message.get("kind", ""))
+        if method is not None:
+            await self._push(method, {})
+
+    async def resource_updated(self, message: dict[str, Any]) -> None:
+        uri = message.get("uri")
+        if not isinstance(uri, str) or not self._stream_state.get("standalone"):
+            return
+        if uri in await sessions.legacy_session_subscriptions(session_id=self.session.pk):
+            await self._push("notifications/resources/updated", {"uri": uri})
+
+    async def mailbox_message(self, message: dict[str, Any]) -> None:
+        """Session-wide signals, or live events of a resumed stream."""
+        closed = getattr(self, "_closed", None)
+        if closed is None or closed.is_set():
+            return
+        if message.get("kind") == "closed":
+            await self._close_stream()
+            return
+        if "seq" in message and self._stream_state.get("resumed"):
+            await self._write_stored(int(message["seq"]), message["payload"], bool(message.get("final")))

@@ -1,0 +1,30 @@
+"""Channel-layer group names. Every name is scoped by tenant and hashed to fit the layer's 100-char limit."""
+
+from __future__ import annotations
+
+import hashlib
+
+
+def _digest(*parts: object) -> str:
+    raw = "\x1f".join(str(p) for p in parts).encode()
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def request_group(tenant_id: int, session_id: str, request_id: str | int) -> str:
+    """Signals for one in-flight client request (cancellation)."""
+    return f"mcp.req.{tenant_id}.{_digest(session_id, type(request_id).__name__, request_id)}"
+
+
+def server_request_group(tenant_id: int, session_id: str, server_request_id: str) -> str:
+    """The client's answer to one server-to-client request."""
+    return f"mcp.srq.{tenant_id}.{_digest(session_id, server_request_id)}"
+
+
+def session_group(tenant_id: int, session_id: str) -> str:
+    """Messages for a session's long-lived stream (HTTP+SSE transport, session end)."""
+    return f"mcp.ses.{tenant_id}.{_digest(session_id)}"
+
+
+def stream_group(tenant_id: int, session_id: str, stream_id: str) -> str:
+    """Live events of one SSE stream, for a client that resumed it on another connection."""
+    return f"mcp.stm.{tenant_id}.{_digest(session_id, stream_id)}"

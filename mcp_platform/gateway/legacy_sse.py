@@ -1,0 +1,187 @@
+"""The 2024-11-05 HTTP+SSE transport for old clients: ``GET /t/<tenant>/sse`` and ``POST …/messages``.
+
+The GET stream's first event names the endpoint to POST to; every response and server message of the
+session then travels on that stream, whichever process handled the POST.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.consumer import AsyncConsumer
+from channels.exceptions import StopConsumer
+
+from mcp_core import http as mcp_http
+from mcp_core import jsonrpc, sse
+from mcp_core.errors import InvalidRequest, McpError, TransportError
+from mcp_core.features.lifecycle import initialize_result, parse_initialize
+from mcp_core.session import SessionState, SessionStateError
+from mcp_platform.conf import platform_settings
+from mcp_platform.gateway import groups, sessions
+from mcp_platform.gateway.consumer import (
+    LIST_CHANGED,
+    deliver_client_messages,
+    scope_headers,
+    server_identity,
+    session_env,
+)
+from mcp_platform.gateway.models import LegacySession
+from mcp_platform.gateway.responses import send_chunk, send_empty, send_error, send_json, start_sse
+from mcp_platform.gateway.streams import SessionSink, start_run
+from tenants.events import catalog_group
+from tenants.models import Tenant
+from tenants.selectors import atenant_get_servable
+
+logger = logging.getLogger(__name__)
+
+
+async def _tenant_or_404(consumer: AsyncConsumer) -> Tenant | None:
+    tenant = await atenant_get_servable(slug=consumer.scope["url_route"]["kwargs"]["tenant"])
+    if tenant is None:
+        await send_json(consumer.send, 404, jsonrpc.encode_error(None, {"code": -32000, "message": "Unknown tenant"}))
+    return tenant
+
+
+class LegacySseConsumer(AsyncConsumer):
+    """``GET /t/<tenant>/sse``: opens a session and carries all of its server-to-client messages."""
+
+    async def http_request(self, message: dict[str, Any]) -> None:
+        if message.get("more_body"):
+            return
+        self._closed = asyncio.Event()
+        self._task = asyncio.create_task(self._serve())
+
+    async def http_disconnect(self, message: dict[str, Any]) -> None:
+        task = getattr(self, "_task", None)
+        if task is not None:
+            task.cancel()
+        session = getattr(self, "session", None)
+        if session is not None:
+            await sessions.legacy_session_close(session=session)
+        raise StopConsumer()
+
+    async def _serve(self) -> None:
+        if self.scope["method"] != "GET":
+            await send_empty(self.send, 405, [(b"allow", b"GET")])
+            return
+        if not mcp_http.accepts(scope_headers(self.scope).get("accept"), "text/event-stream"):
+            await send_error(self.send, TransportError("Not Acceptable: text/event-stream", http_status=406))
+            return
+        tenant = await _tenant_or_404(self)
+        if tenant is None:
+            return
+        self.tenant = tenant
+        self.session = await sessions.legacy_session_create(
+            tenant_id=tenant.pk, transport=LegacySession.Transport.HTTP_SSE, state=SessionState.NEW
+        )
+        await self.channel_layer.group_add(groups.session_group(tenant.pk, self.session.pk), self.channel_name)
+        await self.channel_layer.group_add(catalog_group(tenant.pk), self.channel_name)
+        await start_sse(self.send)
+        endpoint = f"/t/{tenant.slug}/messages?session_id={self.session.pk}"
+        await send_chunk(self.send, sse.event(endpoint, event="endpoint"))
+        while not self._closed.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closed.wait(), platform_settings.SSE_KEEPALIVE)
+            if not self._closed.is_set():
+                await send_chunk(self.send, sse.comment())
+
+    async def _write(self, payload: str) -> None:
+        if not self._closed.is_set():
+            await send_chunk(self.send, sse.event(payload, event="message"))
+
+    async def mailbox_message(self, message: dict[str, Any]) -> None:
+        if message.get("kind") == "message":
+            await self._write(message["payload"])
+        elif message.get("kind") == "closed" and not self._closed.is_set():
+            self._closed.set()
+            await send_chunk(self.send, b"", more=False)
+
+    async def catalog_changed(self, message: dict[str, Any]) -> None:
+        method = LIST_CHANGED.get(message.get("kind", ""))
+        if method is not None:
+            await self._write(jsonrpc.encode_notification(method, {}).decode())
+
+    async def resource_updated(self, message: dict[str, Any]) -> None:
+        uri = message.get("uri")
+        if isinstance(uri, str) and uri in await sessions.legacy_session_subscriptions(session_id=self.session.pk):
+            await self._write(jsonrpc.encode_notification("notifications/resources/updated", {"uri": uri}).decode())
+
+
+class LegacyMessagesConsumer(AsyncConsumer):
+    """``POST /t/<tenant>/messages?session_id=…``: accepted at once, answered on the session's stream."""
+
+    async def http_request(self, message: dict[str, Any]) -> None:
+        if not hasattr(self, "_body"):
+            self._body = bytearray()
+        self._body.extend(message.get("body", b""))
+        if not message.get("more_body"):
+            self._task = asyncio.create_task(self._serve())
+
+    async def http_disconnect(self, message: dict[str, Any]) -> None:
+        raise StopConsumer()
+
+    async def _serve(self) -> None:
+        try:
+            await self._handle()
+        except McpError as exc:
+            await send_error(self.send, exc)
+        except Exception as exc:
+            logger.exception("legacy messages endpoint failed")
+            await send_error(self.send, exc)
+
+    async def _handle(self) -> None:
+        if self.scope["method"] != "POST":
+            await send_empty(self.send, 405, [(b"allow", b"POST")])
+            return
+        if not mcp_http.is_json_content_type(scope_headers(self.scope).get("content-type")):
+            raise TransportError("Unsupported Media Type: Content-Type must be application/json", http_status=415)
+        tenant = await _tenant_or_404(self)
+        if tenant is None:
+            return
+        session_id = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("session_id", [""])[0]
+        session = None
+        if mcp_http.valid_session_id(session_id):
+            session = await sessions.legacy_session_get(tenant_id=tenant.pk, session_id=session_id)
+        if session is None or session.transport != LegacySession.Transport.HTTP_SSE:
+            raise TransportError("Session not found", http_status=404)
+        messages, _ = jsonrpc.decode(bytes(self._body), allow_batch=False)
+        await send_body_accepted(self.send)
+        sink = SessionSink(tenant_id=tenant.pk, session_id=session.pk)
+        for message in messages:
+            if isinstance(message, jsonrpc.Request) and message.method == "initialize":
+                await self._initialize(tenant, session, sink, message)
+            elif isinstance(message, jsonrpc.Request):
+                if session.state == SessionState.NEW.value:
+                    error = InvalidRequest("The session is not initialized")
+                    await sink.message(jsonrpc.encode_error(message.id, {"code": error.code, "message": error.message}))
+                    continue
+                env = session_env(tenant=tenant, session=session, sink=sink, request=message)
+                start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk)
+            elif not isinstance(message, jsonrpc.Invalid):
+                await deliver_client_messages(tenant_id=tenant.pk, session=session, messages=[message])
+
+    async def _initialize(
+        self, tenant: Tenant, session: LegacySession, sink: SessionSink, request: jsonrpc.Request
+    ) -> None:
+        try:
+            version, capabilities, client_info = parse_initialize(request.params)
+            await sessions.legacy_session_initialize(
+                session=session,
+                protocol_version=version,
+                client_capabilities=capabilities,
+                client_info=client_info,
+            )
+        except (McpError, SessionStateError) as exc:
+            code = exc.code if isinstance(exc, McpError) else -32600
+            await sink.message(jsonrpc.encode_error(request.id, {"code": code, "message": str(exc)}))
+            return
+        await sink.message(jsonrpc.encode_result(request.id, initialize_result(server_identity(tenant), version)))
+
+
+async def send_body_accepted(send: Any) -> None:
+    await send({"type": "http.response.start", "status": 202, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": b"Accepted", "more_body": False})

@@ -1,0 +1,83 @@
+"""ASGI middleware in front of the MCP endpoints: Host and Origin checks (403) and the body limit (413).
+
+Channels offers neither for plain HTTP. Only paths under ``/t/`` are guarded here; Django guards the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_core import http as mcp_http
+from mcp_core import jsonrpc
+from mcp_platform.conf import platform_settings
+from mcp_platform.gateway.responses import send_json
+from tenants.selectors import atenant_get_servable
+
+Scope = dict[str, Any]
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _tenant_slug(path: str) -> str | None:
+    parts = path.split("/")
+    return parts[2] if len(parts) > 2 and parts[1] == "t" and parts[2] else None
+
+
+class GatewayMiddleware:
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/t/"):
+            await self.app(scope, receive, send)
+            return
+
+        async def reject(status: int, message: str) -> None:
+            body = jsonrpc.encode_error(None, {"code": -32000, "message": message})
+            await send_json(send, status, body)
+
+        allowed_hosts = platform_settings.ALLOWED_HOSTS
+        if not mcp_http.host_allowed(_header(scope, b"host"), allowed_hosts):
+            await reject(403, "Forbidden: Host not allowed")
+            return
+        origin = _header(scope, b"origin")
+        if origin is not None and not mcp_http.origin_allowed(origin, allowed_hosts=allowed_hosts, allowed_origins=()):
+            slug = _tenant_slug(scope["path"])
+            tenant = await atenant_get_servable(slug=slug) if slug else None
+            tenant_origins = tenant.allowed_origins if tenant is not None else []
+            if not mcp_http.origin_allowed(origin, allowed_hosts=allowed_hosts, allowed_origins=tenant_origins):
+                await reject(403, "Forbidden: Origin not allowed")
+                return
+
+        limit = platform_settings.MAX_REQUEST_BYTES
+        declared = _header(scope, b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            await reject(413, f"Payload Too Large: the limit is {limit} bytes")
+            return
+        # Read the whole body here (bounded), then hand it to the app as one message.
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body.extend(message.get("body", b""))
+            if len(body) > limit:
+                await reject(413, f"Payload Too Large: the limit is {limit} bytes")
+                return
+            if not message.get("more_body"):
+                break
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)

@@ -1,0 +1,54 @@
+"""Writing HTTP responses over ASGI: JSON bodies, JSON-RPC errors, and the start of SSE streams."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from mcp_core import jsonrpc
+from mcp_core.errors import error_to_wire
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Headers = list[tuple[bytes, bytes]]
+
+SSE_HEADERS: Headers = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+def header_list(extra: Iterable[tuple[str, str]] = ()) -> Headers:
+    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra]
+
+
+async def send_body(send: Send, status: int, body: bytes, *, content_type: str | None, headers: Headers | None = None) -> None:
+    all_headers = list(headers or [])
+    if content_type:
+        all_headers.append((b"content-type", content_type.encode("latin-1")))
+    await send({"type": "http.response.start", "status": status, "headers": all_headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def send_json(send: Send, status: int, body: bytes, headers: Headers | None = None) -> None:
+    await send_body(send, status, body, content_type="application/json", headers=headers)
+
+
+async def send_empty(send: Send, status: int, headers: Headers | None = None) -> None:
+    await send_body(send, status, b"", content_type=None, headers=headers)
+
+
+async def send_error(
+    send: Send, exc: BaseException, request_id: str | int | None = None, headers: Headers | None = None
+) -> None:
+    """The one place an exception becomes an HTTP error response (status and JSON-RPC body)."""
+    status, error = error_to_wire(exc)
+    await send_json(send, status, jsonrpc.encode_error(request_id, error), headers)
+
+
+async def start_sse(send: Send, headers: Headers | None = None) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *(headers or [])]})
+
+
+async def send_chunk(send: Send, chunk: bytes, *, more: bool = True) -> None:
+    await send({"type": "http.response.body", "body": chunk, "more_body": more})

@@ -1,0 +1,254 @@
+"""Where a request's messages go while it runs, and the run itself.
+
+``PostStream`` answers one POST: JSON while the handlers stay quiet, SSE from the first notification or
+server-to-client request on. Its events are stored before they are sent, so a client that lost the
+connection can replay them with ``Last-Event-ID``; a dropped connection does not stop the work.
+``SessionSink`` routes everything of an HTTP+SSE (2024-11-05) session to that session's GET stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from typing import Any, Protocol
+
+from mcp_core import jsonrpc, sse
+from mcp_core.dispatch import dispatch
+from mcp_core.env import Env
+from mcp_core.errors import ClientRequestFailed, McpError, error_to_wire
+from mcp_platform.conf import platform_settings
+from mcp_platform.gateway import groups
+from mcp_platform.gateway.mailbox import mailbox, send_to_group
+from mcp_platform.gateway.responses import Headers, Send, send_chunk, send_empty, send_json, start_sse
+from mcp_platform.gateway.sessions import new_token, stream_event_append
+
+logger = logging.getLogger(__name__)
+
+# Runs detached from their HTTP response are kept referenced here until they finish (routing, not state).
+_running: set[asyncio.Task[None]] = set()
+
+
+class Sink(Protocol):
+    async def message(self, payload: bytes) -> None: ...
+
+    async def response(self, payload: bytes | None) -> None: ...
+
+
+class PostStream:
+    """The response to one POST that carried ``expected`` requests."""
+
+    def __init__(
+        self,
+        *,
+        send: Send,
+        tenant_id: int,
+        session_id: str,
+        expected: int,
+        batch: bool,
+        priming: bool,
+        headers: Headers,
+    ) -> None:
+        self._send = send
+        self._tenant_id = tenant_id
+        self._session_id = session_id
+        self._expected = expected
+        self._batch = batch
+        self._priming = priming
+        self._headers = headers
+        self._buffered: list[bytes] = []
+        self._mode = "json"
+        self._attached = True
+        self._lock = asyncio.Lock()
+        self._stream_id = ""
+        self._seq = 0
+        self._keepalive: asyncio.Task[None] | None = None
+        self.done = asyncio.Event()
+
+    def detach(self) -> None:
+        """The client went away: keep storing events for a resumption, stop writing to the socket."""
+        self._attached = False
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+
+    async def message(self, payload: bytes) -> None:
+        async with self._lock:
+            if self._mode == "json":
+                await self._open_sse()
+            await self._event(payload, final=False)
+
+    async def response(self, payload: bytes | None) -> None:
+        """A request's answer, or None when it was cancelled and must go unanswered."""
+        async with self._lock:
+            self._expected -= 1
+            last = self._expected == 0
+            if self._mode == "json":
+                if payload is not None:
+                    self._buffered.append(payload)
+                if last:
+                    await self._finish_json()
+                return
+            if payload is not None:
+                await self._event(payload, final=last)
+            if last:
+                await self._close()
+
+    async def _finish_json(self) -> None:
+        self._mode = "done"
+        if self._attached:
+            if not self._buffered:
+                await send_empty(self._send, 202, self._headers)
+            elif self._batch:
+                await send_json(self._send, 200, jsonrpc.encode_batch(self._buffered), self._headers)
+            else:
+                await send_json(self._send, 200, self._buffered[0], self._headers)
+        self.done.set()
+
+    async def _open_sse(self) -> None:
+        self._mode = "sse"
+        self._stream_id = new_token()
+        await stream_event_append(
+            session_id=self._session_id, stream_id=self._stream_id, seq=0, payload="", is_final=False
+        )
+        if not self._attached:
+            return
+        await start_sse(self._send, self._headers)
+        if self._priming:
+            event_id = sse.make_event_id(self._stream_id, 0)
+            await send_chunk(self._send, sse.priming(event_id, platform_settings.SSE_RETRY_MS))
+        else:
+            await send_chunk(self._send, sse.comment("stream open"))
+        self._keepalive = asyncio.create_task(self._keep_alive())
+        for payload in self._buffered:
+            await self._event(payload, final=False)
+        self._buffered.clear()
+
+    async def _event(self, payload: bytes, *, final: bool) -> None:
+        self._seq += 1
+        text = payload.decode()
+        await stream_event_append(
+            session_id=self._session_id,
+            stream_id=self._stream_id,
+            seq=self._seq,
+            payload=text,
+            is_final=final,
+        )
+        if self._attached:
+            event_id = sse.make_event_id(self._stream_id, self._seq)
+            await send_chunk(self._send, sse.event(payload, id=event_id))
+        else:
+            group = groups.stream_group(self._tenant_id, self._session_id, self._stream_id)
+            await send_to_group(group, {"seq": self._seq, "payload": text, "final": final})
+
+    async def _close(self) -> None:
+        self._mode = "done"
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+        if self._attached:
+            await send_chunk(self._send, b"", more=False)
+        self.done.set()
+
+    async def _keep_alive(self) -> None:
+        while True:
+            await asyncio.sleep(platform_settings.SSE_KEEPALIVE)
+            async with self._lock:
+                if self._mode != "sse" or not self._attached:
+                    return
+                await send_chunk(self._send, sse.comment())
+
+
+class SessionSink:
+    """Everything of an HTTP+SSE (2024-11-05) session travels on that session's one GET stream."""
+
+    def __init__(self, *, tenant_id: int, session_id: str) -> None:
+        self._group = groups.session_group(tenant_id, session_id)
+
+    async def message(self, payload: bytes) -> None:
+        await send_to_group(self._group, {"kind": "message", "payload": payload.decode()})
+
+    async def response(self, payload: bytes | None) -> None:
+        if payload is not None:
+            await self.message(payload)
+
+
+class SinkOutbound:
+    """``mcp_core.context.Outbound`` over a sink: notifications, and requests answered via the mailbox."""
+
+    def __init__(self, *, sink: Sink, tenant_id: int, session_id: str) -> None:
+        self._sink = sink
+        self._tenant_id = tenant_id
+        self._session_id = session_id
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self._sink.message(jsonrpc.encode_notification(method, params))
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        request_id = f"srv-{secrets.token_urlsafe(12)}"
+        group = groups.server_request_group(self._tenant_id, self._session_id, request_id)
+        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+
+        def deliver(message: dict[str, Any]) -> None:
+            if not answer.done():
+                answer.set_result(message)
+
+        box = mailbox()
+        await box.subscribe(group, deliver)
+        try:
+            await self._sink.message(jsonrpc.encode_request(request_id, method, params))
+            try:
+                message = await asyncio.wait_for(answer, platform_settings.CLIENT_REQUEST_TIMEOUT)
+            except TimeoutError:
+                raise ClientRequestFailed(f"the client did not answer {method} in time") from None
+        finally:
+            await box.unsubscribe(group)
+        if "error" in message:
+            error = message["error"]
+            raise ClientRequestFailed(
+                str(error.get("message", "error")),
+                code=int(error.get("code", -32603)),
+                data=error.get("data"),
+            )
+        result = message.get("result")
+        if not isinstance(result, dict):
+            raise ClientRequestFailed(f"the client's {method} result is not an object")
+        return result
+
+
+async def run_request(*, request: jsonrpc.Request, env: Env, sink: Sink, tenant_id: int, session_id: str) -> None:
+    """Answer one request on ``sink``; ``notifications/cancelled`` from any process stops it unanswered."""
+    task = asyncio.current_task()
+    assert task is not None
+    cancel_group = groups.request_group(tenant_id, session_id, request.id)
+    box = mailbox()
+
+    def cancel(message: dict[str, Any]) -> None:
+        task.cancel()
+
+    await box.subscribe(cancel_group, cancel)
+    payload: bytes | None
+    try:
+        result = await dispatch(request.method, request.params, env)
+        payload = jsonrpc.encode_result(request.id, result)
+    except asyncio.CancelledError:
+        payload = None
+    except Exception as exc:
+        if not isinstance(exc, McpError):
+            logger.exception("%s failed", request.method)
+        payload = jsonrpc.encode_error(request.id, error_to_wire(exc)[1])
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(box.unsubscribe(cancel_group))
+    try:
+        await sink.response(payload)
+    except Exception:
+        logger.exception("could not deliver the response to %s", request.method)
+
+
+def start_run(*, request: jsonrpc.Request, env: Env, sink: Sink, tenant_id: int, session_id: str) -> None:
+    """Run the request in its own task, independent of the HTTP connection that brought it."""
+    task = asyncio.create_task(
+        run_request(request=request, env=env, sink=sink, tenant_id=tenant_id, session_id=session_id)
+    )
+    _running.add(task)
+    task.add_done_callback(_running.discard)

@@ -1,0 +1,245 @@
+"""Admin for tenants and their catalogs. Forms validate like the services; every save and delete calls them,
+so catalog-change notifications fire for admin edits too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from tenants import services, validation
+from tenants.models import Membership, Prompt, Resource, ResourceTemplate, Tenant, Tool
+
+JSON_WIDGET = forms.Textarea(attrs={"rows": 10, "cols": 100, "style": "font-family: monospace"})
+
+
+class ServiceValidatedForm(forms.ModelForm):
+    """A model form that also runs the service-level validator, so the admin shows the same errors."""
+
+    validator: Callable[[Any], None] = staticmethod(lambda instance: None)
+
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        if self._errors:
+            return
+        try:
+            type(self).validator(self.instance)
+        except ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                self.add_error(field if field in self.fields else None, messages)
+
+
+def _form_for(model: type[models.Model], validator: Callable[[Any], None]) -> type[ServiceValidatedForm]:
+    meta = type("Meta", (), {"model": model, "fields": "__all__"})
+    return type(
+        f"{model.__name__}AdminForm",
+        (ServiceValidatedForm,),
+        {"Meta": meta, "validator": staticmethod(validator)},
+    )
+
+
+def _adopt(obj: models.Model, stored: models.Model) -> None:
+    # The admin keeps using ``obj`` (redirects, log entries): give it the state of the row the service stored.
+    obj.__dict__.update(stored.__dict__)
+
+
+class ServiceBackedAdmin(admin.ModelAdmin):
+    """Routes add, change and delete through the entity's services.
+
+    ``fields_for_service`` are the form fields passed to the create service and, when changed, to update.
+    """
+
+    fields_for_service: tuple[str, ...] = ()
+    formfield_overrides = {models.JSONField: {"widget": JSON_WIDGET}}
+
+    def create(self, obj: Any, values: dict[str, Any]) -> models.Model:
+        raise NotImplementedError
+
+    def update(self, stored: Any, data: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def remove(self, obj: Any) -> None:
+        raise NotImplementedError
+
+    def save_model(self, request: HttpRequest, obj: Any, form: forms.ModelForm, change: bool) -> None:
+        values = {f: form.cleaned_data[f] for f in self.fields_for_service if f in form.cleaned_data}
+        if change:
+            # ``obj`` already carries the form's values; the service compares against the stored row.
+            stored = type(obj)._default_manager.get(pk=obj.pk)
+            self.update(stored, {f: v for f, v in values.items() if f in form.changed_data})
+            _adopt(obj, stored)
+        else:
+            _adopt(obj, self.create(obj, values))
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self.remove(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        for obj in queryset:
+            self.remove(obj)
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Tenant)
+class TenantAdmin(ServiceBackedAdmin):
+    form = _form_for(Tenant, validation.tenant_validate)
+    fields_for_service = (
+        "slug",
+        "name",
+        "status",
+        "allowed_origins",
+        "instructions",
+        "requires_authorization",
+    )
+    list_display = ("slug", "name", "status", "requires_authorization", "created_at")
+    list_filter = ("status", "requires_authorization")
+    search_fields = ("slug", "name")
+    inlines = [MembershipInline]
+
+    def create(self, obj: Tenant, values: dict[str, Any]) -> Tenant:
+        return services.tenant_create(**values)
+
+    def update(self, stored: Tenant, data: dict[str, Any]) -> None:
+        services.tenant_update(tenant=stored, data=data)
+
+    def remove(self, obj: Tenant) -> None:
+        services.tenant_delete(tenant=obj)
+
+    def save_formset(self, request: HttpRequest, form: forms.ModelForm, formset: Any, change: bool) -> None:
+        if formset.model is not Membership:
+            super().save_formset(request, form, formset, change)
+            return
+        tenant = form.instance
+        pending = formset.save(commit=False)
+        for membership in formset.deleted_objects:
+            services.membership_remove(tenant=tenant, user=membership.user)
+        for membership, changed in formset.changed_objects:
+            if "user" in changed:
+                previous = Membership.objects.get(pk=membership.pk)
+                services.membership_remove(tenant=tenant, user=previous.user)
+        for membership in pending:
+            services.membership_add(tenant=tenant, user=membership.user, role=membership.role)
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ("user", "tenant", "role", "created_at")
+    list_filter = ("role", "tenant")
+    search_fields = ("user__username", "user__email", "tenant__slug")
+    autocomplete_fields = ["user", "tenant"]
+    list_select_related = ("user", "tenant")
+
+    def save_model(self, request: HttpRequest, obj: Membership, form: forms.ModelForm, change: bool) -> None:
+        if change and {"user", "tenant"} & set(form.changed_data):
+            previous = Membership.objects.select_related("tenant", "user").get(pk=obj.pk)
+            services.membership_remove(tenant=previous.tenant, user=previous.user)
+        _adopt(obj, services.membership_add(tenant=obj.tenant, user=obj.user, role=obj.role))
+
+    def delete_model(self, request: HttpRequest, obj: Membership) -> None:
+        services.membership_remove(tenant=obj.tenant, user=obj.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Membership]) -> None:
+        for membership in queryset.select_related("tenant", "user"):
+            services.membership_remove(tenant=membership.tenant, user=membership.user)
+
+
+class CatalogEntryAdmin(ServiceBackedAdmin):
+    list_select_related = ("tenant",)
+    autocomplete_fields = ["tenant"]
+    readonly_fields = ("created_at", "updated_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Entries do not move between tenants: a move would be a delete in one catalog and an add in another.
+        return (*self.readonly_fields, "tenant") if obj is not None else tuple(self.readonly_fields)
+
+
+@admin.register(Tool)
+class ToolAdmin(CatalogEntryAdmin):
+    form = _form_for(Tool, validation.tool_validate)
+    fields_for_service = tuple(sorted(services.TOOL_FIELDS))
+    list_display = ("name", "tenant", "title", "backend", "enabled", "updated_at")
+    list_filter = ("backend", "enabled", "tenant")
+    search_fields = ("name", "title", "description", "tenant__slug")
+
+    def create(self, obj: Tool, values: dict[str, Any]) -> Tool:
+        return services.tool_create(tenant=obj.tenant, **values)
+
+    def update(self, stored: Tool, data: dict[str, Any]) -> None:
+        services.tool_update(tool=stored, data=data)
+
+    def remove(self, obj: Tool) -> None:
+        services.tool_delete(tool=obj)
+
+
+@admin.register(Resource)
+class ResourceAdmin(CatalogEntryAdmin):
+    form = _form_for(Resource, validation.resource_validate)
+    fields_for_service = tuple(sorted(services.RESOURCE_FIELDS))
+    list_display = ("uri", "tenant", "name", "mime_type", "updated_at")
+    list_filter = ("mime_type", "tenant")
+    search_fields = ("uri", "name", "title", "description", "tenant__slug")
+
+    def formfield_for_dbfield(
+        self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any
+    ) -> Any:
+        # An empty text or blob box means "not this one", which the text-xor-blob rule needs as NULL.
+        if db_field.name in ("text", "blob"):
+            kwargs["empty_value"] = None
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def create(self, obj: Resource, values: dict[str, Any]) -> Resource:
+        return services.resource_create(tenant=obj.tenant, **values)
+
+    def update(self, stored: Resource, data: dict[str, Any]) -> None:
+        services.resource_update(resource=stored, data=data)
+
+    def remove(self, obj: Resource) -> None:
+        services.resource_delete(resource=obj)
+
+
+@admin.register(ResourceTemplate)
+class ResourceTemplateAdmin(CatalogEntryAdmin):
+    form = _form_for(ResourceTemplate, validation.resource_template_validate)
+    fields_for_service = tuple(sorted(services.TEMPLATE_FIELDS))
+    list_display = ("name", "tenant", "uri_template", "backend", "updated_at")
+    list_filter = ("backend", "tenant")
+    search_fields = ("name", "uri_template", "title", "description", "tenant__slug")
+
+    def create(self, obj: ResourceTemplate, values: dict[str, Any]) -> ResourceTemplate:
+        return services.resource_template_create(tenant=obj.tenant, **values)
+
+    def update(self, stored: ResourceTemplate, data: dict[str, Any]) -> None:
+        services.resource_template_update(template=stored, data=data)
+
+    def remove(self, obj: ResourceTemplate) -> None:
+        services.resource_template_delete(template=obj)
+
+
+@admin.register(Prompt)
+class PromptAdmin(CatalogEntryAdmin):
+    form = _form_for(Prompt, validation.prompt_validate)
+    fields_for_service = tuple(sorted(services.PROMPT_FIELDS))
+    list_display = ("name", "tenant", "title", "updated_at")
+    list_filter = ("tenant",)
+    search_fields = ("name", "title", "description", "tenant__slug")
+
+    def create(self, obj: Prompt, values: dict[str, Any]) -> Prompt:
+        return services.prompt_create(tenant=obj.tenant, **values)
+
+    def update(self, stored: Prompt, data: dict[str, Any]) -> None:
+        services.prompt_update(prompt=stored, data=data)
+
+    def remove(self, obj: Prompt) -> None:
+        services.prompt_delete(prompt=obj)

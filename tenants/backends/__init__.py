@@ -1,0 +1,34 @@
+"""Tool backends: how a tool call or a templated resource read is carried out, chosen by ``backend``.
+
+``tool_invoke`` and ``template_read`` dispatch on the stored backend; each backend lives in its own module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_core.context import ToolContext
+from tenants.backends import python, static
+from tenants.models import Backend, ResourceTemplate, Tool
+
+JSONObject = dict[str, Any]
+
+
+async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> Any:
+    """Run ``tool``; the value goes through ``mcp_core.content.tool_result``. Tools raise ``ToolError``."""
+    if tool.backend == Backend.PYTHON:
+        return await python.tool_invoke(tool, arguments, ctx)
+    if tool.backend == Backend.STATIC:
+        return static.tool_invoke(tool)
+    raise ValueError(f"tool {tool.name!r} has unknown backend {tool.backend!r}")
+
+
+async def template_read(
+    template: ResourceTemplate, uri: str, variables: dict[str, str], ctx: ToolContext
+) -> list[JSONObject]:
+    """The contents of ``uri``, which matched ``template`` with ``variables``."""
+    if template.backend == Backend.PYTHON:
+        return await python.template_read(template, uri, variables, ctx)
+    if template.backend == Backend.STATIC:
+        return static.template_read(template, uri, variables)
+    raise ValueError(f"resource template {template.name!r} has unknown backend {template.backend!r}")

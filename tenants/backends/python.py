@@ -1,0 +1,42 @@
+"""The Python backend: tools and resource templates implemented by functions in the registry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_core.context import ToolContext
+from tenants.backends.registry import PythonRegistry, default_registry
+from tenants.models import ResourceTemplate, Tool
+
+JSONObject = dict[str, Any]
+
+
+async def tool_invoke(
+    tool: Tool, arguments: JSONObject, ctx: ToolContext, *, registry: PythonRegistry = default_registry
+) -> Any:
+    """Call ``fn(ctx, **arguments)``. Raises ``UnknownPythonFunction`` when the function is gone."""
+    function = registry.get_tool(tool.config["function"])
+    return await function(ctx, **arguments)
+
+
+async def template_read(
+    template: ResourceTemplate,
+    uri: str,
+    variables: dict[str, str],
+    ctx: ToolContext,
+    *,
+    registry: PythonRegistry = default_registry,
+) -> list[JSONObject]:
+    """Call ``fn(ctx, uri, **variables)``; contents without a MIME type get the template's.
+
+    Raises ``UnknownPythonFunction`` when the function is gone and ``TypeError`` for a malformed return.
+    """
+    function = registry.get_resource_template(template.config["function"])
+    contents = await function(ctx, uri, **variables)
+    if not isinstance(contents, list) or not all(isinstance(c, dict) and "uri" in c for c in contents):
+        raise TypeError(
+            f"resource template function {template.config['function']!r} must return [{{uri, ...}}]"
+        )
+    if template.mime_type:
+        contents = [c if "mimeType" in c else {**c, "mimeType": template.mime_type} for c in contents]
+    return contents

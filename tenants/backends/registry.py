@@ -1,0 +1,106 @@
+"""The registry of Python functions that tools and resource templates may name in their config.
+
+Functions register themselves with ``@python_tool("name")`` or ``@python_resource_template("name")``
+when their module is imported (``TenantsConfig.ready`` imports the built-in ones).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+JSONObject = dict[str, Any]
+# ``async def fn(ctx, **arguments) -> Any``: the value goes through ``mcp_core.content.tool_result``.
+PythonToolFunction = Callable[..., Awaitable[Any]]
+# ``async def fn(ctx, uri, **variables) -> [{uri, mimeType, text | blob}]``.
+PythonTemplateFunction = Callable[..., Awaitable[list[JSONObject]]]
+
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+
+class UnknownPythonFunction(LookupError):
+    """A config names a Python function that no module registered."""
+
+    def __init__(self, kind: str, name: str, known: list[str]) -> None:
+        listing = ", ".join(known) if known else "none registered"
+        super().__init__(f"No Python {kind} function named {name!r} is registered (known: {listing}).")
+        self.kind = kind
+        self.name = name
+
+
+class PythonRegistry:
+    """Named async functions, one namespace for tools and one for resource templates."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, PythonToolFunction] = {}
+        self._templates: dict[str, PythonTemplateFunction] = {}
+
+    def tool(self, name: str) -> Callable[[F], F]:
+        """Decorator registering ``async def fn(ctx: ToolContext, **arguments)`` under ``name``."""
+        return self._decorator(self._tools, "tool", name)
+
+    def resource_template(self, name: str) -> Callable[[F], F]:
+        """Decorator registering ``async def fn(ctx: ToolContext, uri: str, **variables)`` under ``name``."""
+        return self._decorator(self._templates, "resource template", name)
+
+    def get_tool(self, name: str) -> PythonToolFunction:
+        """The tool function called ``name``. Raises ``UnknownPythonFunction``."""
+        try:
+            return self._tools[name]
+        except KeyError:
+            raise UnknownPythonFunction("tool", name, self.tool_names()) from None
+
+    def get_resource_template(self, name: str) -> PythonTemplateFunction:
+        """The resource-template function called ``name``. Raises ``UnknownPythonFunction``."""
+        try:
+            return self._templates[name]
+        except KeyError:
+            raise UnknownPythonFunction("resource template", name, self.resource_template_names()) from None
+
+    def tool_names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def resource_template_names(self) -> list[str]:
+        return sorted(self._templates)
+
+    @staticmethod
+    def _decorator(table: dict[str, Any], kind: str, name: str) -> Callable[[F], F]:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a Python {kind} function needs a non-empty name")
+
+        def register(fn: F) -> F:
+            if not inspect.iscoroutinefunction(fn):
+                raise TypeError(f"Python {kind} function {name!r} must be declared with 'async def'")
+            existing = table.get(name)
+            # Re-importing the same module (autoreload, tests) registers the same function again.
+            if existing is not None and existing.__qualname__ != fn.__qualname__:
+                raise ValueError(f"a Python {kind} function named {name!r} is already registered")
+            table[name] = fn
+            return fn
+
+        return register
+
+
+default_registry = PythonRegistry()
+
+
+def python_tool(name: str, *, registry: PythonRegistry = default_registry) -> Callable[[F], F]:
+    """Register an async tool function under ``name`` (in the default registry unless told otherwise)."""
+    return registry.tool(name)
+
+
+def python_resource_template(name: str, *, registry: PythonRegistry = default_registry) -> Callable[[F], F]:
+    """Register an async resource-template function under ``name``."""
+    return registry.resource_template(name)
+
+
+__all__ = [
+    "PythonRegistry",
+    "PythonTemplateFunction",
+    "PythonToolFunction",
+    "UnknownPythonFunction",
+    "default_registry",
+    "python_resource_template",
+    "python_tool",
+]

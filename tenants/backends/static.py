@@ -1,0 +1,32 @@
+"""The static backend: a tool that always returns the stored result, a template that fills in stored text."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from tenants.models import ResourceTemplate, Tool
+from tenants.rendering import template_text_render
+
+JSONObject = dict[str, Any]
+
+
+def tool_invoke(tool: Tool) -> JSONObject:
+    """The stored ``CallToolResult``: ``content``, ``isError`` when true, ``structuredContent`` when set."""
+    config = tool.config
+    # A copy: whatever the caller does with the result must not reach the model instance.
+    result: JSONObject = {"content": copy.deepcopy(config.get("content", []))}
+    if config.get("isError"):
+        result["isError"] = True
+    if config.get("structuredContent") is not None:
+        result["structuredContent"] = copy.deepcopy(config["structuredContent"])
+    return result
+
+
+def template_read(template: ResourceTemplate, uri: str, variables: dict[str, str]) -> list[JSONObject]:
+    """One text content for ``uri``: the stored text with each ``{variable}`` replaced by its value."""
+    content: JSONObject = {"uri": uri}
+    if template.mime_type:
+        content["mimeType"] = template.mime_type
+    content["text"] = template_text_render(template.config.get("text", ""), variables)
+    return [content]

@@ -1,0 +1,1 @@
+"""Built-in catalogs and the Python functions behind them (conformance fixtures, demo tenant)."""

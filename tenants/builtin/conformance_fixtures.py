@@ -1,0 +1,279 @@
+"""The conformance tenant's catalog as data: every fixture of the suite's reference "everything server".
+
+Names, descriptions, schemas, URIs and texts are copied from ``everything-server.ts`` (conformance 0.1.16);
+``load_conformance_tenant`` stores them through the services.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tenants.builtin.loading import CatalogSpec
+from tenants.models import Backend
+
+JSONObject = dict[str, Any]
+
+TEST_IMAGE_BASE64 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+TEST_AUDIO_BASE64 = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
+
+# SEP-1613: kept byte for byte ($schema, $defs, additionalProperties) and served exactly as stored.
+JSON_SCHEMA_2020_12_INPUT_SCHEMA: JSONObject = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "additionalProperties": False,
+}
+
+NO_ARGUMENTS: JSONObject = {"type": "object", "properties": {}}
+
+
+def _one_string(name: str, description: str) -> JSONObject:
+    return {
+        "type": "object",
+        "properties": {name: {"type": "string", "description": description}},
+        "required": [name],
+    }
+
+
+def _static(name: str, description: str, content: list[JSONObject]) -> JSONObject:
+    return {
+        "name": name,
+        "description": description,
+        "input_schema": NO_ARGUMENTS,
+        "backend": Backend.STATIC,
+        "config": {"content": content, "isError": False},
+    }
+
+
+def _python(
+    name: str, description: str, function: str, input_schema: JSONObject = NO_ARGUMENTS
+) -> JSONObject:
+    return {
+        "name": name,
+        "description": description,
+        "input_schema": input_schema,
+        "backend": Backend.PYTHON,
+        "config": {"function": function},
+    }
+
+
+def _text(text: str) -> JSONObject:
+    return {"type": "text", "text": text}
+
+
+def _image() -> JSONObject:
+    return {"type": "image", "data": TEST_IMAGE_BASE64, "mimeType": "image/png"}
+
+
+TOOLS: list[JSONObject] = [
+    _static(
+        "test_simple_text",
+        "Tests simple text content response",
+        [_text("This is a simple text response for testing.")],
+    ),
+    _static("test_image_content", "Tests image content response", [_image()]),
+    _static(
+        "test_audio_content",
+        "Tests audio content response",
+        [{"type": "audio", "data": TEST_AUDIO_BASE64, "mimeType": "audio/wav"}],
+    ),
+    _static(
+        "test_embedded_resource",
+        "Tests embedded resource content response",
+        [
+            {
+                "type": "resource",
+                "resource": {
+                    "uri": "test://embedded-resource",
+                    "mimeType": "text/plain",
+                    "text": "This is an embedded resource content.",
+                },
+            }
+        ],
+    ),
+    _static(
+        "test_multiple_content_types",
+        "Tests response with multiple content types (text, image, resource)",
+        [
+            _text("Multiple content types test:"),
+            _image(),
+            {
+                "type": "resource",
+                "resource": {
+                    "uri": "test://mixed-content-resource",
+                    "mimeType": "application/json",
+                    "text": json.dumps({"test": "data", "value": 123}, separators=(",", ":")),
+                },
+            },
+        ],
+    ),
+    _python(
+        "test_tool_with_logging",
+        "Tests tool that emits log messages during execution",
+        "conformance.tool_with_logging",
+    ),
+    _python(
+        "test_tool_with_progress",
+        "Tests tool that reports progress notifications",
+        "conformance.tool_with_progress",
+    ),
+    _python("test_error_handling", "Tests error response handling", "conformance.error_handling"),
+    _python(
+        "test_reconnection",
+        "Tests SSE stream disconnection and client reconnection (SEP-1699). Server will close the stream "
+        "mid-call and send the result after client reconnects.",
+        "conformance.reconnection",
+    ),
+    _python(
+        "test_sampling",
+        "Tests server-initiated sampling (LLM completion request)",
+        "conformance.sampling",
+        _one_string("prompt", "The prompt to send to the LLM"),
+    ),
+    _python(
+        "test_elicitation",
+        "Tests server-initiated elicitation (user input request)",
+        "conformance.elicitation",
+        _one_string("message", "The message to show the user"),
+    ),
+    _python(
+        "test_elicitation_sep1034_defaults",
+        "Tests elicitation with default values per SEP-1034",
+        "conformance.elicitation_sep1034_defaults",
+    ),
+    _python(
+        "test_elicitation_sep1330_enums",
+        "Tests elicitation with enum schema improvements per SEP-1330",
+        "conformance.elicitation_sep1330_enums",
+    ),
+    _python(
+        "json_schema_2020_12_tool",
+        "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
+        "conformance.json_schema_2020_12",
+        JSON_SCHEMA_2020_12_INPUT_SCHEMA,
+    ),
+]
+
+RESOURCES: list[JSONObject] = [
+    {
+        "uri": "test://static-text",
+        "name": "static-text",
+        "title": "Static Text Resource",
+        "description": "A static text resource for testing",
+        "mime_type": "text/plain",
+        "text": "This is the content of the static text resource.",
+    },
+    {
+        "uri": "test://static-binary",
+        "name": "static-binary",
+        "title": "Static Binary Resource",
+        "description": "A static binary resource (image) for testing",
+        "mime_type": "image/png",
+        "blob": TEST_IMAGE_BASE64,
+    },
+    {
+        "uri": "test://watched-resource",
+        "name": "watched-resource",
+        "title": "Watched Resource",
+        "description": "A resource that auto-updates every 3 seconds",
+        "mime_type": "text/plain",
+        "text": "Watched resource content",
+    },
+]
+
+TEMPLATES: list[JSONObject] = [
+    {
+        "name": "template",
+        "uri_template": "test://template/{id}/data",
+        "title": "Resource Template",
+        "description": "A resource template with parameter substitution",
+        "mime_type": "application/json",
+        "backend": Backend.PYTHON,
+        "config": {"function": "conformance.template_data"},
+        "completions": {"id": ["1", "2", "3", "42", "123"]},
+    }
+]
+
+PROMPTS: list[JSONObject] = [
+    {
+        "name": "test_simple_prompt",
+        "title": "Simple Test Prompt",
+        "description": "A simple prompt without arguments",
+        "messages": [{"role": "user", "content": _text("This is a simple prompt for testing.")}],
+    },
+    {
+        "name": "test_prompt_with_arguments",
+        "title": "Prompt With Arguments",
+        "description": "A prompt with required arguments",
+        "arguments": [
+            {"name": "arg1", "description": "First test argument", "required": True},
+            {"name": "arg2", "description": "Second test argument", "required": True},
+        ],
+        "completions": {
+            "arg1": ["testValue1", "test", "example"],
+            "arg2": ["testValue2", "test", "example"],
+        },
+        "messages": [
+            {"role": "user", "content": _text("Prompt with arguments: arg1='{{arg1}}', arg2='{{arg2}}'")}
+        ],
+    },
+    {
+        "name": "test_prompt_with_embedded_resource",
+        "title": "Prompt With Embedded Resource",
+        "description": "A prompt that includes an embedded resource",
+        "arguments": [
+            {"name": "resourceUri", "description": "URI of the resource to embed", "required": True}
+        ],
+        "completions": {
+            "resourceUri": ["test://static-text", "test://static-binary", "test://watched-resource"]
+        },
+        "messages": [
+            {
+                "role": "user",
+                "content": {
+                    "type": "resource",
+                    "resource": {
+                        "uri": "{{resourceUri}}",
+                        "mimeType": "text/plain",
+                        "text": "Embedded resource content for testing.",
+                    },
+                },
+            },
+            {"role": "user", "content": _text("Please process the embedded resource above.")},
+        ],
+    },
+    {
+        "name": "test_prompt_with_image",
+        "title": "Prompt With Image",
+        "description": "A prompt that includes image content",
+        "messages": [
+            {"role": "user", "content": _image()},
+            {"role": "user", "content": _text("Please analyze the image above.")},
+        ],
+    },
+]
+
+CONFORMANCE = CatalogSpec(
+    slug="conformance",
+    tenant={
+        "name": "MCP conformance fixtures",
+        "instructions": (
+            "This server offers the fixtures of the official MCP conformance suite: test tools, resources "
+            "and prompts whose names and texts match the suite's reference server."
+        ),
+        "requires_authorization": False,
+    },
+    tools=TOOLS,
+    resources=RESOURCES,
+    templates=TEMPLATES,
+    prompts=PROMPTS,
+)

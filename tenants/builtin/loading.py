@@ -1,0 +1,112 @@
+"""Declarative catalogs: a ``CatalogSpec`` stored idempotently through the services.
+
+Every field a spec leaves out is reset to its default, so loading the same spec twice changes nothing
+and editing a spec and loading it again converges the database on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+
+from tenants import services
+from tenants.models import Backend, Tenant
+from tenants.services import UpsertOutcome
+
+JSONObject = dict[str, Any]
+
+TENANT_DEFAULTS: JSONObject = {
+    "instructions": "",
+    "allowed_origins": [],
+    "requires_authorization": False,
+    "status": Tenant.Status.ACTIVE,
+}
+TOOL_DEFAULTS: JSONObject = {
+    "title": "",
+    "description": "",
+    "output_schema": None,
+    "annotations": None,
+    "icons": None,
+    "backend": Backend.STATIC,
+    "enabled": True,
+}
+RESOURCE_DEFAULTS: JSONObject = {
+    "title": "",
+    "description": "",
+    "mime_type": "",
+    "text": None,
+    "blob": None,
+    "annotations": None,
+}
+TEMPLATE_DEFAULTS: JSONObject = {
+    "title": "",
+    "description": "",
+    "mime_type": "",
+    "backend": Backend.STATIC,
+    "completions": {},
+}
+PROMPT_DEFAULTS: JSONObject = {"title": "", "description": "", "arguments": [], "completions": {}}
+
+
+@dataclass(frozen=True)
+class CatalogSpec:
+    """A tenant and its whole catalog, each entry given as the keyword arguments of its create service."""
+
+    slug: str
+    tenant: JSONObject
+    tools: list[JSONObject] = field(default_factory=list)
+    resources: list[JSONObject] = field(default_factory=list)
+    templates: list[JSONObject] = field(default_factory=list)
+    prompts: list[JSONObject] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LoadStep:
+    kind: str
+    key: str
+    outcome: UpsertOutcome
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.key}: {self.outcome}"
+
+
+def _each(
+    kind: str,
+    key_field: str,
+    entries: list[JSONObject],
+    defaults: JSONObject,
+    upsert: Callable[..., Any],
+    tenant: Tenant,
+) -> list[LoadStep]:
+    steps = []
+    for entry in entries:
+        fields = {**defaults, **entry}
+        key = fields.pop(key_field)
+        _, outcome = upsert(tenant=tenant, **{key_field: key}, **fields)
+        steps.append(LoadStep(kind, key, outcome))
+    return steps
+
+
+def catalog_load(spec: CatalogSpec) -> tuple[Tenant, list[LoadStep]]:
+    """Create or update the spec's tenant and every entry of its catalog, in one transaction.
+
+    Entries the database has but the spec does not are left alone. Raises ``ValidationError``.
+    """
+    with transaction.atomic():
+        tenant, outcome = services.tenant_upsert(slug=spec.slug, **{**TENANT_DEFAULTS, **spec.tenant})
+        steps = [LoadStep("tenant", spec.slug, outcome)]
+        steps += _each("tool", "name", spec.tools, TOOL_DEFAULTS, services.tool_upsert, tenant)
+        steps += _each("resource", "uri", spec.resources, RESOURCE_DEFAULTS, services.resource_upsert, tenant)
+        steps += _each(
+            "resource template",
+            "name",
+            spec.templates,
+            TEMPLATE_DEFAULTS,
+            services.resource_template_upsert,
+            tenant,
+        )
+        steps += _each("prompt", "name", spec.prompts, PROMPT_DEFAULTS, services.prompt_upsert, tenant)
+    return tenant, steps

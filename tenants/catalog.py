@@ -1,0 +1,179 @@
+"""``TenantCatalog``: one tenant's tools, resources and prompts as the protocol's ``Catalog`` seam.
+
+It turns rows into wire-shaped dicts (optional fields left out when empty) and runs the backends.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from mcp_core.catalog import Page, PromptDefinition, ToolDefinition
+from mcp_core.context import ToolContext
+from mcp_core.uritemplate import UriTemplate
+from tenants import selectors
+from tenants.backends import template_read, tool_invoke
+from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool
+from tenants.rendering import prompt_render
+
+JSONObject = dict[str, Any]
+
+
+def _put(wire: JSONObject, key: str, value: Any) -> None:
+    # Empty strings, None and empty containers are "not set": the wire leaves optional fields out.
+    if value not in (None, "", [], {}):
+        wire[key] = value
+
+
+def tool_wire(tool: Tool) -> JSONObject:
+    """``{name, title?, description, inputSchema, outputSchema?, annotations?, icons?}``."""
+    wire: JSONObject = {"name": tool.name}
+    _put(wire, "title", tool.title)
+    wire["description"] = tool.description
+    wire["inputSchema"] = tool.input_schema
+    _put(wire, "outputSchema", tool.output_schema)
+    _put(wire, "annotations", tool.annotations)
+    _put(wire, "icons", tool.icons)
+    return wire
+
+
+def resource_wire(resource: Resource) -> JSONObject:
+    """``{uri, name, title?, description?, mimeType?, annotations?}``."""
+    wire: JSONObject = {"uri": resource.uri, "name": resource.name}
+    _put(wire, "title", resource.title)
+    _put(wire, "description", resource.description)
+    _put(wire, "mimeType", resource.mime_type)
+    _put(wire, "annotations", resource.annotations)
+    return wire
+
+
+def resource_contents(resource: Resource) -> list[JSONObject]:
+    """``[{uri, mimeType?, text | blob}]``: what ``resources/read`` returns for a concrete resource."""
+    content: JSONObject = {"uri": resource.uri}
+    _put(content, "mimeType", resource.mime_type)
+    if resource.blob is not None:
+        content["blob"] = resource.blob
+    else:
+        content["text"] = resource.text or ""
+    return [content]
+
+
+def resource_template_wire(template: ResourceTemplate) -> JSONObject:
+    """``{uriTemplate, name, title?, description?, mimeType?}``."""
+    wire: JSONObject = {"uriTemplate": template.uri_template, "name": template.name}
+    _put(wire, "title", template.title)
+    _put(wire, "description", template.description)
+    _put(wire, "mimeType", template.mime_type)
+    return wire
+
+
+def prompt_wire(prompt: Prompt) -> JSONObject:
+    """``{name, title?, description?, arguments?}``."""
+    wire: JSONObject = {"name": prompt.name}
+    _put(wire, "title", prompt.title)
+    _put(wire, "description", prompt.description)
+    _put(wire, "arguments", prompt.arguments)
+    return wire
+
+
+@lru_cache(maxsize=4096)
+def _parsed(uri_template: str) -> UriTemplate:
+    # Keyed by the template text alone (no tenant state): the same text always parses the same way.
+    return UriTemplate.parse(uri_template)
+
+
+def _prefixed(candidates: list[str], prefix: str) -> list[str]:
+    folded = prefix.casefold()
+    return [value for value in candidates if value.casefold().startswith(folded)]
+
+
+class TenantCatalog:
+    """The ``mcp_core.catalog.Catalog`` of one tenant. Cheap to build: one per request is fine."""
+
+    def __init__(self, tenant: Tenant) -> None:
+        self.tenant = tenant
+
+    # ---- tools -------------------------------------------------------------------------------------
+
+    async def list_tools(self, *, after: str | None, limit: int) -> Page:
+        found = await selectors.atool_list(tenant=self.tenant, after=after, limit=limit)
+        return Page(
+            [tool_wire(t) for t in found.items], found.has_more, found.items[-1].name if found.items else None
+        )
+
+    async def get_tool(self, name: str) -> ToolDefinition | None:
+        tool = await selectors.atool_get(tenant=self.tenant, name=name)
+        return None if tool is None else ToolDefinition(wire=tool_wire(tool), handle=tool)
+
+    async def invoke_tool(self, tool: ToolDefinition, arguments: JSONObject, ctx: ToolContext) -> Any:
+        """Run the tool's backend. Raises ``ToolError`` (an isError result) and whatever the tool raises."""
+        handle = tool.handle
+        if not isinstance(handle, Tool) or handle.tenant_id != self.tenant.pk:
+            raise ValueError(f"tool {tool.wire.get('name')!r} does not belong to tenant {self.tenant.slug!r}")
+        return await tool_invoke(handle, arguments, ctx)
+
+    # ---- resources ---------------------------------------------------------------------------------
+
+    async def list_resources(self, *, after: str | None, limit: int) -> Page:
+        found = await selectors.aresource_list(tenant=self.tenant, after=after, limit=limit)
+        last = found.items[-1].uri if found.items else None
+        return Page([resource_wire(r) for r in found.items], found.has_more, last)
+
+    async def read_resource(self, uri: str, ctx: ToolContext) -> list[JSONObject] | None:
+        """A concrete resource first, then the first template (by name) that matches; None otherwise."""
+        resource = await selectors.aresource_get(tenant=self.tenant, uri=uri)
+        if resource is not None:
+            return resource_contents(resource)
+        for template in await selectors.aresource_templates_all(tenant=self.tenant):
+            variables = _parsed(template.uri_template).match(uri)
+            if variables is not None:
+                return await template_read(template, uri, variables, ctx)
+        return None
+
+    async def list_resource_templates(self, *, after: str | None, limit: int) -> Page:
+        found = await selectors.aresource_template_list(tenant=self.tenant, after=after, limit=limit)
+        last = found.items[-1].name if found.items else None
+        return Page([resource_template_wire(t) for t in found.items], found.has_more, last)
+
+    # ---- prompts -----------------------------------------------------------------------------------
+
+    async def list_prompts(self, *, after: str | None, limit: int) -> Page:
+        found = await selectors.aprompt_list(tenant=self.tenant, after=after, limit=limit)
+        last = found.items[-1].name if found.items else None
+        return Page([prompt_wire(p) for p in found.items], found.has_more, last)
+
+    async def get_prompt(self, name: str) -> PromptDefinition | None:
+        prompt = await selectors.aprompt_get(tenant=self.tenant, name=name)
+        if prompt is None:
+            return None
+        return PromptDefinition(wire=prompt_wire(prompt), handle=prompt, messages=prompt.messages)
+
+    def render_prompt(self, prompt: PromptDefinition, arguments: dict[str, str]) -> list[JSONObject]:
+        """The messages with ``{{argument}}`` filled in; the protocol layer has checked required ones."""
+        names = [argument["name"] for argument in prompt.wire.get("arguments", [])]
+        return prompt_render(prompt.messages, arguments, argument_names=names)
+
+    # ---- completion --------------------------------------------------------------------------------
+
+    async def complete(self, ref: JSONObject, argument: JSONObject, context: JSONObject) -> list[str] | None:
+        """Stored candidates for a prompt argument or template variable, by case-insensitive prefix.
+
+        None when the prompt or template is unknown; an empty list for an argument with no candidates.
+        """
+        completions: Any
+        if ref.get("type") == "ref/prompt":
+            prompt = await selectors.aprompt_get(tenant=self.tenant, name=str(ref.get("name")))
+            if prompt is None:
+                return None
+            completions = prompt.completions
+        elif ref.get("type") == "ref/resource":
+            template = await selectors.aresource_template_by_uri_template(
+                tenant=self.tenant, uri_template=str(ref.get("uri"))
+            )
+            if template is None:
+                return None
+            completions = template.completions
+        else:
+            return None
+        candidates = completions.get(str(argument.get("name")), []) if isinstance(completions, dict) else []
+        return _prefixed([str(c) for c in candidates], str(argument.get("value", "")))

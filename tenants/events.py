@@ -1,0 +1,67 @@
+"""Catalog-change nudges on the channel layer, sent after the writing transaction commits.
+
+The gateway subscribes each listening connection to ``catalog_group(tenant_id)`` and turns
+``catalog.changed`` into ``notifications/<kind>/list_changed`` and ``resource.updated`` into
+``notifications/resources/updated``. The layer is at-most-once: the database stays the truth.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Literal
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+CatalogKind = Literal["tools", "resources", "prompts"]
+CATALOG_KINDS: tuple[CatalogKind, ...] = ("tools", "resources", "prompts")
+
+# Sends scheduled on a running loop; held so the tasks are not garbage-collected before they finish.
+_pending_sends: set[asyncio.Task[None]] = set()
+
+
+def catalog_group(tenant_id: int) -> str:
+    """The channel-layer group that hears about catalog changes of one tenant."""
+    return f"catalog.{tenant_id}"
+
+
+def catalog_changed(*, tenant_id: int, kind: CatalogKind) -> None:
+    """After commit, tell listeners the tenant's list of ``kind`` changed."""
+    if kind not in CATALOG_KINDS:
+        raise ValueError(f"unknown catalog kind {kind!r}")
+    _publish_on_commit(tenant_id, {"type": "catalog.changed", "kind": kind})
+
+
+def resource_updated(*, tenant_id: int, uri: str) -> None:
+    """After commit, tell listeners the content of the resource at ``uri`` changed."""
+    _publish_on_commit(tenant_id, {"type": "resource.updated", "uri": uri})
+
+
+def _publish_on_commit(tenant_id: int, message: dict[str, Any]) -> None:
+    transaction.on_commit(lambda: _publish(catalog_group(tenant_id), message))
+
+
+async def _send(group: str, message: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(group, message)
+    except Exception:
+        # A lost nudge costs a client a stale list until it asks again; it must never fail the write.
+        logger.exception("could not publish %s to %s", message.get("type"), group)
+
+
+def _publish(group: str, message: dict[str, Any]) -> None:
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        async_to_sync(_send)(group, message)
+        return
+    task = loop.create_task(_send(group, message))
+    _pending_sends.add(task)
+    task.add_done_callback(_pending_sends.discard)

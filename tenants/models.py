@@ -1,0 +1,193 @@
+"""Tenants, memberships and the catalog each tenant serves (tools, resources, templates, prompts).
+
+Models hold data and database-level guarantees only; validation of the JSON shapes lives in
+``tenants.validation`` and every write goes through ``tenants.services``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+
+# The 2025-11-25 tool-name rule, also applied to prompt names.
+NAME_PATTERN = r"^[A-Za-z0-9_.\-]{1,128}$"
+name_validator = RegexValidator(
+    NAME_PATTERN,
+    "Use 1 to 128 characters: letters, digits, underscore, hyphen and dot.",
+    code="invalid_name",
+)
+
+
+def default_input_schema() -> dict[str, Any]:
+    return {"type": "object"}
+
+
+class Tenant(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        SUSPENDED = "suspended", "Suspended"
+
+    slug = models.SlugField(
+        max_length=63, unique=True, help_text="Appears in the endpoint URL /t/<slug>/mcp."
+    )
+    name = models.CharField(max_length=200)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    allowed_origins = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Browser origins allowed to call the endpoint, e.g. ["https://app.example"].',
+    )
+    instructions = models.TextField(blank=True, help_text="Sent to clients as the MCP server instructions.")
+    requires_authorization = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        ADMIN = "admin", "Admin"
+        MEMBER = "member", "Member"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tenant_memberships"
+    )
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "tenant"], name="tenants_membership_unique_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.tenant} ({self.role})"
+
+
+class Backend(models.TextChoices):
+    """How a tool runs or a templated resource is produced."""
+
+    STATIC = "static", "Static"
+    PYTHON = "python", "Python function"
+
+
+class Tool(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=128, validators=[name_validator])
+    title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    input_schema = models.JSONField(default=default_input_schema)
+    output_schema = models.JSONField(null=True, blank=True)
+    annotations = models.JSONField(null=True, blank=True)
+    icons = models.JSONField(null=True, blank=True)
+    backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.STATIC)
+    config = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='static: {"content": [...], "isError": false, "structuredContent"?: {...}}; '
+        'python: {"function": "<registered name>"}',
+    )
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["tenant_id", "name"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="tenants_tool_unique_name")]
+        indexes = [models.Index(fields=["tenant", "enabled", "name"], name="tenants_tool_listing")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Resource(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="resources")
+    uri = models.CharField(max_length=2048)
+    name = models.CharField(max_length=255)
+    title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    mime_type = models.CharField(max_length=255, blank=True)
+    # NULL, not "", says which of the two a resource has: "" is a valid (empty) text.
+    text = models.TextField(null=True, blank=True)  # noqa: DJ001
+    blob = models.TextField(null=True, blank=True, help_text="Base64-encoded binary content.")  # noqa: DJ001
+    annotations = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["tenant_id", "uri"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "uri"], name="tenants_resource_unique_uri"),
+            models.CheckConstraint(
+                condition=models.Q(text__isnull=False) ^ models.Q(blob__isnull=False),
+                name="tenants_resource_text_xor_blob",
+                violation_error_message="A resource has exactly one of text or blob.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.uri
+
+
+class ResourceTemplate(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="resource_templates")
+    name = models.CharField(max_length=255)
+    uri_template = models.CharField(
+        max_length=2048, help_text="RFC 6570 template, e.g. docs://{section}/{page}."
+    )
+    title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    mime_type = models.CharField(max_length=255, blank=True)
+    backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.STATIC)
+    config = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='static: {"text": "... {variable} ..."}; python: {"function": "<registered name>"}',
+    )
+    completions = models.JSONField(default=dict, blank=True, help_text='{"variable": ["value", ...]}')
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["tenant_id", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="tenants_template_unique_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Prompt(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="prompts")
+    name = models.CharField(max_length=128, validators=[name_validator])
+    title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    arguments = models.JSONField(
+        default=list, blank=True, help_text='[{"name": "...", "description": "...", "required": true}]'
+    )
+    completions = models.JSONField(default=dict, blank=True, help_text='{"argument": ["value", ...]}')
+    messages = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='[{"role": "user", "content": {"type": "text", "text": "... {{argument}} ..."}}]',
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["tenant_id", "name"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="tenants_prompt_unique_name")]
+
+    def __str__(self) -> str:
+        return self.name

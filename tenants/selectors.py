@@ -1,0 +1,168 @@
+"""Reads of tenants and their catalogs, always scoped by tenant; one query per call.
+
+Lists are keyset-paginated: ordered by their natural key (tool/prompt/template name, resource URI) and
+resumed after the last key a client saw. Each list has a sync form and an ``a``-prefixed async form that
+share one queryset builder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from django.db.models import Model, QuerySet
+
+from tenants.models import Membership, Prompt, Resource, ResourceTemplate, Tenant, Tool
+
+T = TypeVar("T", bound=Model)
+
+
+@dataclass(frozen=True)
+class Slice(Generic[T]):
+    """Up to ``limit`` rows and whether more follow the last of them."""
+
+    items: list[T]
+    has_more: bool
+
+
+def _slice(rows: list[T], limit: int) -> Slice[T]:
+    return Slice(items=rows[:limit], has_more=len(rows) > limit)
+
+
+def _after(queryset: QuerySet[T], key: str, after: str | None, limit: int) -> QuerySet[T]:
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
+    if after is not None:
+        queryset = queryset.filter(**{f"{key}__gt": after})
+    # One row more than asked tells whether another page exists, in the same query.
+    return queryset.order_by(key)[: limit + 1]
+
+
+# ---- tenants -----------------------------------------------------------------------------------------
+
+
+def _servable(slug: str) -> QuerySet[Tenant]:
+    return Tenant.objects.filter(slug=slug, status=Tenant.Status.ACTIVE)
+
+
+def tenant_get_servable(*, slug: str) -> Tenant | None:
+    """The active tenant called ``slug``; None when it does not exist or is suspended."""
+    return _servable(slug).first()
+
+
+async def atenant_get_servable(*, slug: str) -> Tenant | None:
+    return await _servable(slug).afirst()
+
+
+def tenant_list_for_user(*, user: Model) -> QuerySet[Tenant]:
+    """The tenants ``user`` is a member of, by slug."""
+    return Tenant.objects.filter(memberships__user=user).order_by("slug")
+
+
+def membership_get(*, tenant: Tenant, user: Model) -> Membership | None:
+    return Membership.objects.filter(tenant=tenant, user=user).first()
+
+
+# ---- tools -------------------------------------------------------------------------------------------
+
+
+def _tools(tenant: Tenant, after: str | None, limit: int) -> QuerySet[Tool]:
+    return _after(Tool.objects.filter(tenant_id=tenant.pk, enabled=True), "name", after, limit)
+
+
+def tool_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[Tool]:
+    """Enabled tools named after ``after``, by name. Raises ValueError for a limit below 1."""
+    return _slice(list(_tools(tenant, after, limit)), limit)
+
+
+async def atool_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[Tool]:
+    return _slice([tool async for tool in _tools(tenant, after, limit)], limit)
+
+
+def tool_get(*, tenant: Tenant, name: str) -> Tool | None:
+    """The enabled tool called ``name``; None otherwise."""
+    return Tool.objects.filter(tenant_id=tenant.pk, name=name, enabled=True).first()
+
+
+async def atool_get(*, tenant: Tenant, name: str) -> Tool | None:
+    return await Tool.objects.filter(tenant_id=tenant.pk, name=name, enabled=True).afirst()
+
+
+# ---- resources and templates -------------------------------------------------------------------------
+
+
+def _resources(tenant: Tenant, after: str | None, limit: int) -> QuerySet[Resource]:
+    # Contents stay in the database until a read asks for them.
+    listed = Resource.objects.filter(tenant_id=tenant.pk).defer("text", "blob")
+    return _after(listed, "uri", after, limit)
+
+
+def resource_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[Resource]:
+    """Resources with a URI after ``after``, by URI, without their contents loaded."""
+    return _slice(list(_resources(tenant, after, limit)), limit)
+
+
+async def aresource_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[Resource]:
+    return _slice([resource async for resource in _resources(tenant, after, limit)], limit)
+
+
+def resource_get(*, tenant: Tenant, uri: str) -> Resource | None:
+    return Resource.objects.filter(tenant_id=tenant.pk, uri=uri).first()
+
+
+async def aresource_get(*, tenant: Tenant, uri: str) -> Resource | None:
+    return await Resource.objects.filter(tenant_id=tenant.pk, uri=uri).afirst()
+
+
+def _templates(tenant: Tenant, after: str | None, limit: int) -> QuerySet[ResourceTemplate]:
+    return _after(ResourceTemplate.objects.filter(tenant_id=tenant.pk), "name", after, limit)
+
+
+def resource_template_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[ResourceTemplate]:
+    """Resource templates named after ``after``, by name."""
+    return _slice(list(_templates(tenant, after, limit)), limit)
+
+
+async def aresource_template_list(
+    *, tenant: Tenant, after: str | None, limit: int
+) -> Slice[ResourceTemplate]:
+    return _slice([template async for template in _templates(tenant, after, limit)], limit)
+
+
+def resource_templates_all(*, tenant: Tenant) -> list[ResourceTemplate]:
+    """Every template of the tenant by name: the order in which URIs are matched against them."""
+    return list(ResourceTemplate.objects.filter(tenant_id=tenant.pk).order_by("name"))
+
+
+async def aresource_templates_all(*, tenant: Tenant) -> list[ResourceTemplate]:
+    return [t async for t in ResourceTemplate.objects.filter(tenant_id=tenant.pk).order_by("name")]
+
+
+async def aresource_template_by_uri_template(*, tenant: Tenant, uri_template: str) -> ResourceTemplate | None:
+    """The first template (by name) declaring exactly ``uri_template``; completion refs name templates so."""
+    found = ResourceTemplate.objects.filter(tenant_id=tenant.pk, uri_template=uri_template).order_by("name")
+    return await found.afirst()
+
+
+# ---- prompts -----------------------------------------------------------------------------------------
+
+
+def _prompts(tenant: Tenant, after: str | None, limit: int) -> QuerySet[Prompt]:
+    return _after(Prompt.objects.filter(tenant_id=tenant.pk), "name", after, limit)
+
+
+def prompt_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[Prompt]:
+    """Prompts named after ``after``, by name."""
+    return _slice(list(_prompts(tenant, after, limit)), limit)
+
+
+async def aprompt_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[Prompt]:
+    return _slice([prompt async for prompt in _prompts(tenant, after, limit)], limit)
+
+
+def prompt_get(*, tenant: Tenant, name: str) -> Prompt | None:
+    return Prompt.objects.filter(tenant_id=tenant.pk, name=name).first()
+
+
+async def aprompt_get(*, tenant: Tenant, name: str) -> Prompt | None:
+    return await Prompt.objects.filter(tenant_id=tenant.pk, name=name).afirst()

@@ -1,0 +1,467 @@
+"""Every write to tenants, memberships and catalogs: validate fully, store atomically, publish after commit.
+
+Services raise ``django.core.exceptions.ValidationError`` (keyed by field) for anything they refuse.
+``*_update`` take a ``data`` mapping of the fields to change; ``*_upsert`` create or update by natural key
+and say which happened, so loaders stay idempotent and quiet when nothing changed.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, models, transaction
+
+from tenants.events import CatalogKind, catalog_changed, resource_updated
+from tenants.models import (
+    Backend,
+    Membership,
+    Prompt,
+    Resource,
+    ResourceTemplate,
+    Tenant,
+    Tool,
+    default_input_schema,
+)
+from tenants.validation import (
+    prompt_validate,
+    resource_template_validate,
+    resource_validate,
+    tenant_validate,
+    tool_validate,
+)
+
+M = TypeVar("M", bound=models.Model)
+JSONObject = dict[str, Any]
+
+
+class UpsertOutcome(enum.StrEnum):
+    CREATED = "created"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+
+
+TENANT_FIELDS = frozenset(
+    {"slug", "name", "status", "allowed_origins", "instructions", "requires_authorization"}
+)
+TOOL_FIELDS = frozenset(
+    {
+        "name",
+        "title",
+        "description",
+        "input_schema",
+        "output_schema",
+        "annotations",
+        "icons",
+        "backend",
+        "config",
+        "enabled",
+    }
+)
+RESOURCE_FIELDS = frozenset(
+    {"uri", "name", "title", "description", "mime_type", "text", "blob", "annotations"}
+)
+TEMPLATE_FIELDS = frozenset(
+    {"name", "uri_template", "title", "description", "mime_type", "backend", "config", "completions"}
+)
+PROMPT_FIELDS = frozenset({"name", "title", "description", "arguments", "completions", "messages"})
+
+# Fields that appear in list results: changing one of them changes the list clients see.
+TOOL_LISTED = TOOL_FIELDS - {"backend", "config"}
+RESOURCE_LISTED = RESOURCE_FIELDS - {"text", "blob"}
+RESOURCE_CONTENT = frozenset({"text", "blob", "mime_type"})
+TEMPLATE_LISTED = TEMPLATE_FIELDS - {"backend", "config", "completions"}
+PROMPT_LISTED = PROMPT_FIELDS - {"completions", "messages"}
+
+
+# ---- shared mechanics --------------------------------------------------------------------------------
+
+
+def _same(a: Any, b: Any) -> bool:
+    # JSON-aware: 1 and True (or 1.0) are different JSON values even though Python calls them equal.
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def _save(
+    instance: models.Model, validate: Callable[[Any], None], update_fields: list[str] | None = None
+) -> None:
+    validate(instance)
+    try:
+        with transaction.atomic():
+            instance.save(update_fields=update_fields)
+    except IntegrityError as exc:
+        # full_clean checked uniqueness; only a concurrent write of the same key gets here.
+        raise ValidationError(
+            f"Another {instance._meta.verbose_name} with the same key was saved meanwhile."
+        ) from exc
+
+
+def _change(
+    instance: M, data: Mapping[str, Any], allowed: frozenset[str], validate: Callable[[M], None]
+) -> set[str]:
+    """Apply ``data`` to ``instance``, validate and save; the set of fields that really changed."""
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ValidationError({field: ["This field cannot be changed here."] for field in unknown})
+    previous = {field: getattr(instance, field) for field in data}
+    changed = {field for field, value in data.items() if not _same(previous[field], value)}
+    if not changed:
+        return changed
+    for field in changed:
+        setattr(instance, field, data[field])
+    try:
+        _save(instance, validate, update_fields=[*sorted(changed), "updated_at"])
+    except ValidationError:
+        for field in changed:
+            setattr(instance, field, previous[field])
+        raise
+    return changed
+
+
+def _full_clean(instance: models.Model) -> None:
+    instance.full_clean()
+
+
+# ---- tenants and memberships -------------------------------------------------------------------------
+
+
+def tenant_create(
+    *,
+    slug: str,
+    name: str,
+    instructions: str = "",
+    allowed_origins: list[str] | None = None,
+    requires_authorization: bool = False,
+    status: str = Tenant.Status.ACTIVE,
+) -> Tenant:
+    """Create a tenant. Raises ``ValidationError``."""
+    tenant = Tenant(
+        slug=slug,
+        name=name,
+        instructions=instructions,
+        allowed_origins=list(allowed_origins or []),
+        requires_authorization=requires_authorization,
+        status=status,
+    )
+    with transaction.atomic():
+        _save(tenant, tenant_validate)
+    return tenant
+
+
+def tenant_update(*, tenant: Tenant, data: Mapping[str, Any]) -> Tenant:
+    """Change a tenant's fields. Raises ``ValidationError``."""
+    with transaction.atomic():
+        _change(tenant, data, TENANT_FIELDS, tenant_validate)
+    return tenant
+
+
+def tenant_delete(*, tenant: Tenant) -> None:
+    """Delete a tenant with its memberships and whole catalog."""
+    with transaction.atomic():
+        tenant.delete()
+
+
+def tenant_upsert(*, slug: str, **fields: Any) -> tuple[Tenant, UpsertOutcome]:
+    """Create the tenant ``slug`` or bring the given fields up to date. Raises ``ValidationError``."""
+    return _upsert(
+        Tenant,
+        {"slug": slug},
+        fields,
+        TENANT_FIELDS,
+        tenant_create,
+        lambda tenant, data: _change(tenant, data, TENANT_FIELDS, tenant_validate),
+    )
+
+
+def membership_add(
+    *, tenant: Tenant, user: AbstractBaseUser, role: str = Membership.Role.MEMBER
+) -> Membership:
+    """Make ``user`` a member of ``tenant`` with ``role`` (changing the role of an existing member)."""
+    with transaction.atomic():
+        membership = Membership.objects.select_for_update().filter(tenant=tenant, user=user).first()
+        if membership is None:
+            membership = Membership(tenant=tenant, user=user, role=role)
+            _save(membership, _full_clean)
+        elif membership.role != role:
+            membership.role = role
+            _save(membership, _full_clean, update_fields=["role"])
+    return membership
+
+
+def membership_remove(*, tenant: Tenant, user: AbstractBaseUser) -> bool:
+    """End ``user``'s membership of ``tenant``; False when there was none."""
+    with transaction.atomic():
+        deleted, _ = Membership.objects.filter(tenant=tenant, user=user).delete()
+    return deleted > 0
+
+
+# ---- catalog entries ---------------------------------------------------------------------------------
+
+
+def _create(instance: M, validate: Callable[[M], None], kind: CatalogKind) -> M:
+    with transaction.atomic():
+        _save(instance, validate)
+        catalog_changed(tenant_id=instance.tenant_id, kind=kind)  # type: ignore[attr-defined]
+    return instance
+
+
+def _update(
+    instance: M,
+    data: Mapping[str, Any],
+    allowed: frozenset[str],
+    validate: Callable[[M], None],
+    kind: CatalogKind,
+    listed: frozenset[str],
+) -> set[str]:
+    with transaction.atomic():
+        changed = _change(instance, data, allowed, validate)
+        if changed & listed:
+            catalog_changed(tenant_id=instance.tenant_id, kind=kind)  # type: ignore[attr-defined]
+    return changed
+
+
+def _delete(instance: models.Model, kind: CatalogKind) -> None:
+    with transaction.atomic():
+        tenant_id = instance.tenant_id  # type: ignore[attr-defined]
+        instance.delete()
+        catalog_changed(tenant_id=tenant_id, kind=kind)
+
+
+def _upsert(
+    model: type[M],
+    lookup: dict[str, Any],
+    fields: dict[str, Any],
+    allowed: frozenset[str],
+    create: Callable[..., M],
+    update: Callable[[M, dict[str, Any]], set[str]],
+) -> tuple[M, UpsertOutcome]:
+    unknown = sorted(set(fields) - (allowed - set(lookup)))
+    if unknown:
+        raise ValidationError({field: ["Unknown field."] for field in unknown})
+    with transaction.atomic():
+        existing = model.objects.select_for_update().filter(**lookup).first()  # type: ignore[attr-defined]
+        if existing is None:
+            return create(**lookup, **fields), UpsertOutcome.CREATED
+        changed = update(existing, fields)
+        return existing, UpsertOutcome.UPDATED if changed else UpsertOutcome.UNCHANGED
+
+
+# ---- tools -------------------------------------------------------------------------------------------
+
+
+def tool_create(
+    *,
+    tenant: Tenant,
+    name: str,
+    description: str = "",
+    title: str = "",
+    input_schema: JSONObject | None = None,
+    output_schema: JSONObject | None = None,
+    annotations: JSONObject | None = None,
+    icons: list[JSONObject] | None = None,
+    backend: str = Backend.STATIC,
+    config: JSONObject | None = None,
+    enabled: bool = True,
+) -> Tool:
+    """Add a tool; ``input_schema`` defaults to ``{"type": "object"}``. Raises ``ValidationError``."""
+    tool = Tool(
+        tenant=tenant,
+        name=name,
+        title=title,
+        description=description,
+        input_schema=default_input_schema() if input_schema is None else input_schema,
+        output_schema=output_schema,
+        annotations=annotations,
+        icons=icons,
+        backend=backend,
+        config={} if config is None else config,
+        enabled=enabled,
+    )
+    return _create(tool, tool_validate, "tools")
+
+
+def tool_update(*, tool: Tool, data: Mapping[str, Any]) -> Tool:
+    """Change a tool's fields. Raises ``ValidationError``."""
+    _update(tool, data, TOOL_FIELDS, tool_validate, "tools", TOOL_LISTED)
+    return tool
+
+
+def tool_delete(*, tool: Tool) -> None:
+    _delete(tool, "tools")
+
+
+def tool_upsert(*, tenant: Tenant, name: str, **fields: Any) -> tuple[Tool, UpsertOutcome]:
+    """Create the tool ``name`` or bring the given fields up to date. Raises ``ValidationError``."""
+    return _upsert(
+        Tool,
+        {"tenant": tenant, "name": name},
+        fields,
+        TOOL_FIELDS,
+        tool_create,
+        lambda tool, data: _update(tool, data, TOOL_FIELDS, tool_validate, "tools", TOOL_LISTED),
+    )
+
+
+# ---- resources ---------------------------------------------------------------------------------------
+
+
+def resource_create(
+    *,
+    tenant: Tenant,
+    uri: str,
+    name: str,
+    text: str | None = None,
+    blob: str | None = None,
+    title: str = "",
+    description: str = "",
+    mime_type: str = "",
+    annotations: JSONObject | None = None,
+) -> Resource:
+    """Add a concrete resource with exactly one of ``text`` or base64 ``blob``. Raises ``ValidationError``."""
+    resource = Resource(
+        tenant=tenant,
+        uri=uri,
+        name=name,
+        title=title,
+        description=description,
+        mime_type=mime_type,
+        text=text,
+        blob=blob,
+        annotations=annotations,
+    )
+    return _create(resource, resource_validate, "resources")
+
+
+def _resource_change(resource: Resource, data: Mapping[str, Any]) -> set[str]:
+    with transaction.atomic():
+        changed = _update(resource, data, RESOURCE_FIELDS, resource_validate, "resources", RESOURCE_LISTED)
+        # A moved resource is a list change (sent above); subscribers of the old URI hear nothing more.
+        if changed & RESOURCE_CONTENT and "uri" not in changed:
+            resource_updated(tenant_id=resource.tenant_id, uri=resource.uri)
+    return changed
+
+
+def resource_update(*, resource: Resource, data: Mapping[str, Any]) -> Resource:
+    """Change a resource; new content also notifies its subscribers. Raises ``ValidationError``."""
+    _resource_change(resource, data)
+    return resource
+
+
+def resource_delete(*, resource: Resource) -> None:
+    _delete(resource, "resources")
+
+
+def resource_upsert(*, tenant: Tenant, uri: str, **fields: Any) -> tuple[Resource, UpsertOutcome]:
+    """Create the resource at ``uri`` or bring the given fields up to date. Raises ``ValidationError``."""
+    return _upsert(
+        Resource, {"tenant": tenant, "uri": uri}, fields, RESOURCE_FIELDS, resource_create, _resource_change
+    )
+
+
+# ---- resource templates ------------------------------------------------------------------------------
+
+
+def resource_template_create(
+    *,
+    tenant: Tenant,
+    name: str,
+    uri_template: str,
+    config: JSONObject,
+    backend: str = Backend.STATIC,
+    title: str = "",
+    description: str = "",
+    mime_type: str = "",
+    completions: dict[str, list[str]] | None = None,
+) -> ResourceTemplate:
+    """Add a resource template. Raises ``ValidationError``."""
+    template = ResourceTemplate(
+        tenant=tenant,
+        name=name,
+        uri_template=uri_template,
+        title=title,
+        description=description,
+        mime_type=mime_type,
+        backend=backend,
+        config=config,
+        completions={} if completions is None else completions,
+    )
+    return _create(template, resource_template_validate, "resources")
+
+
+def _template_change(template: ResourceTemplate, data: Mapping[str, Any]) -> set[str]:
+    return _update(template, data, TEMPLATE_FIELDS, resource_template_validate, "resources", TEMPLATE_LISTED)
+
+
+def resource_template_update(*, template: ResourceTemplate, data: Mapping[str, Any]) -> ResourceTemplate:
+    """Change a resource template's fields. Raises ``ValidationError``."""
+    _template_change(template, data)
+    return template
+
+
+def resource_template_delete(*, template: ResourceTemplate) -> None:
+    _delete(template, "resources")
+
+
+def resource_template_upsert(
+    *, tenant: Tenant, name: str, **fields: Any
+) -> tuple[ResourceTemplate, UpsertOutcome]:
+    """Create the template ``name`` or bring the given fields up to date. Raises ``ValidationError``."""
+    return _upsert(
+        ResourceTemplate,
+        {"tenant": tenant, "name": name},
+        fields,
+        TEMPLATE_FIELDS,
+        resource_template_create,
+        _template_change,
+    )
+
+
+# ---- prompts -----------------------------------------------------------------------------------------
+
+
+def prompt_create(
+    *,
+    tenant: Tenant,
+    name: str,
+    messages: list[JSONObject],
+    title: str = "",
+    description: str = "",
+    arguments: list[JSONObject] | None = None,
+    completions: dict[str, list[str]] | None = None,
+) -> Prompt:
+    """Add a prompt whose messages may use ``{{argument}}`` placeholders. Raises ``ValidationError``."""
+    prompt = Prompt(
+        tenant=tenant,
+        name=name,
+        title=title,
+        description=description,
+        arguments=[] if arguments is None else arguments,
+        completions={} if completions is None else completions,
+        messages=messages,
+    )
+    return _create(prompt, prompt_validate, "prompts")
+
+
+def _prompt_change(prompt: Prompt, data: Mapping[str, Any]) -> set[str]:
+    return _update(prompt, data, PROMPT_FIELDS, prompt_validate, "prompts", PROMPT_LISTED)
+
+
+def prompt_update(*, prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
+    """Change a prompt's fields. Raises ``ValidationError``."""
+    _prompt_change(prompt, data)
+    return prompt
+
+
+def prompt_delete(*, prompt: Prompt) -> None:
+    _delete(prompt, "prompts")
+
+
+def prompt_upsert(*, tenant: Tenant, name: str, **fields: Any) -> tuple[Prompt, UpsertOutcome]:
+    """Create the prompt ``name`` or bring the given fields up to date. Raises ``ValidationError``."""
+    return _upsert(
+        Prompt, {"tenant": tenant, "name": name}, fields, PROMPT_FIELDS, prompt_create, _prompt_change
+    )

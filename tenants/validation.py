@@ -1,0 +1,318 @@
+"""Full validation of catalog entries before they are stored: model rules plus the MCP shapes of their JSON.
+
+Each ``*_validate`` raises one ``django.core.exceptions.ValidationError`` keyed by field, so the services
+and the admin forms report the same messages.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from jsonschema import Draft202012Validator, SchemaError
+
+from mcp_core.content import validate_content_item
+from mcp_core.uritemplate import UriTemplate
+from tenants.backends.registry import PythonRegistry, UnknownPythonFunction, default_registry
+from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tenant, Tool
+from tenants.rendering import prompt_placeholders
+
+Errors = dict[str, list[str]]
+
+TOOL_ANNOTATION_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+STATIC_TOOL_KEYS = frozenset({"content", "isError", "structuredContent"})
+PROMPT_ARGUMENT_KEYS = frozenset({"name", "title", "description", "required"})
+ROLES = ("user", "assistant")
+
+
+def _collect(instance: models.Model, checks: Callable[[Errors], None]) -> None:
+    """Run the model's own validation and ``checks``; raise everything found at once."""
+    errors: Errors = {}
+    try:
+        instance.full_clean()
+    except ValidationError as exc:
+        for field, messages in exc.message_dict.items():
+            errors.setdefault(field, []).extend(messages)
+    checks(errors)
+    if errors:
+        raise ValidationError(errors)
+
+
+def _add(errors: Errors, field: str, message: str) -> None:
+    errors.setdefault(field, []).append(message)
+
+
+def tenant_validate(tenant: Tenant) -> None:
+    """Raise ``ValidationError`` unless ``tenant`` may be stored."""
+
+    def checks(errors: Errors) -> None:
+        origins = tenant.allowed_origins
+        if not isinstance(origins, list) or not all(isinstance(o, str) for o in origins):
+            _add(errors, "allowed_origins", 'Allowed origins must be a list such as ["https://app.example"].')
+            return
+        for origin in origins:
+            parts = urlsplit(origin)
+            if parts.scheme not in ("http", "https") or not parts.netloc or parts.path or parts.query:
+                _add(errors, "allowed_origins", f"{origin!r} is not an origin (scheme://host[:port]).")
+
+    _collect(tenant, checks)
+
+
+def json_schema_errors(schema: Any, *, what: str) -> list[str]:
+    """Why ``schema`` is not a usable tool schema (a JSON Schema 2020-12 object schema), or nothing."""
+    if not isinstance(schema, dict):
+        return [f"{what} must be a JSON object."]
+    problems = []
+    if schema.get("type") != "object":
+        problems.append(f'{what} must have "type": "object" at its root.')
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        location = "/".join(str(p) for p in exc.path) or "root"
+        problems.append(f"{what} is not a valid JSON Schema (at {location}): {exc.message}")
+    return problems
+
+
+def _python_function_errors(config: Any, lookup: Callable[[str], object]) -> list[str]:
+    if not isinstance(config, dict) or set(config) != {"function"} or not isinstance(config["function"], str):
+        return ['A Python backend needs config {"function": "<registered name>"} and nothing else.']
+    try:
+        lookup(config["function"])
+    except UnknownPythonFunction as exc:
+        return [str(exc)]
+    return []
+
+
+def _static_tool_errors(config: Any, output_schema: Any) -> list[str]:
+    if not isinstance(config, dict):
+        return ["A static tool's config must be an object."]
+    problems = [
+        f"Unknown key {key!r} in a static tool's config." for key in sorted(set(config) - STATIC_TOOL_KEYS)
+    ]
+    content = config.get("content")
+    if not isinstance(content, list):
+        problems.append('A static tool\'s config needs "content": a list of content items.')
+    else:
+        for index, item in enumerate(content):
+            reason = validate_content_item(item)
+            if reason is not None:
+                problems.append(f"content[{index}]: {reason}.")
+    is_error = config.get("isError", False)
+    if not isinstance(is_error, bool):
+        problems.append('"isError" must be true or false.')
+    structured = config.get("structuredContent")
+    if structured is not None and not isinstance(structured, dict):
+        problems.append('"structuredContent" must be an object.')
+    if isinstance(output_schema, dict) and not is_error and not problems:
+        if structured is None:
+            problems.append('A tool with an output schema must return "structuredContent".')
+        else:
+            for error in Draft202012Validator(output_schema).iter_errors(structured):
+                problems.append(f"structuredContent does not match the output schema: {error.message}")
+    return problems
+
+
+def _tool_annotation_errors(annotations: Any) -> list[str]:
+    if annotations is None:
+        return []
+    if not isinstance(annotations, dict):
+        return ["Annotations must be an object."]
+    problems = [
+        f'"{hint}" must be true or false.'
+        for hint in TOOL_ANNOTATION_HINTS
+        if hint in annotations and not isinstance(annotations[hint], bool)
+    ]
+    if "title" in annotations and not isinstance(annotations["title"], str):
+        problems.append('"title" must be a string.')
+    return problems
+
+
+def _icon_errors(icons: Any) -> list[str]:
+    if icons is None:
+        return []
+    if not isinstance(icons, list):
+        return ["Icons must be a list of {src, mimeType?, sizes?, theme?} objects."]
+    problems = []
+    for index, icon in enumerate(icons):
+        if not isinstance(icon, dict) or not isinstance(icon.get("src"), str) or not icon["src"]:
+            problems.append(f"icons[{index}] needs a non-empty string 'src'.")
+            continue
+        if "mimeType" in icon and not isinstance(icon["mimeType"], str):
+            problems.append(f"icons[{index}].mimeType must be a string.")
+        sizes = icon.get("sizes")
+        if sizes is not None and (not isinstance(sizes, list) or not all(isinstance(s, str) for s in sizes)):
+            problems.append(f'icons[{index}].sizes must be a list of strings such as "48x48".')
+        if icon.get("theme", "light") not in ("light", "dark"):
+            problems.append(f'icons[{index}].theme must be "light" or "dark".')
+    return problems
+
+
+def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry) -> None:
+    """Raise ``ValidationError`` unless ``tool`` may be stored and served."""
+
+    def checks(errors: Errors) -> None:
+        for message in json_schema_errors(tool.input_schema, what="The input schema"):
+            _add(errors, "input_schema", message)
+        if tool.output_schema is not None:
+            for message in json_schema_errors(tool.output_schema, what="The output schema"):
+                _add(errors, "output_schema", message)
+        for message in _tool_annotation_errors(tool.annotations):
+            _add(errors, "annotations", message)
+        for message in _icon_errors(tool.icons):
+            _add(errors, "icons", message)
+        if tool.backend == Backend.PYTHON:
+            problems = _python_function_errors(tool.config, registry.get_tool)
+        else:
+            output_schema = tool.output_schema if "output_schema" not in errors else None
+            problems = _static_tool_errors(tool.config, output_schema)
+        for message in problems:
+            _add(errors, "config", message)
+
+    _collect(tool, checks)
+
+
+def _resource_annotation_errors(annotations: Any) -> list[str]:
+    if annotations is None:
+        return []
+    if not isinstance(annotations, dict):
+        return ["Annotations must be an object."]
+    problems = []
+    audience = annotations.get("audience")
+    if audience is not None and (not isinstance(audience, list) or not all(a in ROLES for a in audience)):
+        problems.append('"audience" must be a list of "user" and/or "assistant".')
+    priority = annotations.get("priority")
+    if priority is not None and (
+        isinstance(priority, bool) or not isinstance(priority, int | float) or not 0 <= priority <= 1
+    ):
+        problems.append('"priority" must be a number from 0 to 1.')
+    if "lastModified" in annotations and not isinstance(annotations["lastModified"], str):
+        problems.append('"lastModified" must be an ISO 8601 string.')
+    return problems
+
+
+def resource_validate(resource: Resource) -> None:
+    """Raise ``ValidationError`` unless ``resource`` may be stored and served."""
+
+    def checks(errors: Errors) -> None:
+        if resource.uri and not urlsplit(resource.uri).scheme:
+            _add(errors, "uri", "The URI needs a scheme, such as file:// or docs://.")
+        if resource.blob is not None:
+            try:
+                base64.b64decode(resource.blob, validate=True)
+            except (binascii.Error, ValueError):
+                _add(errors, "blob", "The blob must be base64-encoded.")
+        for message in _resource_annotation_errors(resource.annotations):
+            _add(errors, "annotations", message)
+
+    _collect(resource, checks)
+
+
+def _completion_errors(completions: Any, allowed: set[str], what: str) -> list[str]:
+    if not isinstance(completions, dict):
+        return [f'Completions must be an object: {{"<{what}>": ["value", ...]}}.']
+    problems = []
+    for key, values in completions.items():
+        if key not in allowed:
+            problems.append(f"Completions name {key!r}, which is not a {what} here.")
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            problems.append(f"Completions for {key!r} must be a list of strings.")
+    return problems
+
+
+def resource_template_validate(
+    template: ResourceTemplate, *, registry: PythonRegistry = default_registry
+) -> None:
+    """Raise ``ValidationError`` unless ``template`` may be stored and served."""
+
+    def checks(errors: Errors) -> None:
+        variables: set[str] = set()
+        try:
+            variables = set(UriTemplate.parse(template.uri_template).variables)
+        except ValueError as exc:
+            _add(errors, "uri_template", f"Not a valid URI template: {exc}")
+        if template.backend == Backend.PYTHON:
+            problems = _python_function_errors(template.config, registry.get_resource_template)
+        elif (
+            not isinstance(template.config, dict)
+            or set(template.config) != {"text"}
+            or not isinstance(template.config["text"], str)
+        ):
+            problems = ['A static template needs config {"text": "... {variable} ..."} and nothing else.']
+        else:
+            problems = []
+        for message in problems:
+            _add(errors, "config", message)
+        if "uri_template" not in errors:
+            for message in _completion_errors(template.completions, variables, "template variable"):
+                _add(errors, "completions", message)
+
+    _collect(template, checks)
+
+
+def _argument_errors(arguments: Any) -> tuple[list[str], set[str]]:
+    if not isinstance(arguments, list):
+        return ["Arguments must be a list of {name, description?, required?} objects."], set()
+    problems: list[str] = []
+    names: set[str] = set()
+    for index, argument in enumerate(arguments):
+        if (
+            not isinstance(argument, dict)
+            or not isinstance(argument.get("name"), str)
+            or not argument["name"]
+        ):
+            problems.append(f"arguments[{index}] needs a non-empty string 'name'.")
+            continue
+        name = argument["name"]
+        if name in names:
+            problems.append(f"Argument {name!r} is declared twice.")
+        names.add(name)
+        problems.extend(
+            f"arguments[{index}] has unknown key {key!r}."
+            for key in sorted(set(argument) - PROMPT_ARGUMENT_KEYS)
+        )
+        for key in ("title", "description"):
+            if key in argument and not isinstance(argument[key], str):
+                problems.append(f"arguments[{index}].{key} must be a string.")
+        if "required" in argument and not isinstance(argument["required"], bool):
+            problems.append(f"arguments[{index}].required must be true or false.")
+    return problems, names
+
+
+def _message_errors(messages: Any, argument_names: set[str]) -> list[str]:
+    if not isinstance(messages, list) or not messages:
+        return ["Messages must be a non-empty list of {role, content} objects."]
+    problems = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or set(message) != {"role", "content"}:
+            problems.append(f"messages[{index}] must be an object with exactly 'role' and 'content'.")
+            continue
+        if message["role"] not in ROLES:
+            problems.append(f'messages[{index}].role must be "user" or "assistant".')
+        reason = validate_content_item(message["content"])
+        if reason is not None:
+            problems.append(f"messages[{index}].content: {reason}.")
+        for name in sorted(prompt_placeholders(message["content"]) - argument_names):
+            problems.append(
+                f"messages[{index}] uses {{{{{name}}}}} but the prompt declares no argument {name!r}."
+            )
+    return problems
+
+
+def prompt_validate(prompt: Prompt) -> None:
+    """Raise ``ValidationError`` unless ``prompt`` may be stored and served."""
+
+    def checks(errors: Errors) -> None:
+        problems, names = _argument_errors(prompt.arguments)
+        for message in problems:
+            _add(errors, "arguments", message)
+        for message in _completion_errors(prompt.completions, names, "argument"):
+            _add(errors, "completions", message)
+        for message in _message_errors(prompt.messages, names):
+            _add(errors, "messages", message)
+
+    _collect(prompt, checks)

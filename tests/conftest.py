@@ -1,0 +1,8 @@
+"""Fixtures shared by every test package."""
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

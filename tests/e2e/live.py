@@ -1,0 +1,271 @@
+"""Starting and stopping the live platform the end-to-end tests drive: processes, data, topologies.
+
+Embedded by default (one ``manage.py serve`` with SQLite, in-memory channel layer and in-process Celery
+worker). With ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL`` set, the production topology instead: two
+web processes and a Celery worker sharing a fresh database and a flushed Redis database.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON = REPO / ".venv" / "bin" / "python"
+CELERY = REPO / ".venv" / "bin" / "celery"
+
+STARTUP_TIMEOUT = 60.0
+STOP_TIMEOUT = 10.0
+COMMAND_TIMEOUT = 90.0
+LOG_TAIL_LINES = 80
+
+CONFORMANCE_TENANT = "conformance"
+PAGED_TENANT = "paged"
+PAGED_TOOL_COUNT = 120
+PAGED_PROMPT = "pick_language"
+PAGED_LANGUAGES = ["python", "perl", "php", "rust", "ruby"]
+
+# Runs in ``manage.py shell -c``: a second tenant whose 120 tools span three pages of 50.
+PAGED_TENANT_SCRIPT = f"""
+from tenants import services
+tenant = services.tenant_create(slug={PAGED_TENANT!r}, name="Paged catalog")
+for index in range({PAGED_TOOL_COUNT}):
+    services.tool_create(
+        tenant=tenant,
+        name=f"paged_tool_{{index:03d}}",
+        description=f"Paged tool number {{index}}",
+        config={{"content": [{{"type": "text", "text": f"paged tool {{index}}"}}]}},
+    )
+services.prompt_create(
+    tenant=tenant,
+    name={PAGED_PROMPT!r},
+    description="Pick a language",
+    arguments=[{{"name": "language", "required": True}}],
+    completions={{"language": {PAGED_LANGUAGES!r}}},
+    messages=[{{"role": "user", "content": {{"type": "text", "text": "Write it in {{{{language}}}}."}}}}],
+)
+"""
+
+
+def production_requested() -> bool:
+    return os.environ.get("DATABASE_URL", "").startswith("postgres") and bool(os.environ.get("REDIS_URL"))
+
+
+# ---- processes -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class ManagedProcess:
+    """A child process whose stdout and stderr go to files, so a failing test can show their tails."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    stdout_path: Path
+    stderr_path: Path
+    _files: list[IO[bytes]] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def start(cls, name: str, argv: list[str], env: dict[str, str], log_dir: Path) -> ManagedProcess:
+        stdout_path = log_dir / f"{name}.stdout.log"
+        stderr_path = log_dir / f"{name}.stderr.log"
+        stdout = stdout_path.open("wb")
+        stderr = stderr_path.open("wb")
+        popen = subprocess.Popen(argv, cwd=REPO, env=env, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL)
+        return cls(name, popen, stdout_path, stderr_path, [stdout, stderr])
+
+    def tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        parts = []
+        for label, path in (("stdout", self.stdout_path), ("stderr", self.stderr_path)):
+            text = path.read_text(errors="replace") if path.exists() else ""
+            kept = "\n".join(text.splitlines()[-lines:])
+            parts.append(f"--- {self.name} {label} (last {lines} lines) ---\n{kept}")
+        status = "running" if self.popen.poll() is None else f"exited with {self.popen.returncode}"
+        return f"[{self.name}: {status}]\n" + "\n".join(parts)
+
+    def stop(self) -> None:
+        """Terminate, then kill when it does not stop within ``STOP_TIMEOUT``."""
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(STOP_TIMEOUT)
+        for handle in self._files:
+            handle.close()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(process: ManagedProcess, port: int) -> None:
+    """Poll until ``port`` accepts connections; fail with the process output if it dies or never does."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.popen.poll() is not None:
+            pytest.fail(f"{process.name} exited during start-up\n{process.tail()}", pytrace=False)
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+                return
+        except OSError:
+            time.sleep(0.1)
+    pytest.fail(f"{process.name} did not listen on port {port} within {STARTUP_TIMEOUT}s\n{process.tail()}")
+
+
+def run_command(argv: list[str], env: dict[str, str]) -> str:
+    """Run a one-off command to completion; its stdout. Fails the test with its output when it fails."""
+    try:
+        done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"{' '.join(argv)} did not finish in {COMMAND_TIMEOUT}s: {exc.stdout!r} {exc.stderr!r}")
+    if done.returncode != 0:
+        pytest.fail(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}", pytrace=False)
+    return done.stdout
+
+
+# ---- the live platform ---------------------------------------------------------------------------------
+
+
+@dataclass
+class LiveServer:
+    """Base URLs of the running web processes, and a way to run ``manage.py`` against the same data."""
+
+    web_urls: list[str]
+    processes: list[ManagedProcess]
+    command_env: dict[str, str]
+    production: bool
+
+    def endpoint(self, tenant: str = CONFORMANCE_TENANT, *, web: int = 0) -> str:
+        """The Streamable HTTP endpoint of ``tenant`` on web process ``web``."""
+        return f"{self.web_urls[web]}/t/{tenant}/mcp"
+
+    def sse_endpoint(self, tenant: str = CONFORMANCE_TENANT, *, web: int = 0) -> str:
+        """The 2024-11-05 HTTP+SSE endpoint of ``tenant``."""
+        return f"{self.web_urls[web]}/t/{tenant}/sse"
+
+    def manage(self, *args: str) -> str:
+        return run_command([str(PYTHON), "manage.py", *args], self.command_env)
+
+    async def amanage(self, *args: str) -> str:
+        """``manage.py`` from async code, without blocking the event loop."""
+        done = await anyio.run_process(
+            [str(PYTHON), "manage.py", *args], cwd=REPO, env=self.command_env, check=False
+        )
+        output = done.stdout.decode(errors="replace")
+        assert done.returncode == 0, f"manage.py {args[0]} failed:\n{output}\n{done.stderr.decode(errors='replace')}"
+        return output
+
+    def check_alive(self) -> None:
+        for process in self.processes:
+            if process.popen.poll() is not None:
+                pytest.fail(f"{process.name} is not running\n{process.tail()}", pytrace=False)
+
+    def logs(self) -> str:
+        return "\n\n".join(process.tail() for process in self.processes)
+
+
+def base_env(var_dir: Path, secret_key: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")}
+    env.update({"MCP_VAR_DIR": str(var_dir), "SECRET_KEY": secret_key, "PYTHONUNBUFFERED": "1"})
+    return env
+
+
+def prepare_data(env: dict[str, str]) -> None:
+    manage = [str(PYTHON), "manage.py"]
+    run_command([*manage, "migrate", "--noinput"], env)
+    run_command([*manage, "load_conformance_tenant"], env)
+    run_command([*manage, "shell", "-c", PAGED_TENANT_SCRIPT], env)
+
+
+def start_web(name: str, env: dict[str, str], log_dir: Path, *extra: str) -> tuple[ManagedProcess, str]:
+    port = free_port()
+    argv = [str(PYTHON), "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port), *extra]
+    process = ManagedProcess.start(name, argv, env, log_dir)
+    return process, f"http://127.0.0.1:{port}"
+
+
+def embedded_server(stack: ExitStack, tmp: Path) -> LiveServer:
+    env = base_env(tmp / "var", secrets.token_urlsafe(32))
+    prepare_data(env)
+    process, url = start_web("web", env, tmp)
+    stack.callback(process.stop)
+    wait_for_port(process, int(urlsplit(url).port or 0))
+    return LiveServer(web_urls=[url], processes=[process], command_env=env, production=False)
+
+
+def fresh_database(stack: ExitStack) -> str:
+    """Create ``mcp_e2e_<random>`` next to ``DATABASE_URL``'s database, dropped at teardown; its URL."""
+    import psycopg
+
+    admin_parts = urlsplit(os.environ["DATABASE_URL"])
+    admin_url = urlunsplit(admin_parts._replace(path="/postgres"))
+    name = f"mcp_e2e_{secrets.token_hex(6)}"
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+
+    def drop() -> None:
+        with psycopg.connect(admin_url, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    stack.callback(drop)
+    return urlunsplit(admin_parts._replace(path=f"/{name}"))
+
+
+def flushed_redis(stack: ExitStack) -> str:
+    import redis
+
+    url = os.environ["REDIS_URL"]
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    stack.callback(client.close)
+    stack.callback(client.flushdb)
+    return url
+
+
+def production_server(stack: ExitStack, tmp: Path) -> LiveServer:
+    database_url = fresh_database(stack)
+    redis_url = flushed_redis(stack)
+    secret_key = secrets.token_urlsafe(32)
+
+    def env_for(name: str) -> dict[str, str]:
+        env = base_env(tmp / f"var-{name}", secret_key)
+        env.update({"DATABASE_URL": database_url, "REDIS_URL": redis_url})
+        return env
+
+    command_env = env_for("commands")
+    prepare_data(command_env)
+    worker = ManagedProcess.start(
+        "worker",
+        [str(CELERY), "-A", "mcp_platform", "worker", "--pool", "threads", "-c", "4", "-l", "WARNING"],
+        env_for("worker"),
+        tmp,
+    )
+    stack.callback(worker.stop)
+    processes = [worker]
+    urls = []
+    for name in ("web-a", "web-b"):
+        process, url = start_web(name, env_for(name), tmp, "--no-worker")
+        stack.callback(process.stop)
+        processes.append(process)
+        urls.append(url)
+    server = LiveServer(web_urls=urls, processes=processes, command_env=command_env, production=True)
+    for process, url in zip(processes[1:], urls, strict=True):
+        wait_for_port(process, int(urlsplit(url).port or 0))
+    server.check_alive()
+    return server
+
+

@@ -1,0 +1,95 @@
+"""factory_boy factories for the platform's models; each builds a valid row with the least set up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import factory
+from django.contrib.auth import get_user_model
+
+from tenants.models import Backend, Membership, Prompt, Resource, ResourceTemplate, Tenant, Tool
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    email = factory.LazyAttribute(lambda u: f"{u.username}@example.com")
+    password = factory.django.Password("correct horse battery staple")
+
+
+class TenantFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Tenant
+        django_get_or_create = ("slug",)
+
+    slug = factory.Sequence(lambda n: f"tenant-{n}")
+    name = factory.LazyAttribute(lambda t: t.slug.replace("-", " ").title())
+    instructions = "Use the tools wisely."
+
+
+class MembershipFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Membership
+
+    user = factory.SubFactory(UserFactory)
+    tenant = factory.SubFactory(TenantFactory)
+    role = Membership.Role.MEMBER
+
+
+def _text_result(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
+class ToolFactory(factory.django.DjangoModelFactory):
+    """A static tool answering with one text item."""
+
+    class Meta:
+        model = Tool
+
+    tenant = factory.SubFactory(TenantFactory)
+    name = factory.Sequence(lambda n: f"tool_{n:04d}")
+    description = factory.LazyAttribute(lambda t: f"The {t.name} tool.")
+    input_schema = factory.LazyFunction(lambda: {"type": "object", "properties": {}})
+    backend = Backend.STATIC
+    config = factory.LazyAttribute(lambda t: _text_result(f"{t.name} answered"))
+
+
+class ResourceFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Resource
+
+    tenant = factory.SubFactory(TenantFactory)
+    uri = factory.Sequence(lambda n: f"docs://page/{n:04d}")
+    name = factory.Sequence(lambda n: f"page-{n:04d}")
+    mime_type = "text/plain"
+    text = factory.LazyAttribute(lambda r: f"Contents of {r.uri}")
+
+
+class ResourceTemplateFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = ResourceTemplate
+
+    tenant = factory.SubFactory(TenantFactory)
+    name = factory.Sequence(lambda n: f"template-{n:04d}")
+    uri_template = factory.Sequence(lambda n: f"docs://t{n}/{{section}}")
+    mime_type = "text/plain"
+    backend = Backend.STATIC
+    config = factory.LazyFunction(lambda: {"text": "Section {section}"})
+    completions = factory.LazyFunction(dict)
+
+
+class PromptFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Prompt
+
+    tenant = factory.SubFactory(TenantFactory)
+    name = factory.Sequence(lambda n: f"prompt_{n:04d}")
+    description = "A prompt."
+    arguments = factory.LazyFunction(lambda: [{"name": "topic", "description": "What to talk about", "required": True}])
+    completions = factory.LazyFunction(dict)
+    messages = factory.LazyFunction(
+        lambda: [{"role": "user", "content": {"type": "text", "text": "Tell me about {{topic}}."}}]
+    )
