@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeGuard
 
 import orjson
 
@@ -68,7 +68,7 @@ class MalformedMessage(InvalidRequest):
         self.request_id = request_id
 
 
-def _is_id(value: object) -> bool:
+def _is_id(value: object) -> TypeGuard[RequestId]:
     # bool is an int subclass, and True is no more an id than 1.0 is.
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
@@ -77,7 +77,7 @@ def request_id_of(obj: object) -> RequestId | None:
     """The ``id`` member of a decoded JSON value when it is a valid request id, else None."""
     if isinstance(obj, dict):
         value = obj.get("id")
-        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        if _is_id(value):
             return value
     return None
 

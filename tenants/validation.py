@@ -214,11 +214,11 @@ def resource_validate(resource: Resource) -> None:
 
 def _completion_errors(completions: Any, allowed: set[str], what: str) -> list[str]:
     if not isinstance(completions, dict):
-        return [f'Completions must be an object: {{"<{what}>": ["value", ...]}}.']
+        return ['Completions must be an object such as {"name": ["value", ...]}.']
     problems = []
     for key, values in completions.items():
         if key not in allowed:
-            problems.append(f"Completions name {key!r}, which is not a {what} here.")
+            problems.append(f"Completions name {key!r}, which is not {what} here.")
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
             problems.append(f"Completions for {key!r} must be a list of strings.")
     return problems
@@ -248,7 +248,7 @@ def resource_template_validate(
         for message in problems:
             _add(errors, "config", message)
         if "uri_template" not in errors:
-            for message in _completion_errors(template.completions, variables, "template variable"):
+            for message in _completion_errors(template.completions, variables, "a template variable"):
                 _add(errors, "completions", message)
 
     _collect(template, checks)
@@ -310,7 +310,7 @@ def prompt_validate(prompt: Prompt) -> None:
         problems, names = _argument_errors(prompt.arguments)
         for message in problems:
             _add(errors, "arguments", message)
-        for message in _completion_errors(prompt.completions, names, "argument"):
+        for message in _completion_errors(prompt.completions, names, "an argument"):
             _add(errors, "completions", message)
         for message in _message_errors(prompt.messages, names):
             _add(errors, "messages", message)

@@ -40,8 +40,9 @@ def anyio_backend() -> str:
 LIVE_SERVER_KEY = pytest.StashKey[LiveServer]()
 
 
+# Not ``live_server``: pytest-django owns that name and would wrap every such test in its test database.
 @pytest.fixture(scope="session")
-def live_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def live_platform(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """The running platform, with the conformance tenant and the 120-tool ``paged`` tenant loaded."""
     tmp = tmp_path_factory.mktemp("live-server")
     with ExitStack() as stack:
@@ -59,16 +60,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     outcome: Any = yield
     report = outcome.get_result()
     server = item.config.stash.get(LIVE_SERVER_KEY, None)
-    if report.failed and server is not None and "live_server" in getattr(item, "fixturenames", ()):
+    if report.failed and server is not None and "live_platform" in getattr(item, "fixturenames", ()):
         report.sections.append(("live server output", server.logs()))
 
 
 @pytest.fixture
-def conformance_url(live_server: LiveServer) -> str:
-    return live_server.endpoint(CONFORMANCE_TENANT)
+def conformance_url(live_platform: LiveServer) -> str:
+    return live_platform.endpoint(CONFORMANCE_TENANT)
 
 
 @pytest.fixture
-def paged_url(live_server: LiveServer) -> str:
-    return live_server.endpoint(PAGED_TENANT)
+def paged_url(live_platform: LiveServer) -> str:
+    return live_platform.endpoint(PAGED_TENANT)
 

@@ -495,7 +495,7 @@ async def test_completion_of_a_conformance_prompt_argument_answers(conformance_u
 # ---- 2024-11-05 HTTP+SSE ------------------------------------------------------------------------------
 
 
-async def test_sse_transport_client_calls_a_tool_and_answers_sampling(live_server: LiveServer) -> None:
+async def test_sse_transport_client_calls_a_tool_and_answers_sampling(live_platform: LiveServer) -> None:
     async def sample(
         context: ClientRequestContext, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult:
@@ -504,7 +504,7 @@ async def test_sse_transport_client_calls_a_tool_and_answers_sampling(live_serve
         )
 
     with anyio.fail_after(TEST_DEADLINE):
-        transport = sse_client(live_server.sse_endpoint(), timeout=10.0, sse_read_timeout=REQUEST_TIMEOUT)
+        transport = sse_client(live_platform.sse_endpoint(), timeout=10.0, sse_read_timeout=REQUEST_TIMEOUT)
         async with legacy_client(transport, sampling_callback=sample) as client:
             assert client.protocol_version == "2025-11-25"
             simple = await client.call_tool("test_simple_text", {})
@@ -513,11 +513,11 @@ async def test_sse_transport_client_calls_a_tool_and_answers_sampling(live_serve
     assert only_text(sampled) == "LLM response: over SSE"
 
 
-async def test_a_2024_11_05_client_gets_its_version_over_http_sse(live_server: LiveServer) -> None:
+async def test_a_2024_11_05_client_gets_its_version_over_http_sse(live_platform: LiveServer) -> None:
     """By hand, since the SDK always proposes its newest handshake version."""
     async with httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=REQUEST_TIMEOUT)) as http:
         with anyio.fail_after(TEST_DEADLINE):
-            sse_url = live_server.sse_endpoint()
+            sse_url = live_platform.sse_endpoint()
             async with http.stream("GET", sse_url, headers={"Accept": "text/event-stream"}) as stream:
                 assert stream.status_code == 200
                 assert stream.headers["content-type"].startswith("text/event-stream")

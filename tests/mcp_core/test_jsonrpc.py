@@ -253,9 +253,7 @@ def test_encoded_result_is_compact() -> None:
 
 
 def test_encoding_keeps_non_ascii_as_utf8() -> None:
-    assert (
-        encode_result("é", {"text": "日本"}) == '{"jsonrpc":"2.0","id":"é","result":{"text":"日本"}}'.encode()
-    )
+    assert encode_result("é", {"text": "日本"}) == '{"jsonrpc":"2.0","id":"é","result":{"text":"日本"}}'.encode()
 
 
 def test_encoded_request_leaves_out_absent_params() -> None:
@@ -276,9 +274,7 @@ def test_encoded_error_may_carry_a_null_id() -> None:
 
 def test_encode_dispatches_on_the_message_type() -> None:
     assert encode(Response(1, {})) == encode_result(1, {})
-    assert encode(ErrorResponse(2, {"code": 1, "message": "m"})) == encode_error(
-        2, {"code": 1, "message": "m"}
-    )
+    assert encode(ErrorResponse(2, {"code": 1, "message": "m"})) == encode_error(2, {"code": 1, "message": "m"})
     assert encode(Request(3, "ping", None)) == encode_request(3, "ping", None)
     assert encode(Notification("n", {"a": 1})) == encode_notification("n", {"a": 1})
 
@@ -325,9 +321,7 @@ def error_object(code: int, message: str, data: Any) -> dict[str, Any]:
     return error
 
 
-error_objects = st.builds(
-    error_object, st.integers(min_value=-(2**31), max_value=2**31), st.text(), json_values
-)
+error_objects = st.builds(error_object, st.integers(min_value=-(2**31), max_value=2**31), st.text(), json_values)
 ids = st.text() | st.integers(min_value=-(2**63), max_value=2**63 - 1)
 methods = st.text(min_size=1)
 messages = st.one_of(

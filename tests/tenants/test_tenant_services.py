@@ -314,7 +314,7 @@ def _prompt(tenant: Tenant, **overrides: object) -> None:
         (
             {"completions": {"tone": ["dry"]}},
             "completions",
-            "Completions name 'tone', which is not a argument here.",
+            "Completions name 'tone', which is not an argument here.",
         ),
     ],
 )
