@@ -25,9 +25,10 @@ class ServiceValidatedForm(forms.ModelForm):
 
     validator: Callable[[Any], None] = staticmethod(lambda instance: None)
 
-    def _post_clean(self) -> None:
-        super()._post_clean()
-        if self._errors:
+    # _post_clean is where ModelForm validates the instance built from the form; ours runs right after.
+    def _post_clean(self) -> None:  # type: ignore[misc]
+        super()._post_clean()  # type: ignore[misc]
+        if self.errors:
             return
         try:
             type(self).validator(self.instance)
@@ -191,9 +192,7 @@ class ResourceAdmin(CatalogEntryAdmin):
     list_filter = ("mime_type", "tenant")
     search_fields = ("uri", "name", "title", "description", "tenant__slug")
 
-    def formfield_for_dbfield(
-        self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any
-    ) -> Any:
+    def formfield_for_dbfield(self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
         # An empty text or blob box means "not this one", which the text-xor-blob rule needs as NULL.
         if db_field.name in ("text", "blob"):
             kwargs["empty_value"] = None

@@ -97,9 +97,7 @@ class TenantCatalog:
 
     async def list_tools(self, *, after: str | None, limit: int) -> Page:
         found = await selectors.atool_list(tenant=self.tenant, after=after, limit=limit)
-        return Page(
-            [tool_wire(t) for t in found.items], found.has_more, found.items[-1].name if found.items else None
-        )
+        return Page([tool_wire(t) for t in found.items], found.has_more, found.items[-1].name if found.items else None)
 
     async def get_tool(self, name: str) -> ToolDefinition | None:
         tool = await selectors.atool_get(tenant=self.tenant, name=name)

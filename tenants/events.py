@@ -1,8 +1,7 @@
 """Catalog-change nudges on the channel layer, sent after the writing transaction commits.
 
-The gateway subscribes each listening connection to ``catalog_group(tenant_id)`` and turns
-``catalog.changed`` into ``notifications/<kind>/list_changed`` and ``resource.updated`` into
-``notifications/resources/updated``. The layer is at-most-once: the database stays the truth.
+Listeners join ``catalog_group(tenant_id)`` and hear ``catalog.changed {kind}`` and ``resource.updated {uri}``;
+the layer is at-most-once, so the database stays the truth.
 """
 
 from __future__ import annotations

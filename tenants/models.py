@@ -30,9 +30,7 @@ class Tenant(models.Model):
         ACTIVE = "active", "Active"
         SUSPENDED = "suspended", "Suspended"
 
-    slug = models.SlugField(
-        max_length=63, unique=True, help_text="Appears in the endpoint URL /t/<slug>/mcp."
-    )
+    slug = models.SlugField(max_length=63, unique=True, help_text="Appears in the endpoint URL /t/<slug>/mcp.")
     name = models.CharField(max_length=200)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     allowed_origins = models.JSONField(
@@ -58,17 +56,13 @@ class Membership(models.Model):
         ADMIN = "admin", "Admin"
         MEMBER = "member", "Member"
 
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tenant_memberships"
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tenant_memberships")
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["user", "tenant"], name="tenants_membership_unique_user")
-        ]
+        constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="tenants_membership_unique_user")]
 
     def __str__(self) -> str:
         return f"{self.user} in {self.tenant} ({self.role})"
@@ -129,7 +123,8 @@ class Resource(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "uri"], name="tenants_resource_unique_uri"),
             models.CheckConstraint(
-                condition=models.Q(text__isnull=False) ^ models.Q(blob__isnull=False),
+                condition=(models.Q(text__isnull=False) & models.Q(blob__isnull=True))
+                | (models.Q(text__isnull=True) & models.Q(blob__isnull=False)),
                 name="tenants_resource_text_xor_blob",
                 violation_error_message="A resource has exactly one of text or blob.",
             ),
@@ -142,9 +137,7 @@ class Resource(models.Model):
 class ResourceTemplate(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="resource_templates")
     name = models.CharField(max_length=255)
-    uri_template = models.CharField(
-        max_length=2048, help_text="RFC 6570 template, e.g. docs://{section}/{page}."
-    )
+    uri_template = models.CharField(max_length=2048, help_text="RFC 6570 template, e.g. docs://{section}/{page}.")
     title = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
     mime_type = models.CharField(max_length=255, blank=True)
@@ -160,9 +153,7 @@ class ResourceTemplate(models.Model):
 
     class Meta:
         ordering = ["tenant_id", "name"]
-        constraints = [
-            models.UniqueConstraint(fields=["tenant", "name"], name="tenants_template_unique_name")
-        ]
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="tenants_template_unique_name")]
 
     def __str__(self) -> str:
         return self.name

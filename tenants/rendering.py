@@ -47,9 +47,7 @@ def prompt_render(
     Only string values inside each message's ``content`` change; the stored messages are not mutated.
     """
     names = frozenset(argument_names)
-    return [
-        {**message, "content": _substitute(message.get("content"), names, arguments)} for message in messages
-    ]
+    return [{**message, "content": _substitute(message.get("content"), names, arguments)} for message in messages]
 
 
 def template_text_render(text: str, variables: Mapping[str, str]) -> str:

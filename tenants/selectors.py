@@ -1,18 +1,20 @@
 """Reads of tenants and their catalogs, always scoped by tenant; one query per call.
 
-Lists are keyset-paginated: ordered by their natural key (tool/prompt/template name, resource URI) and
-resumed after the last key a client saw. Each list has a sync form and an ``a``-prefixed async form that
-share one queryset builder.
+Lists are keyset-paginated by natural key (name, or URI for resources), resumed after the last key seen;
+each has a sync form and an ``a``-prefixed async form sharing one queryset builder.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from django.db.models import Model, QuerySet
 
 from tenants.models import Membership, Prompt, Resource, ResourceTemplate, Tenant, Tool
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 T = TypeVar("T", bound=Model)
 
@@ -54,12 +56,12 @@ async def atenant_get_servable(*, slug: str) -> Tenant | None:
     return await _servable(slug).afirst()
 
 
-def tenant_list_for_user(*, user: Model) -> QuerySet[Tenant]:
+def tenant_list_for_user(*, user: User) -> QuerySet[Tenant]:
     """The tenants ``user`` is a member of, by slug."""
     return Tenant.objects.filter(memberships__user=user).order_by("slug")
 
 
-def membership_get(*, tenant: Tenant, user: Model) -> Membership | None:
+def membership_get(*, tenant: Tenant, user: User) -> Membership | None:
     return Membership.objects.filter(tenant=tenant, user=user).first()
 
 
@@ -123,9 +125,7 @@ def resource_template_list(*, tenant: Tenant, after: str | None, limit: int) -> 
     return _slice(list(_templates(tenant, after, limit)), limit)
 
 
-async def aresource_template_list(
-    *, tenant: Tenant, after: str | None, limit: int
-) -> Slice[ResourceTemplate]:
+async def aresource_template_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[ResourceTemplate]:
     return _slice([template async for template in _templates(tenant, after, limit)], limit)
 
 

@@ -1,8 +1,7 @@
 """Every write to tenants, memberships and catalogs: validate fully, store atomically, publish after commit.
 
-Services raise ``django.core.exceptions.ValidationError`` (keyed by field) for anything they refuse.
-``*_update`` take a ``data`` mapping of the fields to change; ``*_upsert`` create or update by natural key
-and say which happened, so loaders stay idempotent and quiet when nothing changed.
+Refusals are ``ValidationError`` keyed by field. ``*_update`` take a ``data`` mapping of fields to change;
+``*_upsert`` create or update by natural key and report which (loaders stay idempotent and quiet).
 """
 
 from __future__ import annotations
@@ -10,9 +9,8 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 
@@ -35,6 +33,9 @@ from tenants.validation import (
     tool_validate,
 )
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 M = TypeVar("M", bound=models.Model)
 JSONObject = dict[str, Any]
 
@@ -45,9 +46,7 @@ class UpsertOutcome(enum.StrEnum):
     UNCHANGED = "unchanged"
 
 
-TENANT_FIELDS = frozenset(
-    {"slug", "name", "status", "allowed_origins", "instructions", "requires_authorization"}
-)
+TENANT_FIELDS = frozenset({"slug", "name", "status", "allowed_origins", "instructions", "requires_authorization"})
 TOOL_FIELDS = frozenset(
     {
         "name",
@@ -62,9 +61,7 @@ TOOL_FIELDS = frozenset(
         "enabled",
     }
 )
-RESOURCE_FIELDS = frozenset(
-    {"uri", "name", "title", "description", "mime_type", "text", "blob", "annotations"}
-)
+RESOURCE_FIELDS = frozenset({"uri", "name", "title", "description", "mime_type", "text", "blob", "annotations"})
 TEMPLATE_FIELDS = frozenset(
     {"name", "uri_template", "title", "description", "mime_type", "backend", "config", "completions"}
 )
@@ -86,23 +83,17 @@ def _same(a: Any, b: Any) -> bool:
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
-def _save(
-    instance: models.Model, validate: Callable[[Any], None], update_fields: list[str] | None = None
-) -> None:
+def _save(instance: models.Model, validate: Callable[[Any], None], update_fields: list[str] | None = None) -> None:
     validate(instance)
     try:
         with transaction.atomic():
             instance.save(update_fields=update_fields)
     except IntegrityError as exc:
         # full_clean checked uniqueness; only a concurrent write of the same key gets here.
-        raise ValidationError(
-            f"Another {instance._meta.verbose_name} with the same key was saved meanwhile."
-        ) from exc
+        raise ValidationError(f"Another {instance._meta.verbose_name} with the same key was saved meanwhile.") from exc
 
 
-def _change(
-    instance: M, data: Mapping[str, Any], allowed: frozenset[str], validate: Callable[[M], None]
-) -> set[str]:
+def _change(instance: M, data: Mapping[str, Any], allowed: frozenset[str], validate: Callable[[M], None]) -> set[str]:
     """Apply ``data`` to ``instance``, validate and save; the set of fields that really changed."""
     unknown = sorted(set(data) - allowed)
     if unknown:
@@ -177,9 +168,7 @@ def tenant_upsert(*, slug: str, **fields: Any) -> tuple[Tenant, UpsertOutcome]:
     )
 
 
-def membership_add(
-    *, tenant: Tenant, user: AbstractBaseUser, role: str = Membership.Role.MEMBER
-) -> Membership:
+def membership_add(*, tenant: Tenant, user: User, role: str = Membership.Role.MEMBER) -> Membership:
     """Make ``user`` a member of ``tenant`` with ``role`` (changing the role of an existing member)."""
     with transaction.atomic():
         membership = Membership.objects.select_for_update().filter(tenant=tenant, user=user).first()
@@ -192,7 +181,7 @@ def membership_add(
     return membership
 
 
-def membership_remove(*, tenant: Tenant, user: AbstractBaseUser) -> bool:
+def membership_remove(*, tenant: Tenant, user: User) -> bool:
     """End ``user``'s membership of ``tenant``; False when there was none."""
     with transaction.atomic():
         deleted, _ = Membership.objects.filter(tenant=tenant, user=user).delete()
@@ -357,9 +346,7 @@ def resource_delete(*, resource: Resource) -> None:
 
 def resource_upsert(*, tenant: Tenant, uri: str, **fields: Any) -> tuple[Resource, UpsertOutcome]:
     """Create the resource at ``uri`` or bring the given fields up to date. Raises ``ValidationError``."""
-    return _upsert(
-        Resource, {"tenant": tenant, "uri": uri}, fields, RESOURCE_FIELDS, resource_create, _resource_change
-    )
+    return _upsert(Resource, {"tenant": tenant, "uri": uri}, fields, RESOURCE_FIELDS, resource_create, _resource_change)
 
 
 # ---- resource templates ------------------------------------------------------------------------------
@@ -406,9 +393,7 @@ def resource_template_delete(*, template: ResourceTemplate) -> None:
     _delete(template, "resources")
 
 
-def resource_template_upsert(
-    *, tenant: Tenant, name: str, **fields: Any
-) -> tuple[ResourceTemplate, UpsertOutcome]:
+def resource_template_upsert(*, tenant: Tenant, name: str, **fields: Any) -> tuple[ResourceTemplate, UpsertOutcome]:
     """Create the template ``name`` or bring the given fields up to date. Raises ``ValidationError``."""
     return _upsert(
         ResourceTemplate,
@@ -462,6 +447,4 @@ def prompt_delete(*, prompt: Prompt) -> None:
 
 def prompt_upsert(*, tenant: Tenant, name: str, **fields: Any) -> tuple[Prompt, UpsertOutcome]:
     """Create the prompt ``name`` or bring the given fields up to date. Raises ``ValidationError``."""
-    return _upsert(
-        Prompt, {"tenant": tenant, "name": name}, fields, PROMPT_FIELDS, prompt_create, _prompt_change
-    )
+    return _upsert(Prompt, {"tenant": tenant, "name": name}, fields, PROMPT_FIELDS, prompt_create, _prompt_change)

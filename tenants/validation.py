@@ -91,9 +91,7 @@ def _python_function_errors(config: Any, lookup: Callable[[str], object]) -> lis
 def _static_tool_errors(config: Any, output_schema: Any) -> list[str]:
     if not isinstance(config, dict):
         return ["A static tool's config must be an object."]
-    problems = [
-        f"Unknown key {key!r} in a static tool's config." for key in sorted(set(config) - STATIC_TOOL_KEYS)
-    ]
+    problems = [f"Unknown key {key!r} in a static tool's config." for key in sorted(set(config) - STATIC_TOOL_KEYS)]
     content = config.get("content")
     if not isinstance(content, list):
         problems.append('A static tool\'s config needs "content": a list of content items.')
@@ -224,9 +222,7 @@ def _completion_errors(completions: Any, allowed: set[str], what: str) -> list[s
     return problems
 
 
-def resource_template_validate(
-    template: ResourceTemplate, *, registry: PythonRegistry = default_registry
-) -> None:
+def resource_template_validate(template: ResourceTemplate, *, registry: PythonRegistry = default_registry) -> None:
     """Raise ``ValidationError`` unless ``template`` may be stored and served."""
 
     def checks(errors: Errors) -> None:
@@ -260,11 +256,7 @@ def _argument_errors(arguments: Any) -> tuple[list[str], set[str]]:
     problems: list[str] = []
     names: set[str] = set()
     for index, argument in enumerate(arguments):
-        if (
-            not isinstance(argument, dict)
-            or not isinstance(argument.get("name"), str)
-            or not argument["name"]
-        ):
+        if not isinstance(argument, dict) or not isinstance(argument.get("name"), str) or not argument["name"]:
             problems.append(f"arguments[{index}] needs a non-empty string 'name'.")
             continue
         name = argument["name"]
@@ -272,8 +264,7 @@ def _argument_errors(arguments: Any) -> tuple[list[str], set[str]]:
             problems.append(f"Argument {name!r} is declared twice.")
         names.add(name)
         problems.extend(
-            f"arguments[{index}] has unknown key {key!r}."
-            for key in sorted(set(argument) - PROMPT_ARGUMENT_KEYS)
+            f"arguments[{index}] has unknown key {key!r}." for key in sorted(set(argument) - PROMPT_ARGUMENT_KEYS)
         )
         for key in ("title", "description"):
             if key in argument and not isinstance(argument[key], str):
@@ -297,9 +288,7 @@ def _message_errors(messages: Any, argument_names: set[str]) -> list[str]:
         if reason is not None:
             problems.append(f"messages[{index}].content: {reason}.")
         for name in sorted(prompt_placeholders(message["content"]) - argument_names):
-            problems.append(
-                f"messages[{index}] uses {{{{{name}}}}} but the prompt declares no argument {name!r}."
-            )
+            problems.append(f"messages[{index}] uses {{{{{name}}}}} but the prompt declares no argument {name!r}.")
     return problems
 
 

@@ -22,7 +22,9 @@ def header_list(extra: Iterable[tuple[str, str]] = ()) -> Headers:
     return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra]
 
 
-async def send_body(send: Send, status: int, body: bytes, *, content_type: str | None, headers: Headers | None = None) -> None:
+async def send_body(
+    send: Send, status: int, body: bytes, *, content_type: str | None, headers: Headers | None = None
+) -> None:
     all_headers = list(headers or [])
     if content_type:
         all_headers.append((b"content-type", content_type.encode("latin-1")))

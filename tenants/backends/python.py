@@ -34,9 +34,7 @@ async def template_read(
     function = registry.get_resource_template(template.config["function"])
     contents = await function(ctx, uri, **variables)
     if not isinstance(contents, list) or not all(isinstance(c, dict) and "uri" in c for c in contents):
-        raise TypeError(
-            f"resource template function {template.config['function']!r} must return [{{uri, ...}}]"
-        )
+        raise TypeError(f"resource template function {template.config['function']!r} must return [{{uri, ...}}]")
     if template.mime_type:
         contents = [c if "mimeType" in c else {**c, "mimeType": template.mime_type} for c in contents]
     return contents

@@ -14,9 +14,7 @@ from tenants.models import Backend
 
 JSONObject = dict[str, Any]
 
-TEST_IMAGE_BASE64 = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
-)
+TEST_IMAGE_BASE64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 TEST_AUDIO_BASE64 = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 
 # SEP-1613: kept byte for byte ($schema, $defs, additionalProperties) and served exactly as stored.
@@ -54,9 +52,7 @@ def _static(name: str, description: str, content: list[JSONObject]) -> JSONObjec
     }
 
 
-def _python(
-    name: str, description: str, function: str, input_schema: JSONObject = NO_ARGUMENTS
-) -> JSONObject:
+def _python(name: str, description: str, function: str, input_schema: JSONObject = NO_ARGUMENTS) -> JSONObject:
     return {
         "name": name,
         "description": description,
@@ -222,20 +218,14 @@ PROMPTS: list[JSONObject] = [
             "arg1": ["testValue1", "test", "example"],
             "arg2": ["testValue2", "test", "example"],
         },
-        "messages": [
-            {"role": "user", "content": _text("Prompt with arguments: arg1='{{arg1}}', arg2='{{arg2}}'")}
-        ],
+        "messages": [{"role": "user", "content": _text("Prompt with arguments: arg1='{{arg1}}', arg2='{{arg2}}'")}],
     },
     {
         "name": "test_prompt_with_embedded_resource",
         "title": "Prompt With Embedded Resource",
         "description": "A prompt that includes an embedded resource",
-        "arguments": [
-            {"name": "resourceUri", "description": "URI of the resource to embed", "required": True}
-        ],
-        "completions": {
-            "resourceUri": ["test://static-text", "test://static-binary", "test://watched-resource"]
-        },
+        "arguments": [{"name": "resourceUri", "description": "URI of the resource to embed", "required": True}],
+        "completions": {"resourceUri": ["test://static-text", "test://static-binary", "test://watched-resource"]},
         "messages": [
             {
                 "role": "user",

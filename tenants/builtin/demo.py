@@ -13,9 +13,7 @@ JSONObject = dict[str, Any]
 
 NAME_SCHEMA: JSONObject = {
     "type": "object",
-    "properties": {
-        "name": {"type": "string", "title": "Your name", "description": "What should we call you?"}
-    },
+    "properties": {"name": {"type": "string", "title": "Your name", "description": "What should we call you?"}},
     "required": ["name"],
 }
 

@@ -72,4 +72,3 @@ def conformance_url(live_platform: LiveServer) -> str:
 @pytest.fixture
 def paged_url(live_platform: LiveServer) -> str:
     return live_platform.endpoint(PAGED_TENANT)
-

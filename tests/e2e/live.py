@@ -162,9 +162,7 @@ class LiveServer:
 
     async def amanage(self, *args: str) -> str:
         """``manage.py`` from async code, without blocking the event loop."""
-        done = await anyio.run_process(
-            [str(PYTHON), "manage.py", *args], cwd=REPO, env=self.command_env, check=False
-        )
+        done = await anyio.run_process([str(PYTHON), "manage.py", *args], cwd=REPO, env=self.command_env, check=False)
         output = done.stdout.decode(errors="replace")
         assert done.returncode == 0, f"manage.py {args[0]} failed:\n{output}\n{done.stderr.decode(errors='replace')}"
         return output
@@ -267,5 +265,3 @@ def production_server(stack: ExitStack, tmp: Path) -> LiveServer:
         wait_for_port(process, int(urlsplit(url).port or 0))
     server.check_alive()
     return server
-
-

@@ -306,7 +306,8 @@ async def test_elicitation_accepted_with_content_reaches_the_tool(conformance_ur
     (params,) = requests
     assert isinstance(params, types.ElicitRequestFormParams)
     assert params.message == "Favourite colour?"
-    assert "response" in params.requested_schema.properties
+    assert params.requested_schema["properties"]["response"]["type"] == "string"
+    assert params.requested_schema["required"] == ["response"]
 
 
 async def test_declined_elicitation_reaches_the_tool_without_content(conformance_url: str) -> None:
@@ -320,14 +321,12 @@ async def test_declined_elicitation_reaches_the_tool_without_content(conformance
 
 
 async def test_elicitation_schema_carries_the_sep1034_defaults(conformance_url: str) -> None:
-    async def accept_defaults(
-        context: ClientRequestContext, params: types.ElicitRequestParams
-    ) -> types.ElicitResult:
+    async def accept_defaults(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
         assert isinstance(params, types.ElicitRequestFormParams)
-        schema = params.requested_schema.model_dump(by_alias=True, exclude_none=True)
+        properties = params.requested_schema["properties"]
         return types.ElicitResult(
             action="accept",
-            content={name: prop["default"] for name, prop in schema["properties"].items() if "default" in prop},
+            content={name: prop["default"] for name, prop in properties.items() if "default" in prop},
         )
 
     with anyio.fail_after(TEST_DEADLINE):

@@ -348,7 +348,9 @@ def test_tenant_allowed_origins_must_be_origins() -> None:
     with pytest.raises(ValidationError) as excinfo:
         services.tenant_create(slug="a", name="A", allowed_origins=["https://ok.example", "https://x.example/path"])
 
-    assert errors_of(excinfo)["allowed_origins"] == ["'https://x.example/path' is not an origin (scheme://host[:port])."]
+    assert errors_of(excinfo)["allowed_origins"] == [
+        "'https://x.example/path' is not an origin (scheme://host[:port])."
+    ]
 
 
 def test_tenant_update_suspends_a_tenant(tenant: Tenant) -> None:

@@ -1,0 +1,119 @@
+"""One handshake-era session served by two web processes that share PostgreSQL and Redis.
+
+Nothing a session needs may live in one process: requests, streams and answers to server-to-client
+requests arrive wherever the load balancer sends them.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.e2e.live import LiveServer, production_requested
+from tests.e2e.raw_http import RawSession, SseEvent, raw_http_client, request_message, sse_events
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.production,
+    pytest.mark.skipif(
+        not production_requested(), reason="needs DATABASE_URL=postgres://… and REDIS_URL (production topology)"
+    ),
+]
+
+TEST_DEADLINE = 60.0
+
+
+def joined(session: RawSession, url: str) -> RawSession:
+    """The same session, spoken to another web process."""
+    other = RawSession(session.http, url)
+    other.session_id = session.session_id
+    return other
+
+
+async def next_message(events: AsyncIterator[SseEvent]) -> dict[str, Any]:
+    """The next JSON-RPC message on a stream, skipping priming events."""
+    async for event in events:
+        message = event.message()
+        if message is not None:
+            return message
+    pytest.fail("the stream ended without a message")
+
+
+async def test_session_initialized_on_a_serves_requests_on_b(live_platform: LiveServer) -> None:
+    async with raw_http_client() as http:
+        on_a = RawSession(http, live_platform.endpoint(web=0))
+        with anyio.fail_after(TEST_DEADLINE):
+            await on_a.initialize()
+            on_b = joined(on_a, live_platform.endpoint(web=1))
+            listed = await on_b.call("tools/list")
+            called = await on_b.call("tools/call", {"name": "test_simple_text", "arguments": {}})
+    names = {tool["name"] for tool in listed["result"]["tools"]}
+    assert {"test_simple_text", "test_sampling", "test_elicitation"} <= names
+    assert called["result"]["content"] == [{"type": "text", "text": "This is a simple text response for testing."}]
+
+
+async def test_standalone_stream_on_a_hears_of_a_tool_created_by_another_process(live_platform: LiveServer) -> None:
+    slug = f"listen-{secrets.token_hex(4)}"
+    await live_platform.amanage(
+        "shell", "-c", f"from tenants import services; services.tenant_create(slug={slug!r}, name='Listen')"
+    )
+    create_tool = (
+        "from tenants import services; from tenants.models import Tenant; "
+        f"services.tool_create(tenant=Tenant.objects.get(slug={slug!r}), name='fresh_tool', "
+        "config={'content': [{'type': 'text', 'text': 'fresh'}]})"
+    )
+    async with raw_http_client() as http:
+        session = RawSession(http, live_platform.endpoint(slug, web=0))
+        with anyio.fail_after(TEST_DEADLINE):
+            await session.initialize()
+            async with session.stream_get() as stream:
+                assert stream.status_code == 200
+                events = sse_events(stream)
+                priming = await anext(events)
+                assert priming.id and priming.data == "", "the stream opens with a priming event"
+
+                await live_platform.amanage("shell", "-c", create_tool)
+                message = await next_message(events)
+            assert message["method"] == "notifications/tools/list_changed", message
+            listed = await joined(session, live_platform.endpoint(slug, web=1)).call("tools/list")
+    assert [tool["name"] for tool in listed["result"]["tools"]] == ["fresh_tool"]
+
+
+async def test_elicitation_answered_on_b_completes_the_call_streaming_on_a(live_platform: LiveServer) -> None:
+    async with raw_http_client() as http:
+        on_a = RawSession(http, live_platform.endpoint(web=0))
+        with anyio.fail_after(TEST_DEADLINE):
+            await on_a.initialize(capabilities={"elicitation": {"form": {}}})
+            on_b = joined(on_a, live_platform.endpoint(web=1))
+            call_id = on_a.next_id()
+            call = request_message(
+                call_id, "tools/call", {"name": "test_elicitation", "arguments": {"message": "Which process?"}}
+            )
+            elicitations = []
+            async with on_a.stream_post(call) as stream:
+                assert stream.status_code == 200
+                assert stream.headers["content-type"].startswith("text/event-stream")
+                async for event in sse_events(stream):
+                    message = event.message()
+                    if message is None:
+                        continue
+                    if message.get("method") == "elicitation/create":
+                        elicitations.append(message)
+                        answer = {
+                            "jsonrpc": "2.0",
+                            "id": message["id"],
+                            "result": {"action": "accept", "content": {"response": "answered on B"}},
+                        }
+                        posted = await on_b.post(answer)
+                        assert posted.status_code == 202, posted.text
+                    elif message.get("id") == call_id:
+                        break
+    (elicitation,) = elicitations
+    assert elicitation["params"]["message"] == "Which process?"
+    assert message["result"]["content"] == [
+        {"type": "text", "text": 'User response: action=accept, content={"response":"answered on B"}'}
+    ]
