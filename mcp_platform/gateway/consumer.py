@@ -11,8 +11,10 @@ import contextlib
 import logging
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from channels.consumer import AsyncConsumer
 from channels.exceptions import StopConsumer
+from django.db import close_old_connections
 
 from mcp_core import http as mcp_http
 from mcp_core import jsonrpc, sse
@@ -172,6 +174,8 @@ class McpConsumer(AsyncConsumer):
                 await send_error(self.send, exc)
 
     async def _route(self) -> None:
+        # Consumers see no request signals: drop a broken or over-age connection here, as Django does per request.
+        await sync_to_async(close_old_connections)()
         self.headers = scope_headers(self.scope)
         slug = self.scope["url_route"]["kwargs"]["tenant"]
         tenant = await atenant_get_servable(slug=slug)

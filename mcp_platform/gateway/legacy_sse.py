@@ -12,8 +12,10 @@ import logging
 from typing import Any
 from urllib.parse import parse_qs
 
+from asgiref.sync import sync_to_async
 from channels.consumer import AsyncConsumer
 from channels.exceptions import StopConsumer
+from django.db import close_old_connections
 
 from mcp_core import http as mcp_http
 from mcp_core import jsonrpc, sse
@@ -40,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 
 async def _tenant_or_404(consumer: AsyncConsumer) -> Tenant | None:
+    await sync_to_async(close_old_connections)()
     tenant = await atenant_get_servable(slug=consumer.scope["url_route"]["kwargs"]["tenant"])
     if tenant is None:
         await send_json(consumer.send, 404, jsonrpc.encode_error(None, {"code": -32000, "message": "Unknown tenant"}))
