@@ -57,6 +57,11 @@ class ToolContext(Protocol):
         """The client's filesystem roots. Raises ``ClientRequestFailed``."""
         ...
 
+    async def release_connection(self) -> None:
+        """Say the tool will be quiet for a while: the transport may close the client's stream and let it
+        reconnect later for the rest (SSE polling). Does nothing where the transport cannot resume."""
+        ...
+
 
 class Outbound(Protocol):
     """Where a request's related messages go; implemented by the shell (an SSE stream, a session stream)."""
@@ -65,6 +70,10 @@ class Outbound(Protocol):
 
     async def request(self, method: str, params: JSONObject) -> JSONObject:
         """Send a server-to-client request and wait for its result. Raises ``ClientRequestFailed``."""
+        ...
+
+    async def release(self) -> None:
+        """Close the client's connection early if it can resume the stream later; otherwise do nothing."""
         ...
 
 
@@ -128,6 +137,9 @@ class RequestContext:
         return await self.outbound.request(
             "sampling/createMessage", {"messages": messages, "maxTokens": max_tokens, **params}
         )
+
+    async def release_connection(self) -> None:
+        await self.outbound.release()
 
     async def list_roots(self) -> list[JSONObject]:
         self._require("roots")

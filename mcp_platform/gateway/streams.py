@@ -35,6 +35,8 @@ class Sink(Protocol):
 
     async def response(self, payload: bytes | None) -> None: ...
 
+    async def release(self) -> None: ...
+
 
 class PostStream:
     """The response to one POST that carried ``expected`` requests."""
@@ -93,6 +95,19 @@ class PostStream:
                 await self._event(payload, final=last)
             if last:
                 await self._close()
+
+    async def release(self) -> None:
+        """End the HTTP response early with a ``retry:`` hint; the client resumes with ``Last-Event-ID``.
+
+        Only for clients that know SSE polling (2025-11-25 sessions, which got a priming event)."""
+        async with self._lock:
+            if not self._priming or not self._attached or self._mode == "done":
+                return
+            if self._mode == "json":
+                await self._open_sse()
+            await send_chunk(self._send, sse.retry(platform_settings.SSE_RETRY_MS), more=False)
+            self.detach()
+            self.done.set()
 
     async def _finish_json(self) -> None:
         self._mode = "done"
@@ -171,6 +186,9 @@ class SessionSink:
         if payload is not None:
             await self.message(payload)
 
+    async def release(self) -> None:
+        """The HTTP+SSE transport cannot resume a stream: the connection stays."""
+
 
 class SinkOutbound:
     """``mcp_core.context.Outbound`` over a sink: notifications, and requests answered via the mailbox."""
@@ -182,6 +200,9 @@ class SinkOutbound:
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         await self._sink.message(jsonrpc.encode_notification(method, params))
+
+    async def release(self) -> None:
+        await self._sink.release()
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         request_id = f"srv-{secrets.token_urlsafe(12)}"

@@ -124,7 +124,8 @@ async def error_handling(ctx: ToolContext) -> str:
 
 @python_tool("conformance.reconnection")
 async def reconnection(ctx: ToolContext) -> str:
-    # The reference closes the SSE stream first (SEP-1699); doing so is the gateway's business.
+    # Close the client's stream mid-call (SEP-1699); the result arrives on the resumed stream.
+    await ctx.release_connection()
     await asyncio.sleep(2 * STEP_DELAY_SECONDS)
     return (
         "Reconnection test completed successfully. If you received this, "

@@ -8,6 +8,7 @@ from typing import Any
 from mcp_core.catalog import Page, PromptDefinition, ToolDefinition
 from mcp_core.context import ToolContext
 from mcp_core.uritemplate import UriTemplate
+from tests.support import RecordingOutbound  # noqa: F401  (re-exported for the tests)
 
 ToolFn = Callable[..., Awaitable[Any]]
 
@@ -78,18 +79,3 @@ class MemoryCatalog:
             return None
         values = self.completions.get(f"{key}:{argument['name']}", [])
         return [v for v in values if v.startswith(argument.get("value", ""))]
-
-
-class RecordingOutbound:
-    """An ``Outbound`` that keeps what was sent and answers requests from a table (a real peer in memory)."""
-
-    def __init__(self, answers: dict[str, dict[str, Any]] | None = None) -> None:
-        self.sent: list[tuple[str, dict[str, Any]]] = []
-        self.answers = answers or {}
-
-    async def notify(self, method: str, params: dict[str, Any]) -> None:
-        self.sent.append((method, params))
-
-    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.sent.append((method, params))
-        return self.answers[method]

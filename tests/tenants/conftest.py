@@ -14,6 +14,7 @@ from mcp_core.context import RequestContext
 from tenants.events import catalog_group
 from tenants.models import Tenant
 from tests.factories import TenantFactory
+from tests.support import RecordingOutbound
 
 JSONObject = dict[str, Any]
 
@@ -68,22 +69,6 @@ def listen(channel_layer: BaseChannelLayer) -> Any:
         return CatalogListener(channel_layer, tenant.pk)
 
     return subscribe
-
-
-class RecordingOutbound:
-    """An ``Outbound`` that records notifications and answers requests from a script, like a client would."""
-
-    def __init__(self, answers: dict[str, JSONObject] | None = None) -> None:
-        self.notifications: list[tuple[str, JSONObject]] = []
-        self.requests: list[tuple[str, JSONObject]] = []
-        self.answers = answers or {}
-
-    async def notify(self, method: str, params: JSONObject) -> None:
-        self.notifications.append((method, params))
-
-    async def request(self, method: str, params: JSONObject) -> JSONObject:
-        self.requests.append((method, params))
-        return self.answers[method]
 
 
 @pytest.fixture
