@@ -1,0 +1,24 @@
+"""The authorization server's routes, in django-oauth-toolkit's ``oauth2_provider`` namespace.
+
+Mounted at the site root: the well-known documents must sit at the origin (RFC 8414, RFC 9728).
+"""
+
+from django.urls import path
+from oauth2_provider import views as dot_views
+
+from mcp_platform.oauth.metadata import TenantResourceMetadataView
+
+app_name = "oauth2_provider"
+
+urlpatterns = [
+    path(
+        ".well-known/oauth-authorization-server",
+        dot_views.OAuthServerMetadataView.as_view(),
+        name="oauth-server-metadata",
+    ),
+    path(
+        ".well-known/oauth-protected-resource/t/<slug:tenant>/mcp",
+        TenantResourceMetadataView.as_view(),
+        name="tenant-resource-metadata",
+    ),
+]
