@@ -137,6 +137,8 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 
+LOGIN_URL = "/account/login/"
+
 # OAuth 2.1 authorization server (django-oauth-toolkit) for the tenants' MCP endpoints.
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth.TenantApplication"
 OAUTH2_PROVIDER = {
@@ -146,7 +148,6 @@ OAUTH2_PROVIDER = {
         "mcp:prompts": "Use this workspace's prompts",
     },
     "DEFAULT_SCOPES": ["__all__"],
-    "OAUTH2_VALIDATOR_CLASS": "mcp_platform.oauth.validators.TenantOAuth2Validator",
     # Authorization code + PKCE (S256 only) and refresh tokens; nothing else is offered.
     "PKCE_REQUIRED": True,
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],

@@ -9,4 +9,5 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("mcp_platform.oauth.urls")),
+    path("account/", include("mcp_platform.oauth.pages")),
 ]
