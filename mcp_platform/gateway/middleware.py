@@ -13,6 +13,7 @@ from mcp_core import jsonrpc
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.responses import send_json
 from mcp_platform.oauth import resource
+from mcp_platform.oauth.scopes import required_scopes
 from tenants.selectors import atenant_get_servable
 
 Scope = dict[str, Any]
@@ -85,6 +86,21 @@ class GatewayMiddleware:
                 return
             if not message.get("more_body"):
                 break
+        principal = scope.get("mcp.principal")
+        if isinstance(principal, resource.Principal) and tenant is not None:
+            missing = required_scopes(bytes(body)) - principal.scopes
+            if missing:
+                # Name everything the client needs, not only what is missing, so a client that asks
+                # for exactly this set keeps what it already had.
+                refusal = resource.challenge(
+                    base_url=resource.base_url_from_scope(scope),
+                    slug=tenant.slug,
+                    error="insufficient_scope",
+                    description=f"This request needs {' '.join(sorted(missing))}.",
+                    scopes=principal.scopes | missing,
+                )
+                await reject(403, "Forbidden", [(b"www-authenticate", refusal.www_authenticate.encode())])
+                return
         replayed = False
 
         async def replay() -> dict[str, Any]:
