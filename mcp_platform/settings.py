@@ -138,6 +138,7 @@ CELERY_BEAT_SCHEDULE = {
 
 
 LOGIN_URL = "/account/login/"
+LOGIN_REDIRECT_URL = "/account/apps/"
 
 # OAuth 2.1 authorization server (django-oauth-toolkit) for the tenants' MCP endpoints.
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth.TenantApplication"
