@@ -52,8 +52,10 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "oauth2_provider",
     "tenants",
     "mcp_platform.gateway",
+    "mcp_platform.oauth",
 ]
 
 MIDDLEWARE = [
@@ -112,10 +114,13 @@ if REDIS_URL:
     }
     CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
     CELERY_EMBEDDED_WORKER = False
+    # Shared by every web process: rate limits must hold across processes.
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "memory://localhost/")
     CELERY_EMBEDDED_WORKER = True
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
@@ -129,6 +134,50 @@ CELERY_BEAT_SCHEDULE = {
         "task": "mcp_platform.gateway.tasks.legacy_sessions_purge_expired",
         "schedule": 300.0,
     },
+}
+
+
+LOGIN_URL = "/account/login/"
+LOGIN_REDIRECT_URL = "/account/apps/"
+
+# OAuth 2.1 authorization server (django-oauth-toolkit) for the tenants' MCP endpoints.
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth.TenantApplication"
+OAUTH2_PROVIDER = {
+    "SCOPES": {
+        "mcp:tools": "See and run this workspace's tools",
+        "mcp:resources": "Read this workspace's resources",
+        "mcp:prompts": "Use this workspace's prompts",
+    },
+    "DEFAULT_SCOPES": ["__all__"],
+    # Authorization code + PKCE (S256 only) and refresh tokens; nothing else is offered.
+    "PKCE_REQUIRED": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    # Short-lived access tokens; refresh tokens rotate and a replayed one revokes its family.
+    "ACCESS_TOKEN_EXPIRE_SECONDS": int(os.environ.get("MCP_ACCESS_TOKEN_SECONDS", "3600")),
+    "REFRESH_TOKEN_EXPIRE_SECONDS": 30 * 24 * 3600,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # Exact redirect URIs; loopback (127.0.0.1, [::1], localhost) with any port for native clients.
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # RFC 7591: MCP clients register themselves, anonymously; mcp_platform.oauth.registration limits it.
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "DCR_REGISTRATION_TOKEN_EXPIRE_SECONDS": 24 * 3600,
+    # The issuer is where the metadata is served: the public base URL when set, else the request's origin.
+    "OIDC_ISS_ENDPOINT": os.environ.get("MCP_PUBLIC_BASE_URL", "").rstrip("/"),
 }
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -1,8 +1,13 @@
-"""Django URL routes: the admin and the pages people see (the MCP endpoint is routed in asgi.py)."""
+"""Django URL routes: the admin, the authorization server and the pages people see.
+
+The MCP endpoints are routed in asgi.py.
+"""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("", include("mcp_platform.oauth.urls")),
+    path("account/", include("mcp_platform.oauth.pages")),
 ]

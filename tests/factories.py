@@ -93,3 +93,44 @@ class PromptFactory(factory.django.DjangoModelFactory):
     messages = factory.LazyFunction(
         lambda: [{"role": "user", "content": {"type": "text", "text": "Tell me about {{topic}}."}}]
     )
+
+
+class OAuthClientFactory(factory.django.DjangoModelFactory):
+    """A public native client (authorization code + PKCE) registered for a loopback redirect."""
+
+    class Meta:
+        model = "oauth.TenantApplication"
+
+    name = factory.Sequence(lambda n: f"Client {n}")
+    client_type = "public"
+    authorization_grant_type = "authorization-code"
+    redirect_uris = "http://127.0.0.1/callback"
+    tenant = None
+
+
+def access_token_create(
+    *,
+    user: Any,
+    application: Any,
+    resource: list[str],
+    scope: str = "mcp:tools mcp:resources mcp:prompts",
+    expires_in: int = 3600,
+) -> str:
+    """An access token row as django-oauth-toolkit stores it (hashed at rest); returns the raw token."""
+    import secrets
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from oauth2_provider.models import get_access_token_model, set_token_value
+
+    raw = secrets.token_urlsafe(30)
+    token = get_access_token_model()(
+        user=user,
+        application=application,
+        scope=scope,
+        resource=resource,
+        expires=timezone.now() + timedelta(seconds=expires_in),
+    )
+    set_token_value(token, raw)
+    token.save()
+    return raw

@@ -1,6 +1,7 @@
-"""ASGI middleware in front of the MCP endpoints: Host and Origin checks (403) and the body limit (413).
+"""ASGI middleware in front of the MCP endpoints: Host and Origin (403), body limit (413), bearer token (401/403).
 
-Channels offers neither for plain HTTP. Only paths under ``/t/`` are guarded here; Django guards the rest.
+Channels offers none of these for plain HTTP. Only paths under ``/t/`` are guarded here; Django guards the
+rest. A tenant that requires authorization gets the caller's ``Principal`` in ``scope["mcp.principal"]``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from mcp_core import http as mcp_http
 from mcp_core import jsonrpc
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.responses import send_json
+from mcp_platform.oauth import resource
+from mcp_platform.oauth.scopes import required_scopes
 from tenants.selectors import atenant_get_servable
 
 Scope = dict[str, Any]
@@ -37,22 +40,34 @@ class GatewayMiddleware:
             await self.app(scope, receive, send)
             return
 
-        async def reject(status: int, message: str) -> None:
+        async def reject(status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
             body = jsonrpc.encode_error(None, {"code": -32000, "message": message})
-            await send_json(send, status, body)
+            await send_json(send, status, body, headers=headers)
 
         allowed_hosts = platform_settings.ALLOWED_HOSTS
         if not mcp_http.host_allowed(_header(scope, b"host"), allowed_hosts):
             await reject(403, "Forbidden: Host not allowed")
             return
+        slug = _tenant_slug(scope["path"])
+        tenant = await atenant_get_servable(slug=slug) if slug else None
         origin = _header(scope, b"origin")
         if origin is not None and not mcp_http.origin_allowed(origin, allowed_hosts=allowed_hosts, allowed_origins=()):
-            slug = _tenant_slug(scope["path"])
-            tenant = await atenant_get_servable(slug=slug) if slug else None
             tenant_origins = tenant.allowed_origins if tenant is not None else []
             if not mcp_http.origin_allowed(origin, allowed_hosts=allowed_hosts, allowed_origins=tenant_origins):
                 await reject(403, "Forbidden: Origin not allowed")
                 return
+
+        if tenant is not None and tenant.requires_authorization:
+            outcome = await resource.aauthenticate(
+                tenant=tenant,
+                authorization=_header(scope, b"authorization"),
+                base_url=resource.base_url_from_scope(scope),
+            )
+            if isinstance(outcome, resource.Challenge):
+                message = "Unauthorized" if outcome.status == 401 else "Forbidden"
+                await reject(outcome.status, message, [(b"www-authenticate", outcome.www_authenticate.encode())])
+                return
+            scope = {**scope, "mcp.principal": outcome}
 
         limit = platform_settings.MAX_REQUEST_BYTES
         declared = _header(scope, b"content-length")
@@ -71,6 +86,21 @@ class GatewayMiddleware:
                 return
             if not message.get("more_body"):
                 break
+        principal = scope.get("mcp.principal")
+        if isinstance(principal, resource.Principal) and tenant is not None:
+            missing = required_scopes(bytes(body)) - principal.scopes
+            if missing:
+                # Name everything the client needs, not only what is missing, so a client that asks
+                # for exactly this set keeps what it already had.
+                refusal = resource.challenge(
+                    base_url=resource.base_url_from_scope(scope),
+                    slug=tenant.slug,
+                    error="insufficient_scope",
+                    description=f"This request needs {' '.join(sorted(missing))}.",
+                    scopes=principal.scopes | missing,
+                )
+                await reject(403, "Forbidden", [(b"www-authenticate", refusal.www_authenticate.encode())])
+                return
         replayed = False
 
         async def replay() -> dict[str, Any]:

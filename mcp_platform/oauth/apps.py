@@ -1,0 +1,10 @@
+"""App config of the OAuth glue around django-oauth-toolkit."""
+
+from django.apps import AppConfig
+
+
+class OAuthConfig(AppConfig):
+    name = "mcp_platform.oauth"
+    label = "oauth"
+    verbose_name = "OAuth"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,50 @@
+"""RFC 8707 at the authorization server: which tenant endpoint a grant is for, and who may get one.
+
+A grant names exactly one tenant endpoint; it is issued only to a member of that tenant, and only to a
+client allowed for it (unbound, or bound to that tenant).
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+from mcp_platform.oauth.models import TenantApplication
+from mcp_platform.oauth.resource import endpoint_url
+from tenants.models import Tenant
+from tenants.selectors import membership_get, tenant_get_servable
+
+
+class AudienceRefused(Exception):
+    """The requested resource cannot be granted; ``error`` is the OAuth error code to report."""
+
+    def __init__(self, error: str, description: str) -> None:
+        super().__init__(description)
+        self.error = error
+        self.description = description
+
+
+def grant_tenant(
+    *,
+    resources: list[str],
+    base_url: str,
+    application: TenantApplication,
+    user: AbstractBaseUser | AnonymousUser,
+) -> Tenant:
+    """The tenant whose endpoint ``resources`` names, checked for ``application`` and ``user``.
+
+    Raises ``AudienceRefused`` (``invalid_target`` for a missing, multiple or unknown resource,
+    ``access_denied`` when the user is not a member or the client is bound to another tenant).
+    """
+    if len(resources) != 1:
+        raise AudienceRefused("invalid_target", "Name exactly one MCP endpoint in the resource parameter (RFC 8707).")
+    prefix = f"{base_url}/t/"
+    resource = resources[0]
+    slug = resource[len(prefix) : -len("/mcp")] if resource.startswith(prefix) and resource.endswith("/mcp") else ""
+    tenant = tenant_get_servable(slug=slug) if slug and "/" not in slug else None
+    if tenant is None or endpoint_url(base_url, tenant.slug) != resource:
+        raise AudienceRefused("invalid_target", f"{resource} is not an MCP endpoint of this platform.")
+    if application.tenant_id not in (None, tenant.pk):
+        raise AudienceRefused("access_denied", f"This client may not be used with {tenant.name}.")
+    if not user.is_authenticated or membership_get(tenant=tenant, user=user) is None:  # type: ignore[arg-type]
+        raise AudienceRefused("access_denied", f"Your account is not a member of {tenant.name}.")
+    return tenant

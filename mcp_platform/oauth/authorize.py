@@ -1,0 +1,78 @@
+"""The authorization endpoint: django-oauth-toolkit's consent flow, limited to one tenant endpoint per grant."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from oauth2_provider.exceptions import OAuthToolkitError
+from oauth2_provider.models import get_application_model
+from oauth2_provider.views import AuthorizationView
+from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
+
+from mcp_platform.oauth.audience import AudienceRefused, grant_tenant
+from mcp_platform.oauth.models import TenantApplication
+from mcp_platform.oauth.resource import base_url_from_request
+
+
+class TenantAuthorizationView(AuthorizationView):
+    """DOT's ``AuthorizationView`` (PKCE, exact redirect URIs, ``iss``) plus the audience rules.
+
+    The resource is checked when the consent page is shown and again when it is submitted (the hidden
+    field can be tampered with).
+    """
+
+    template_name = "oauth/consent.html"
+
+    def _application(self, client_id: str | None) -> TenantApplication | None:
+        if not client_id:
+            return None
+        found: TenantApplication | None = get_application_model().objects.filter(client_id=client_id).first()
+        return found
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        application = self._application(request.GET.get("client_id"))
+        if application is not None:
+            try:
+                self.tenant = grant_tenant(
+                    resources=request.GET.getlist("resource"),
+                    base_url=base_url_from_request(request),
+                    application=application,
+                    user=request.user,
+                )
+            except AudienceRefused as refused:
+                # Shown here, not redirected: the person at the browser is the one who can act on it.
+                context = {"application": application, "error": refused}
+                return render(request, "oauth/refused.html", context, status=403)
+        return super().get(request, *args, **kwargs)
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        application = self._application(form.cleaned_data.get("client_id"))
+        if application is not None and form.cleaned_data.get("allow"):
+            try:
+                grant_tenant(
+                    resources=(form.cleaned_data.get("resource") or "").split(),
+                    base_url=base_url_from_request(self.request),
+                    application=application,
+                    user=self.request.user,
+                )
+            except AudienceRefused as refused:
+                error = OAuthToolkitError(
+                    error=CustomOAuth2Error(
+                        error=refused.error, description=refused.description, state=form.cleaned_data.get("state")
+                    ),
+                    redirect_uri=form.cleaned_data["redirect_uri"],
+                )
+                return self.error_response(error, application)
+        response: HttpResponse = super().form_valid(form)
+        return response
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context: dict[str, Any] = super().get_context_data(**kwargs)
+        context["tenant"] = getattr(self, "tenant", None)
+        redirect_uri = context.get("redirect_uri") or ""
+        parts = urlsplit(redirect_uri)
+        context["redirect_host"] = parts.hostname or f"{parts.scheme}:"
+        return context

@@ -1,0 +1,139 @@
+"""Each tenant endpoint as an OAuth protected resource: its URL, its metadata URL, and bearer-token checks.
+
+RFC 6750 (Bearer, header only), RFC 8707 (the token's audience is exactly this endpoint) and RFC 9728
+(``WWW-Authenticate`` points at the endpoint's metadata). Used by the gateway's ASGI middleware, so the
+check is async and costs one query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import HttpRequest
+from django.utils import timezone
+from oauth2_provider.models import get_access_token_model
+from oauth2_provider.www_authenticate import build_bearer_challenge
+
+from mcp_platform.conf import platform_settings
+from tenants.models import Tenant
+
+SCOPES = ("mcp:tools", "mcp:resources", "mcp:prompts")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the resource owner, through which client, allowed to do what."""
+
+    user_id: int
+    client_id: str
+    scopes: frozenset[str]
+    token_id: int
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """A refusal: the HTTP status and the ``WWW-Authenticate`` value to send."""
+
+    status: int
+    www_authenticate: str
+
+
+def base_url_from_scope(scope: dict[str, Any]) -> str:
+    """The platform's public origin as the client sees it (the Host header was checked before)."""
+    if platform_settings.PUBLIC_BASE_URL:
+        return str(platform_settings.PUBLIC_BASE_URL).rstrip("/")
+    host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), "localhost")
+    return f"{scope.get('scheme', 'http')}://{host}"
+
+
+def base_url_from_request(request: HttpRequest) -> str:
+    if platform_settings.PUBLIC_BASE_URL:
+        return str(platform_settings.PUBLIC_BASE_URL).rstrip("/")
+    return f"{request.scheme}://{request.get_host()}"
+
+
+def endpoint_url(base_url: str, slug: str) -> str:
+    """The resource identifier of a tenant: its MCP endpoint URL."""
+    return f"{base_url}/t/{slug}/mcp"
+
+
+def metadata_url(base_url: str, slug: str) -> str:
+    """Where the endpoint's RFC 9728 metadata lives (the path-component form)."""
+    return f"{base_url}/.well-known/oauth-protected-resource/t/{slug}/mcp"
+
+
+def challenge(
+    *,
+    base_url: str,
+    slug: str,
+    error: str | None = None,
+    description: str | None = None,
+    scopes: tuple[str, ...] | frozenset[str] = SCOPES,
+) -> Challenge:
+    """401 without a usable token; 403 with ``insufficient_scope``. ``scope`` lists what the request needs."""
+    details: dict[str, str] = {}
+    if error:
+        details["error"] = error
+    if description:
+        details["error_description"] = description
+    value = build_bearer_challenge(None, details or None, resource_metadata_url=metadata_url(base_url, slug))
+    value += f',scope="{" ".join(s for s in SCOPES if s in scopes)}"'
+    return Challenge(403 if error == "insufficient_scope" else 401, value)
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header (scheme case-insensitive), else None."""
+    if not authorization:
+        return None
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or " " in token:
+        return None
+    return token
+
+
+async def aauthenticate(*, tenant: Tenant, authorization: str | None, base_url: str) -> Principal | Challenge:
+    """Check the bearer token of a request to ``tenant``'s endpoint in one query.
+
+    Valid means: known, not expired, its audience is exactly this endpoint, issued to a client allowed for
+    this tenant, and its user is active and still a member of the tenant. Anything else is ``invalid_token``
+    (a missing token gets a challenge without an error code, RFC 6750 §3.1).
+    """
+    token = bearer_token(authorization)
+    if token is None:
+        return challenge(base_url=base_url, slug=tenant.slug)
+    checksum = hashlib.sha256(token.encode()).hexdigest()
+    row = (
+        await get_access_token_model()
+        .objects.filter(
+            token_checksum=checksum,
+            expires__gt=timezone.now(),
+            user__is_active=True,
+            user__tenant_memberships__tenant=tenant,
+        )
+        .select_related("application")
+        .only("id", "user_id", "scope", "resource", "application__client_id", "application__tenant_id")
+        .afirst()
+    )
+    audience = endpoint_url(base_url, tenant.slug)
+    if (
+        row is None
+        or row.user_id is None
+        or row.application is None
+        or list(row.resource) != [audience]
+        or row.application.tenant_id not in (None, tenant.pk)
+    ):
+        return challenge(
+            base_url=base_url,
+            slug=tenant.slug,
+            error="invalid_token",
+            description="The access token is invalid, expired, or not for this endpoint.",
+        )
+    return Principal(
+        user_id=row.user_id,
+        client_id=row.application.client_id,
+        scopes=frozenset(row.scope.split()),
+        token_id=row.pk,
+    )

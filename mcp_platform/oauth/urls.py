@@ -1,0 +1,35 @@
+"""The authorization server's routes, in django-oauth-toolkit's ``oauth2_provider`` namespace.
+
+Mounted at the site root: the well-known documents must sit at the origin (RFC 8414, RFC 9728).
+"""
+
+from django.urls import path
+from oauth2_provider import views as dot_views
+
+from mcp_platform.oauth.authorize import TenantAuthorizationView
+from mcp_platform.oauth.metadata import TenantResourceMetadataView
+from mcp_platform.oauth.registration import LimitedRegistrationView
+
+app_name = "oauth2_provider"
+
+urlpatterns = [
+    path(
+        ".well-known/oauth-authorization-server",
+        dot_views.OAuthServerMetadataView.as_view(),
+        name="oauth-server-metadata",
+    ),
+    path(
+        ".well-known/oauth-protected-resource/t/<slug:tenant>/mcp",
+        TenantResourceMetadataView.as_view(),
+        name="tenant-resource-metadata",
+    ),
+    path("oauth/authorize/", TenantAuthorizationView.as_view(), name="authorize"),
+    path("oauth/token/", dot_views.TokenView.as_view(), name="token"),
+    path("oauth/revoke/", dot_views.RevokeTokenView.as_view(), name="revoke-token"),
+    path("oauth/register/", LimitedRegistrationView.as_view(), name="dcr-register"),
+    path(
+        "oauth/register/<str:client_id>/",
+        dot_views.DynamicClientRegistrationManagementView.as_view(),
+        name="dcr-register-management",
+    ),
+]
