@@ -109,7 +109,20 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
+            "CONFIG": {
+                # redis-py 8 reads with a 5 s socket timeout, the same as channels-redis's 5 s BZPOPMIN: the
+                # blocking receive then times out and parks its message in the backup queue for a whole cycle.
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_timeout": 15,
+                        "socket_connect_timeout": 5,
+                        "health_check_interval": 30,
+                    }
+                ],
+                "capacity": 1000,
+                "expiry": 60,
+            },
         }
     }
     CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)

@@ -165,3 +165,34 @@ class RawSession:
 def raw_http_client() -> httpx.AsyncClient:
     """An httpx client whose reads wait long enough for slow tools but never forever."""
     return httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=30.0))
+
+
+def is_progress(message: JSONObject | None) -> bool:
+    return message is not None and message.get("method") == "notifications/progress"
+
+
+async def post_until_first_progress(session: RawSession, call: JSONObject) -> list[SseEvent]:
+    """POST ``call`` and drop the connection right after its first progress notification; the events seen."""
+    seen: list[SseEvent] = []
+    async with session.stream_post(call) as response:
+        assert response.status_code == 200, await response.aread()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        async for event in sse_events(response):
+            seen.append(event)
+            if is_progress(event.message()):
+                return seen
+    raise AssertionError(f"the stream ended before any progress notification: {seen}")
+
+
+async def resume_until_response(session: RawSession, last_event_id: str, request_id: int | str) -> list[SseEvent]:
+    """GET with ``Last-Event-ID`` and read until the response to ``request_id``; the events seen."""
+    seen: list[SseEvent] = []
+    async with session.stream_get(last_event_id=last_event_id) as response:
+        assert response.status_code == 200, await response.aread()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        async for event in sse_events(response):
+            seen.append(event)
+            message = event.message()
+            if message is not None and message.get("id") == request_id and "method" not in message:
+                return seen
+    raise AssertionError(f"the resumed stream ended before the response: {seen}")

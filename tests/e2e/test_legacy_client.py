@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from typing import Any
 
 import anyio
@@ -30,6 +31,9 @@ pytestmark = [
 REQUEST_TIMEOUT = 30.0
 TEST_DEADLINE = 60.0
 MAX_PAGES = 20
+ROUND_TRIP_BUDGET = 2.0
+SESSIONS_FOR_TIMING = 3
+ROUND_TRIPS_PER_SESSION = 3
 
 INVALID_PARAMS = -32602
 RESOURCE_NOT_FOUND = -32002
@@ -290,6 +294,35 @@ async def test_sampling_round_trip_returns_the_sampled_text(conformance_url: str
     assert isinstance(message.content, types.TextContent)
     assert message.content.text == "What is the capital of France?"
     assert params.max_tokens == 100
+
+
+async def test_sampling_answers_on_a_busy_session_reach_the_tool_without_stalling(conformance_url: str) -> None:
+    """The client's answer must be routed to the waiting tool at once, whatever ran on the session before."""
+
+    async def sample(
+        context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="quick"), model="e2e-model"
+        )
+
+    durations: list[float] = []
+    texts: list[str] = []
+    with anyio.fail_after(TEST_DEADLINE):
+        for _ in range(SESSIONS_FOR_TIMING):
+            async with legacy_client(conformance_url, sampling_callback=sample) as client:
+                await client.call_tool("test_simple_text", {})
+                await client.send_ping()
+                for _ in range(ROUND_TRIPS_PER_SESSION):
+                    started = time.monotonic()
+                    result = await client.call_tool("test_sampling", {"prompt": "Are you quick?"})
+                    durations.append(time.monotonic() - started)
+                    texts.append(only_text(result))
+            if max(durations) >= ROUND_TRIP_BUDGET:
+                break
+    assert set(texts) == {"LLM response: quick"}
+    # A round trip takes tens of milliseconds; the budget only catches answers parked for seconds.
+    assert max(durations) < ROUND_TRIP_BUDGET, f"sampling round trips took {[round(d, 2) for d in durations]}s"
 
 
 async def test_elicitation_accepted_with_content_reaches_the_tool(conformance_url: str) -> None:

@@ -14,7 +14,16 @@ import anyio
 import pytest
 
 from tests.e2e.live import LiveServer, production_requested
-from tests.e2e.raw_http import RawSession, SseEvent, raw_http_client, request_message, sse_events
+from tests.e2e.raw_http import (
+    RawSession,
+    SseEvent,
+    is_progress,
+    post_until_first_progress,
+    raw_http_client,
+    request_message,
+    resume_until_response,
+    sse_events,
+)
 
 pytestmark = [
     pytest.mark.anyio,
@@ -117,3 +126,58 @@ async def test_elicitation_answered_on_b_completes_the_call_streaming_on_a(live_
     assert message["result"]["content"] == [
         {"type": "text", "text": 'User response: action=accept, content={"response":"answered on B"}'}
     ]
+
+
+async def test_stream_dropped_on_a_resumes_on_b(live_platform: LiveServer) -> None:
+    async with raw_http_client() as http:
+        on_a = RawSession(http, live_platform.endpoint(web=0))
+        with anyio.fail_after(TEST_DEADLINE):
+            await on_a.initialize()
+            call_id = on_a.next_id()
+            call = request_message(
+                call_id,
+                "tools/call",
+                {"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": "a-to-b"}},
+            )
+            before = await post_until_first_progress(on_a, call)
+            last_seen = before[-1].id
+            assert last_seen is not None
+            after = await resume_until_response(joined(on_a, live_platform.endpoint(web=1)), last_seen, call_id)
+    messages = [m for m in (e.message() for e in before + after) if m is not None]
+    assert [m["params"]["progress"] for m in messages if is_progress(m)] == [0, 50, 100]
+    assert messages[-1]["id"] == call_id
+    assert messages[-1]["result"]["content"]
+
+
+async def test_subscription_made_on_b_brings_updates_to_the_stream_on_a(live_platform: LiveServer) -> None:
+    slug = f"watch-{secrets.token_hex(4)}"
+    uri = "test://watched"
+    await live_platform.amanage(
+        "shell",
+        "-c",
+        "from tenants import services; "
+        f"tenant = services.tenant_create(slug={slug!r}, name='Watch'); "
+        f"services.resource_create(tenant=tenant, uri={uri!r}, name='watched', text='v1', mime_type='text/plain')",
+    )
+    update = (
+        "from tenants import services; from tenants.models import Resource; "
+        f"services.resource_update(resource=Resource.objects.get(tenant__slug={slug!r}, uri={uri!r}), "
+        "data={'text': 'v2'})"
+    )
+    async with raw_http_client() as http:
+        on_a = RawSession(http, live_platform.endpoint(slug, web=0))
+        with anyio.fail_after(TEST_DEADLINE):
+            await on_a.initialize()
+            on_b = joined(on_a, live_platform.endpoint(slug, web=1))
+            async with on_a.stream_get() as stream:
+                assert stream.status_code == 200
+                events = sse_events(stream)
+                await anext(events)  # the priming event: the stream is listening
+                subscribed = await on_b.call("resources/subscribe", {"uri": uri})
+                assert subscribed["result"] == {}
+                await live_platform.amanage("shell", "-c", update)
+                message = await next_message(events)
+            read = await on_b.call("resources/read", {"uri": uri})
+    assert message["method"] == "notifications/resources/updated", message
+    assert message["params"]["uri"] == uri
+    assert read["result"]["contents"][0]["text"] == "v2"

@@ -5,20 +5,21 @@ Raw httpx, because the SDK reconnects on its own and would hide what the server 
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
 import pytest
 
-from tests.e2e.raw_http import RawSession, SseEvent, raw_http_client, request_message, sse_events
+from tests.e2e.raw_http import (
+    RawSession,
+    is_progress,
+    post_until_first_progress,
+    raw_http_client,
+    request_message,
+    resume_until_response,
+)
 
 pytestmark = pytest.mark.anyio
 
 TEST_DEADLINE = 60.0
-
-
-def is_progress(message: dict[str, Any] | None) -> bool:
-    return message is not None and message.get("method") == "notifications/progress"
 
 
 async def test_dropped_response_stream_resumes_after_the_last_event_id(conformance_url: str) -> None:
@@ -32,31 +33,13 @@ async def test_dropped_response_stream_resumes_after_the_last_event_id(conforman
                 "tools/call",
                 {"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": "resume-me"}},
             )
-            before: list[SseEvent] = []
-            async with session.stream_post(call) as response:
-                assert response.status_code == 200
-                assert response.headers["content-type"].startswith("text/event-stream")
-                async for event in sse_events(response):
-                    before.append(event)
-                    if is_progress(event.message()):
-                        break
-            # Leaving the block closed the connection after the first progress notification.
-
+            before = await post_until_first_progress(session, call)
             priming = before[0]
             assert priming.id, "the first event of a 2025-11-25 stream is a priming event with an id"
             assert priming.data == ""
             last_seen = before[-1].id
             assert last_seen is not None, "every message event carries an id to resume from"
-
-            after: list[SseEvent] = []
-            async with session.stream_get(last_event_id=last_seen) as resumed:
-                assert resumed.status_code == 200
-                assert resumed.headers["content-type"].startswith("text/event-stream")
-                async for event in sse_events(resumed):
-                    after.append(event)
-                    message = event.message()
-                    if message is not None and message.get("id") == call_id:
-                        break
+            after = await resume_until_response(session, last_seen, call_id)
 
     messages = [m for m in (e.message() for e in before + after) if m is not None]
     progress = [m["params"] for m in messages if is_progress(m)]
