@@ -3,7 +3,8 @@
 ``ToolContext`` is the interface tool authors write against. ``RequestContext`` implements it on top of an
 ``Outbound`` sink that the shell provides, and enforces the protocol's rules on the way out: progress only
 with a token and strictly increasing, logs only at or above the client's level, and requests only for
-capabilities the client declared.
+capabilities the client declared. In the stateless era (``stateless=True``) logs need the request's opt-in
+level, and a capability the client did not declare is the protocol error -32021 instead of a failed tool.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mcp_core.errors import ClientRequestFailed
+from mcp_core.errors import ClientRequestFailed, MissingClientCapability
 
 LOG_LEVELS: tuple[str, ...] = (
     "debug",
@@ -86,6 +87,7 @@ class RequestContext:
     arguments: JSONObject
     progress_token: str | int | None = None
     log_level: str | None = None
+    stateless: bool = False
     _last_progress: float | None = None
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
@@ -104,6 +106,8 @@ class RequestContext:
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}")
+        if self.stateless and self.log_level is None:
+            return
         if self.log_level is not None and LOG_LEVELS.index(level) < LOG_LEVELS.index(self.log_level):
             return
         params: JSONObject = {"level": level, "data": data}
@@ -112,7 +116,16 @@ class RequestContext:
         await self.outbound.notify("notifications/message", params)
 
     def _require(self, capability: str, sub: str | None = None) -> None:
+        """Raises ClientRequestFailed (handshake era) or MissingClientCapability (stateless era)."""
         declared = self.client_capabilities.get(capability)
+        if self.stateless and (
+            declared is None or (sub is not None and (not isinstance(declared, dict) or sub not in declared))
+        ):
+            required: JSONObject = {capability: {sub: {}} if sub is not None else {}}
+            raise MissingClientCapability(
+                f"This request needs the client capability {capability}{'.' + sub if sub else ''}",
+                data={"requiredCapabilities": required},
+            )
         if declared is None:
             raise ClientRequestFailed(f"the client did not declare the {capability!r} capability")
         if sub is not None and (not isinstance(declared, dict) or sub not in declared):

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mcp_core.caching import with_cache_hints
 from mcp_core.env import Env
+from mcp_core.envelope import complete_result
 from mcp_core.errors import MethodNotFound
-from mcp_core.features import completion, lifecycle, logging, prompts, resources, tools
+from mcp_core.features import completion, discovery, lifecycle, logging, prompts, resources, tools
 
 JSONObject = dict[str, Any]
 Handler = Callable[[JSONObject | None, Env], Awaitable[JSONObject]]
@@ -27,13 +29,37 @@ HANDSHAKE_METHODS: dict[str, Handler] = {
     "logging/setLevel": logging.set_level,
 }
 
+# 2026-07-28: no initialize, ping, logging/setLevel or resources/(un)subscribe; server/discover instead.
+STATELESS_METHODS: dict[str, Handler] = {
+    "server/discover": discovery.discover,
+    "tools/list": tools.list_tools,
+    "tools/call": tools.call_tool,
+    "resources/list": resources.list_resources,
+    "resources/read": resources.read_resource,
+    "resources/templates/list": resources.list_resource_templates,
+    "prompts/list": prompts.list_prompts,
+    "prompts/get": prompts.get_prompt,
+    "completion/complete": completion.complete,
+}
+
 # Methods whose handlers may talk to the client while they run (progress, logs, server-to-client requests).
 INTERACTIVE_METHODS: frozenset[str] = frozenset({"tools/call", "resources/read", "prompts/get"})
 
 
 async def dispatch(method: str, params: JSONObject | None, env: Env) -> JSONObject:
     """Answer one request. Raises MethodNotFound, or whatever McpError the handler raises."""
+    if env.stateless:
+        return await _dispatch_stateless(method, params, env)
     handler = HANDSHAKE_METHODS.get(method)
     if handler is None:
         raise MethodNotFound(f"Method not found: {method}", data={"method": method})
     return await handler(params, env)
+
+
+async def _dispatch_stateless(method: str, params: JSONObject | None, env: Env) -> JSONObject:
+    """Raises MethodNotFound with HTTP 404 for a method this era does not have."""
+    handler = STATELESS_METHODS.get(method)
+    if handler is None:
+        raise MethodNotFound(f"Method not found: {method}", data={"method": method}, http_status=404)
+    result = with_cache_hints(method, await handler(params, env), env.cache)
+    return complete_result(result, lifecycle.server_info(env.server, env.version))

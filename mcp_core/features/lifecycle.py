@@ -6,13 +6,19 @@ from typing import Any
 
 from mcp_core.env import Env, ServerIdentity
 from mcp_core.errors import InvalidParams
-from mcp_core.versions import V2025_03_26, V2025_06_18, at_least, negotiate
+from mcp_core.versions import STATELESS_VERSIONS, V2025_03_26, V2025_06_18, at_least, negotiate
 
 JSONObject = dict[str, Any]
 
 
 def server_capabilities(version: str) -> JSONObject:
-    """What this server offers at ``version``; only features the revision defines are declared."""
+    """What this server offers at ``version``; only features the revision defines are declared.
+
+    The stateless era delivers list changes and resource updates only on ``subscriptions/listen``, which this
+    server does not offer yet, so it promises neither there.
+    """
+    if version in STATELESS_VERSIONS:
+        return {"tools": {}, "resources": {}, "prompts": {}, "logging": {}, "completions": {}}
     capabilities: JSONObject = {
         "tools": {"listChanged": True},
         "resources": {"subscribe": True, "listChanged": True},
