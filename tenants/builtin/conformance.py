@@ -186,6 +186,29 @@ async def json_schema_2020_12(ctx: ToolContext, **arguments: Any) -> str:
     return f"JSON Schema 2020-12 tool called with: {js_json(arguments)}"
 
 
+@python_tool("conformance.missing_capability")
+async def missing_capability(ctx: ToolContext) -> str:
+    # Needs sampling: a 2026-07-28 client that did not declare it gets -32021 before anything runs on.
+    await ctx.sample([{"role": "user", "content": {"type": "text", "text": "ping"}}], 10)
+    return "Success"
+
+
+@python_tool("conformance.logging_tool")
+async def logging_tool(ctx: ToolContext) -> str:
+    await ctx.log("info", "Diagnostic trace logging activated")
+    return "Logging evaluated"
+
+
+@python_tool("conformance.streaming_elicitation")
+async def streaming_elicitation(ctx: ToolContext) -> str:
+    await ctx.report_progress(50, 100)
+    try:
+        result = await ctx.elicit("Continue?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+    except ClientRequestFailed as exc:
+        return f"Streaming complete (no elicitation: {exc})"
+    return f"Streaming complete: action={result.get('action')}"
+
+
 @python_resource_template("conformance.template_data")
 async def template_data(ctx: ToolContext, uri: str, id: str) -> list[JSONObject]:
     body = {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}

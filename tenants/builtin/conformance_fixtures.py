@@ -151,6 +151,22 @@ TOOLS: list[JSONObject] = [
         "Tests elicitation with enum schema improvements per SEP-1330",
         "conformance.elicitation_sep1330_enums",
     ),
+    # Diagnostic tools of the 2026-07-28 scenarios (server-stateless, http-custom-header-server-validation).
+    _python("test_missing_capability", "Test tool requiring sampling", "conformance.missing_capability"),
+    _python("test_logging_tool", "Diagnostic logging validator tool", "conformance.logging_tool"),
+    _python(
+        "test_streaming_elicitation",
+        "Diagnostic tool validating response progress streams",
+        "conformance.streaming_elicitation",
+    ),
+    {
+        **_static("test_x_mcp_header", "Echoes a region mirrored into the Mcp-Param-Region header", [_text("ok")]),
+        "input_schema": {
+            "type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+            "required": ["region"],
+        },
+    },
     _python(
         "json_schema_2020_12_tool",
         "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",

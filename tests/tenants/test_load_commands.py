@@ -28,6 +28,10 @@ CONFORMANCE_TOOLS = {
     "test_elicitation",
     "test_elicitation_sep1034_defaults",
     "test_elicitation_sep1330_enums",
+    "test_missing_capability",
+    "test_logging_tool",
+    "test_streaming_elicitation",
+    "test_x_mcp_header",
     "json_schema_2020_12_tool",
 }
 CONFORMANCE_PROMPTS = {
