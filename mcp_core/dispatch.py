@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from mcp_core.caching import with_cache_hints
@@ -10,6 +11,7 @@ from mcp_core.env import Env
 from mcp_core.envelope import complete_result
 from mcp_core.errors import MethodNotFound
 from mcp_core.features import completion, discovery, lifecycle, logging, prompts, resources, tools
+from mcp_core.mrtr import InputRequired, input_required_result, open_round
 
 JSONObject = dict[str, Any]
 Handler = Callable[[JSONObject | None, Env], Awaitable[JSONObject]]
@@ -42,7 +44,8 @@ STATELESS_METHODS: dict[str, Handler] = {
     "completion/complete": completion.complete,
 }
 
-# Methods whose handlers may talk to the client while they run (progress, logs, server-to-client requests).
+# Methods whose handlers may talk to the client while they run (progress, logs, server-to-client requests);
+# in the stateless era the only ones that may answer input_required (MRTR).
 INTERACTIVE_METHODS: frozenset[str] = frozenset({"tools/call", "resources/read", "prompts/get"})
 
 
@@ -61,5 +64,22 @@ async def _dispatch_stateless(method: str, params: JSONObject | None, env: Env) 
     handler = STATELESS_METHODS.get(method)
     if handler is None:
         raise MethodNotFound(f"Method not found: {method}", data={"method": method}, http_status=404)
-    result = with_cache_hints(method, await handler(params, env), env.cache)
+    if method in INTERACTIVE_METHODS and env.input_policy is not None:
+        result = await _run_with_inputs(method, params or {}, env, handler)
+    else:
+        result = with_cache_hints(method, await handler(params, env), env.cache)
     return complete_result(result, lifecycle.server_info(env.server, env.version))
+
+
+async def _run_with_inputs(method: str, params: JSONObject, env: Env, handler: Handler) -> JSONObject:
+    """Run the handler with the answers the request brings; any question left open makes the result
+    ``input_required`` (never cached). Raises InvalidParams for malformed or unverifiable inputs."""
+    assert env.input_policy is not None
+    ledger = open_round(method, params, env.input_policy)
+    try:
+        result: JSONObject | None = await handler(params, replace(env, ledger=ledger))
+    except InputRequired:
+        result = None
+    if ledger.asked or result is None:
+        return input_required_result(ledger, method, params, env.input_policy)
+    return with_cache_hints(method, result, env.cache)

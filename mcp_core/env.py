@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from mcp_core.caching import CacheHints
 from mcp_core.catalog import Catalog
 from mcp_core.context import Outbound, RequestContext
+from mcp_core.mrtr import InputLedger, InputPolicy
 from mcp_core.versions import STATELESS_VERSIONS
 
 JSONObject = dict[str, Any]
@@ -49,6 +50,10 @@ class Env:
     # names) for the rules that compare headers with the body; None where the transport has no headers.
     cache: CacheHints = field(default_factory=CacheHints)
     headers: Mapping[str, str] | None = None
+    # Stateless era: how questions to the client become input_required results (None: they cannot be asked),
+    # and, set by the dispatcher for the request it runs, the answers its retry brought.
+    input_policy: InputPolicy | None = None
+    ledger: InputLedger | None = None
 
     @property
     def stateless(self) -> bool:
@@ -63,6 +68,7 @@ class Env:
             progress_token=self.progress_token,
             log_level=self.log_level,
             stateless=self.stateless,
+            ledger=self.ledger,
         )
 
     @property

@@ -37,6 +37,9 @@ DEFAULTS: dict[str, Any] = {
     # who may share a cached copy ("public" or "private"). A tenant may override both.
     "CACHE_TTL_MS": 60_000,
     "CACHE_SCOPE": "private",
+    # How long a 2026-07-28 client may take to answer an input_required result before retrying (seconds): the
+    # lifetime of the sealed requestState.
+    "REQUEST_STATE_TTL": 600,
     # Server name and version reported in serverInfo.
     "SERVER_NAME": "mcp-platform",
     "SERVER_VERSION": "0.1.0",
@@ -56,6 +59,7 @@ class PlatformSettings:
     CLIENT_REQUEST_TIMEOUT: float
     CACHE_TTL_MS: int
     CACHE_SCOPE: str
+    REQUEST_STATE_TTL: int
     SERVER_NAME: str
     SERVER_VERSION: str
 
@@ -114,4 +118,7 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
         errors.append(Error("MCP_PLATFORM['CACHE_TTL_MS'] must be an integer >= 0.", id="mcp_platform.E006"))
     if loaded.CACHE_SCOPE not in CACHE_SCOPES:
         errors.append(Error("MCP_PLATFORM['CACHE_SCOPE'] must be 'public' or 'private'.", id="mcp_platform.E007"))
+    ttl = loaded.REQUEST_STATE_TTL
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
+        errors.append(Error("MCP_PLATFORM['REQUEST_STATE_TTL'] must be an integer > 0.", id="mcp_platform.E008"))
     return errors

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
+
+from django.conf import settings
 
 from mcp_core import jsonrpc, sse
 from mcp_core.caching import CacheHints
@@ -18,12 +21,19 @@ from mcp_core.dispatch import dispatch
 from mcp_core.env import Env, ServerIdentity
 from mcp_core.envelope import Envelope, open_envelope
 from mcp_core.errors import ClientRequestFailed, McpError, error_to_wire
+from mcp_core.mrtr import InputPolicy
+from mcp_core.request_state import derive_key
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.responses import Send, send_chunk, send_json, start_sse
 from tenants.catalog import TenantCatalog
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
+
+REQUEST_STATE_PURPOSE = "mcp_platform.gateway.request_state"
+# Until bearer tokens are enforced every request acts for the same principal; the binding field is in place
+# so the token's subject slots in without changing the sealed format.
+ANONYMOUS_PRINCIPAL = "anonymous"
 
 
 class RequestStream:
@@ -47,8 +57,9 @@ class RequestStream:
             await send_chunk(self._send, sse.event(jsonrpc.encode_notification(method, params)))
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """This era has no server-to-client requests; input_required results (MRTR) are not built yet."""
-        raise ClientRequestFailed(f"{method} cannot be asked of a 2026-07-28 client by this server yet")
+        """This era has no server-to-client requests: questions go through input_required results (MRTR), and a
+        request that cannot carry one (tools/list, say) cannot ask."""
+        raise ClientRequestFailed(f"{method} cannot be asked of a 2026-07-28 client during this request")
 
     async def release(self) -> None:
         """Streams of this era cannot be resumed: the connection stays open."""
@@ -83,6 +94,23 @@ def tenant_cache_hints(tenant: Tenant) -> CacheHints:
     return CacheHints(ttl_ms=ttl, scope=tenant.cache_scope or platform_settings.CACHE_SCOPE)
 
 
+def request_state_keys() -> tuple[bytes, ...]:
+    """The requestState keys: from SECRET_KEY (sealing and checking), then from each retired SECRET_KEY_FALLBACKS
+    entry (checking only), so rotating the secret does not break a client mid-conversation."""
+    secrets = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
+    return tuple(derive_key(secret, REQUEST_STATE_PURPOSE) for secret in secrets)
+
+
+def input_policy(tenant: Tenant, principal: str = ANONYMOUS_PRINCIPAL) -> InputPolicy:
+    return InputPolicy(
+        keys=request_state_keys(),
+        now=time.time(),
+        ttl=float(platform_settings.REQUEST_STATE_TTL),
+        tenant=str(tenant.pk),
+        principal=principal,
+    )
+
+
 def stateless_env(
     *, tenant: Tenant, server: ServerIdentity, envelope: Envelope, stream: RequestStream, headers: Mapping[str, str]
 ) -> Env:
@@ -97,6 +125,7 @@ def stateless_env(
         meta=envelope.meta,
         cache=tenant_cache_hints(tenant),
         headers=headers,
+        input_policy=input_policy(tenant),
     )
 
 

@@ -309,9 +309,11 @@ async def test_handshake_sessions_keep_working_next_to_stateless_requests(confor
     assert missing.json()["error"]["code"] == -32002
 
 
-async def test_a_declared_capability_never_becomes_a_request_on_the_stream(conformance):
+async def test_a_question_to_the_client_never_becomes_a_request_on_the_stream(conformance):
     meta = {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}, "progressToken": 1}
     reply = await call("tools/call", {"name": "test_streaming_elicitation"}, meta=meta)
     messages = reply.messages()
     assert [m.get("method") for m in messages] == ["notifications/progress", None]
-    assert messages[-1]["result"]["content"][0]["text"].startswith("Streaming complete")
+    result = messages[-1]["result"]
+    assert result["resultType"] == "input_required"
+    assert [q["method"] for q in result["inputRequests"].values()] == ["elicitation/create"]
