@@ -167,6 +167,47 @@ TOOLS: list[JSONObject] = [
             "required": ["region"],
         },
     },
+    # SEP-2322 multi-round-trip requests (server-input-required-result scenarios of 0.2.0-alpha).
+    _python(
+        "test_input_required_result_elicitation",
+        "MRTR: returns InputRequiredResult with elicitation request",
+        "conformance.input_required_elicitation",
+    ),
+    _python(
+        "test_input_required_result_sampling",
+        "MRTR: returns InputRequiredResult with sampling request",
+        "conformance.input_required_sampling",
+    ),
+    _python(
+        "test_input_required_result_list_roots",
+        "MRTR: returns InputRequiredResult with roots/list request",
+        "conformance.input_required_list_roots",
+    ),
+    _python(
+        "test_input_required_result_request_state",
+        "MRTR: returns InputRequiredResult with requestState",
+        "conformance.input_required_request_state",
+    ),
+    _python(
+        "test_input_required_result_multiple_inputs",
+        "MRTR: returns InputRequiredResult with multiple input requests",
+        "conformance.input_required_multiple_inputs",
+    ),
+    _python(
+        "test_input_required_result_multi_round",
+        "MRTR: multi-round InputRequiredResult workflow",
+        "conformance.input_required_multi_round",
+    ),
+    _python(
+        "test_input_required_result_tampered_state",
+        "MRTR: HMAC-signed requestState integrity test",
+        "conformance.input_required_tampered_state",
+    ),
+    _python(
+        "test_input_required_result_capabilities",
+        "MRTR: respects client capabilities in inputRequests",
+        "conformance.input_required_capabilities",
+    ),
     _python(
         "json_schema_2020_12_tool",
         "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",

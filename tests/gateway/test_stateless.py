@@ -317,3 +317,43 @@ async def test_a_question_to_the_client_never_becomes_a_request_on_the_stream(co
     result = messages[-1]["result"]
     assert result["resultType"] == "input_required"
     assert [q["method"] for q in result["inputRequests"].values()] == ["elicitation/create"]
+
+
+ALL_CAPABILITIES = {
+    **META,
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "sampling": {}, "roots": {}},
+}
+
+
+async def test_a_multi_round_tool_completes_over_three_independent_requests(conformance):
+    call_params = {"name": "test_input_required_result_multi_round", "arguments": {}}
+    first = (await call("tools/call", call_params, meta=ALL_CAPABILITIES, id=1)).json()["result"]
+    assert (first["resultType"], list(first["inputRequests"])) == ("input_required", ["step1"])
+    answer = {"step1": {"action": "accept", "content": {"name": "Ada"}}}
+    retry = {**call_params, "inputResponses": answer, "requestState": first["requestState"]}
+    second = (await call("tools/call", retry, meta=ALL_CAPABILITIES, id=2)).json()["result"]
+    assert list(second["inputRequests"]) == ["step2"]
+    answer = {"step2": {"action": "accept", "content": {"color": "blue"}}}
+    retry = {**call_params, "inputResponses": answer, "requestState": second["requestState"]}
+    third = (await call("tools/call", retry, meta=ALL_CAPABILITIES, id=3)).json()["result"]
+    assert third["resultType"] == "complete"
+    assert third["content"] == [{"type": "text", "text": "Multi-round complete for Ada who likes blue"}]
+
+
+async def test_a_tampered_request_state_is_invalid_params_with_the_request_id(conformance):
+    call_params = {"name": "test_input_required_result_tampered_state", "arguments": {}}
+    first = (await call("tools/call", call_params, meta=ALL_CAPABILITIES, id=1)).json()["result"]
+    retry = {
+        **call_params,
+        "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}},
+        "requestState": first["requestState"] + "-TAMPERED",
+    }
+    reply = (await call("tools/call", retry, meta=ALL_CAPABILITIES, id=9)).json()
+    assert reply["id"] == 9 and reply["error"]["code"] == -32602
+    assert "integrity" in reply["error"]["message"]
+
+
+async def test_only_declared_capabilities_are_asked_for(conformance):
+    meta = {**META, "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}
+    result = (await call("tools/call", {"name": "test_input_required_result_capabilities"}, meta=meta)).json()
+    assert {q["method"] for q in result["result"]["inputRequests"].values()} == {"sampling/createMessage"}

@@ -32,6 +32,14 @@ CONFORMANCE_TOOLS = {
     "test_logging_tool",
     "test_streaming_elicitation",
     "test_x_mcp_header",
+    "test_input_required_result_elicitation",
+    "test_input_required_result_sampling",
+    "test_input_required_result_list_roots",
+    "test_input_required_result_request_state",
+    "test_input_required_result_multiple_inputs",
+    "test_input_required_result_multi_round",
+    "test_input_required_result_tampered_state",
+    "test_input_required_result_capabilities",
     "json_schema_2020_12_tool",
 }
 CONFORMANCE_PROMPTS = {
