@@ -14,11 +14,16 @@ JSONObject = dict[str, Any]
 def server_capabilities(version: str) -> JSONObject:
     """What this server offers at ``version``; only features the revision defines are declared.
 
-    The stateless era delivers list changes and resource updates only on ``subscriptions/listen``, which this
-    server does not offer yet, so it promises neither there.
+    In the stateless era list changes and resource updates are delivered on ``subscriptions/listen``.
     """
     if version in STATELESS_VERSIONS:
-        return {"tools": {}, "resources": {}, "prompts": {}, "logging": {}, "completions": {}}
+        return {
+            "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": True},
+            "logging": {},
+            "completions": {},
+        }
     capabilities: JSONObject = {
         "tools": {"listChanged": True},
         "resources": {"subscribe": True, "listChanged": True},

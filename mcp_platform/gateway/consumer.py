@@ -19,9 +19,10 @@ from django.db import close_old_connections
 from mcp_core import http as mcp_http
 from mcp_core import jsonrpc, sse
 from mcp_core.env import Env, ServerIdentity
-from mcp_core.envelope import is_stateless
+from mcp_core.envelope import is_stateless, open_envelope
 from mcp_core.errors import InvalidRequest, McpError, TransportError
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
+from mcp_core.features.subscriptions import LISTEN_METHOD, parse_listen
 from mcp_core.session import SessionState, SessionStateError
 from mcp_core.versions import (
     DEFAULT_HEADERLESS_VERSION,
@@ -32,6 +33,7 @@ from mcp_core.versions import (
 )
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups, sessions
+from mcp_platform.gateway.listen import ListenStream, serve_listen
 from mcp_platform.gateway.mailbox import send_to_group
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.responses import (
@@ -144,6 +146,7 @@ class McpConsumer(AsyncConsumer):
             self._post_stream: PostStream | None = None
             self._sse_open = False
             self._stream_state: dict[str, Any] = {}
+            self._listener: ListenStream | None = None
         self._body.extend(message.get("body", b""))
         if message.get("more_body"):
             return
@@ -273,6 +276,9 @@ class McpConsumer(AsyncConsumer):
         if isinstance(message, jsonrpc.Notification):
             await send_empty(self.send, 202)
             return
+        if message.method == LISTEN_METHOD:
+            await self._listen(message)
+            return
         await serve_stateless(
             send=self.send,
             tenant=self.tenant,
@@ -280,6 +286,27 @@ class McpConsumer(AsyncConsumer):
             headers=self.headers,
             request=message,
         )
+
+    async def _listen(self, request: jsonrpc.Request) -> None:
+        """2026-07-28 ``subscriptions/listen``: envelope errors as JSON with the request's id, else the stream."""
+        try:
+            open_envelope(method=request.method, params=request.params, headers=self.headers)
+            subscription = parse_listen(request.params, request.id)
+        except McpError as exc:
+            await send_error(self.send, exc, request.id)
+            return
+        self._sse_open = True
+        await serve_listen(
+            send=self.send,
+            subscription=subscription,
+            tenant_id=self.tenant.pk,
+            channel_layer=self.channel_layer,
+            channel_name=self.channel_name,
+            attach=self._attach_listener,
+        )
+
+    def _attach_listener(self, stream: ListenStream | None) -> None:
+        self._listener = stream
 
     async def _post_without_session(self, messages: list[Any]) -> None:
         first = messages[0] if len(messages) == 1 else None
@@ -439,11 +466,19 @@ class McpConsumer(AsyncConsumer):
     # --- channel-layer messages (handled while the stream is open) ---------------------------------
 
     async def catalog_changed(self, message: dict[str, Any]) -> None:
+        listener = getattr(self, "_listener", None)
+        if listener is not None:
+            await listener.catalog_changed(message)
+            return
         method = LIST_CHANGED.get(message.get("kind", ""))
         if method is not None:
             await self._push(method, {})
 
     async def resource_updated(self, message: dict[str, Any]) -> None:
+        listener = getattr(self, "_listener", None)
+        if listener is not None:
+            await listener.resource_updated(message)
+            return
         uri = message.get("uri")
         if not isinstance(uri, str) or not self._stream_state.get("standalone"):
             return

@@ -12,9 +12,14 @@ import asyncio
 import json
 from typing import Any
 
+from asgiref.sync import sync_to_async
+
 from mcp_core.context import ToolContext
 from mcp_core.errors import ClientRequestFailed, ToolError
+from tenants import events
 from tenants.backends.registry import python_resource_template, python_tool
+from tenants.builtin.conformance_fixtures import CONFORMANCE
+from tenants.models import Tenant
 
 JSONObject = dict[str, Any]
 
@@ -295,6 +300,27 @@ async def input_required_capabilities(ctx: ToolContext) -> str:
         return "No supported capabilities declared"
     await asyncio.gather(*questions.values())
     return f"capabilities-ok: received {','.join(questions)}"
+
+
+# ---- 2026-07-28 subscriptions/listen diagnostic hooks --------------------------------------------------------
+
+
+async def _announce_change(kind: events.CatalogKind) -> str:
+    # The suite's hooks only need a list-changed notification; nothing is edited, so listeners re-read an
+    # unchanged list. The conformance tenant is the only one these functions are registered for.
+    tenant = await Tenant.objects.aget(slug=CONFORMANCE.slug)
+    await sync_to_async(events.catalog_changed)(tenant_id=tenant.pk, kind=kind)
+    return "Mutation triggered"
+
+
+@python_tool("conformance.trigger_tool_change")
+async def trigger_tool_change(ctx: ToolContext) -> str:
+    return await _announce_change("tools")
+
+
+@python_tool("conformance.trigger_prompt_change")
+async def trigger_prompt_change(ctx: ToolContext) -> str:
+    return await _announce_change("prompts")
 
 
 @python_resource_template("conformance.template_data")

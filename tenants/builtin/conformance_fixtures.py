@@ -208,6 +208,15 @@ TOOLS: list[JSONObject] = [
         "MRTR: respects client capabilities in inputRequests",
         "conformance.input_required_capabilities",
     ),
+    # subscriptions/listen hooks: announce a tools or prompts list change to the tenant's listeners.
+    _python(
+        "test_trigger_tool_change", "Triggers a tools list-changed notification", "conformance.trigger_tool_change"
+    ),
+    _python(
+        "test_trigger_prompt_change",
+        "Triggers a prompts list-changed notification",
+        "conformance.trigger_prompt_change",
+    ),
     _python(
         "json_schema_2020_12_tool",
         "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",

@@ -357,3 +357,72 @@ async def test_only_declared_capabilities_are_asked_for(conformance):
     meta = {**META, "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}
     result = (await call("tools/call", {"name": "test_input_required_result_capabilities"}, meta=meta)).json()
     assert {q["method"] for q in result["result"]["inputRequests"].values()} == {"sampling/createMessage"}
+
+
+async def open_listen(notifications: dict[str, Any], *, id: int = 11) -> tuple[ApplicationCommunicator, list[Any]]:
+    """A subscriptions/listen stream through the ASGI stack, and its messages once read."""
+    params = {"notifications": notifications, "_meta": META}
+    body = json.dumps(rpc("subscriptions/listen", params, id=id)).encode()
+    headers = {
+        "host": "127.0.0.1:8000",
+        "content-type": "application/json",
+        "accept": ACCEPT_BOTH,
+        **standard_headers("subscriptions/listen", params),
+    }
+    scope = {
+        "type": "http",
+        "http_version": "1.1",
+        "method": "POST",
+        "path": MCP,
+        "raw_path": MCP.encode(),
+        "query_string": b"",
+        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+    }
+    communicator = ApplicationCommunicator(application, scope)
+    await communicator.send_input({"type": "http.request", "body": body, "more_body": False})
+    start = await communicator.receive_output(5)
+    assert start["status"] == 200
+    assert dict(start["headers"])[b"content-type"] == b"text/event-stream"
+    return communicator, []
+
+
+async def next_listen_message(communicator: ApplicationCommunicator) -> dict[str, Any]:
+    while True:
+        chunk = (await communicator.receive_output(5))["body"].decode()
+        data = [line[6:] for line in chunk.splitlines() if line.startswith("data: ")]
+        if data:
+            return json.loads("".join(data))
+
+
+async def test_listen_acknowledges_then_delivers_only_requested_changes_tagged_with_its_id(conformance):
+    communicator, _ = await open_listen({"toolsListChanged": True, "taskIds": ["t"]}, id=11)
+    ack = await next_listen_message(communicator)
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    assert ack["params"]["notifications"] == {"toolsListChanged": True}
+    assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 11
+
+    prompts = await call("tools/call", {"name": "test_trigger_prompt_change"}, id=12)
+    assert prompts.json()["result"]["content"][0]["text"] == "Mutation triggered"
+    await call("tools/call", {"name": "test_trigger_tool_change"}, id=13)
+    changed = await next_listen_message(communicator)
+    # The prompts change was not asked for: the first notification after the acknowledgement is the tools one.
+    assert changed == {
+        "jsonrpc": "2.0",
+        "method": "notifications/tools/list_changed",
+        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 11}},
+    }
+    await communicator.send_input({"type": "http.disconnect"})
+    await communicator.wait(5)
+
+
+async def test_a_listen_with_a_bad_envelope_is_a_json_error_with_its_id(conformance):
+    reply = await call("subscriptions/listen", {"notifications": {"toolsListChanged": "yes"}}, id=21)
+    assert reply.json()["id"] == 21 and reply.json()["error"]["code"] == -32602
+
+
+async def test_discover_promises_what_listen_delivers(conformance):
+    capabilities = (await call("server/discover")).json()["result"]["capabilities"]
+    assert capabilities["tools"] == {"listChanged": True} and capabilities["prompts"] == {"listChanged": True}
+    assert capabilities["resources"] == {"subscribe": True, "listChanged": True}

@@ -57,9 +57,9 @@ async def test_discover_advertises_both_eras_and_validates_as_a_discover_result(
     assert result["instructions"] == "Be kind."
     assert (result["resultType"], result["ttlMs"], result["cacheScope"]) == ("complete", 30_000, "public")
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"] == {"name": "srv", "version": "2.0", "title": "Server"}
-    # Nothing promises list changes or subscriptions: subscriptions/listen is not served yet.
-    assert parsed.capabilities.tools is not None and not parsed.capabilities.tools.list_changed
-    assert not result["capabilities"]["resources"]
+    # List changes and resource updates are promised: subscriptions/listen delivers them.
+    assert parsed.capabilities.tools is not None and parsed.capabilities.tools.list_changed
+    assert result["capabilities"]["resources"] == {"subscribe": True, "listChanged": True}
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,8 @@ CONFORMANCE_TOOLS = {
     "test_input_required_result_multi_round",
     "test_input_required_result_tampered_state",
     "test_input_required_result_capabilities",
+    "test_trigger_tool_change",
+    "test_trigger_prompt_change",
     "json_schema_2020_12_tool",
 }
 CONFORMANCE_PROMPTS = {
