@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from mcp.client import Client
+from mcp.client import Client, ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 pytestmark = pytest.mark.anyio
@@ -88,3 +88,34 @@ async def test_progress_arrives_on_the_calls_own_stream(conformance_url: str) ->
             result = await client.call_tool("test_tool_with_progress", {}, progress_callback=on_progress)
     assert only_text(result) == "Progress reported"
     assert seen == [0, 50, 100]
+
+
+async def test_an_elicitation_travels_as_input_required_and_the_retry_completes_the_call(conformance_url: str) -> None:
+    asked: list[types.ElicitRequestParams] = []
+
+    async def elicit(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    with anyio.fail_after(TEST_DEADLINE):
+        async with modern_client(conformance_url, elicitation_callback=elicit) as client:
+            assert client.protocol_version == "2026-07-28"
+            result = await client.call_tool("test_input_required_result_elicitation", {})
+    assert only_text(result) == "Hello, Ada!"
+    (params,) = asked
+    assert params.message == "What is your name?"
+
+
+async def test_two_rounds_of_questions_are_answered_through_the_sealed_state(conformance_url: str) -> None:
+    answers = iter([{"name": "Ada"}, {"color": "blue"}])
+    messages: list[str] = []
+
+    async def elicit(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        messages.append(params.message)
+        return types.ElicitResult(action="accept", content=next(answers))
+
+    with anyio.fail_after(TEST_DEADLINE):
+        async with modern_client(conformance_url, elicitation_callback=elicit) as client:
+            result = await client.call_tool("test_input_required_result_multi_round", {})
+    assert only_text(result) == "Multi-round complete for Ada who likes blue"
+    assert messages == ["Step 1: What is your name?", "Step 2: What is your favorite color?"]
