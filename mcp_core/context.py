@@ -3,7 +3,10 @@
 ``ToolContext`` is the interface tool authors write against. ``RequestContext`` implements it on top of an
 ``Outbound`` sink that the shell provides, and enforces the protocol's rules on the way out: progress only
 with a token and strictly increasing, logs only at or above the client's level, and requests only for
-capabilities the client declared.
+capabilities the client declared. In the stateless era (``stateless=True``) logs need the request's opt-in
+level, a capability the client did not declare is the protocol error -32021 instead of a failed tool, and
+questions to the client go to the request's ``InputLedger`` (MRTR) rather than over the wire. ``key`` names a
+question across retries; by default questions are keyed by call order.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mcp_core.errors import ClientRequestFailed
+from mcp_core.errors import ClientRequestFailed, MissingClientCapability
+from mcp_core.mrtr import InputLedger
 
 LOG_LEVELS: tuple[str, ...] = (
     "debug",
@@ -41,19 +45,25 @@ class ToolContext(Protocol):
         """Send a log message (dropped when below the client's chosen level)."""
         ...
 
-    async def elicit(self, message: str, requested_schema: JSONObject) -> JSONObject:
+    def client_declares(self, capability: str, sub: str | None = None) -> bool:
+        """Whether the client declared ``capability`` (and ``sub`` inside it): ask only what it can answer."""
+        ...
+
+    async def elicit(self, message: str, requested_schema: JSONObject, *, key: str | None = None) -> JSONObject:
         """Ask the user for structured input; returns ``{action, content?}``. Raises ``ClientRequestFailed``."""
         ...
 
-    async def elicit_url(self, message: str, url: str, elicitation_id: str) -> JSONObject:
+    async def elicit_url(self, message: str, url: str, elicitation_id: str, *, key: str | None = None) -> JSONObject:
         """Send the user to a URL (URL-mode elicitation); returns ``{action}``. Raises ``ClientRequestFailed``."""
         ...
 
-    async def sample(self, messages: list[JSONObject], max_tokens: int, **params: Any) -> JSONObject:
+    async def sample(
+        self, messages: list[JSONObject], max_tokens: int, *, key: str | None = None, **params: Any
+    ) -> JSONObject:
         """Ask the client's model for a completion (``sampling/createMessage``). Raises ``ClientRequestFailed``."""
         ...
 
-    async def list_roots(self) -> list[JSONObject]:
+    async def list_roots(self, *, key: str | None = None) -> list[JSONObject]:
         """The client's filesystem roots. Raises ``ClientRequestFailed``."""
         ...
 
@@ -86,6 +96,9 @@ class RequestContext:
     arguments: JSONObject
     progress_token: str | int | None = None
     log_level: str | None = None
+    stateless: bool = False
+    # Stateless era: where questions to the client are answered (MRTR); None sends them over ``outbound``.
+    ledger: InputLedger | None = None
     _last_progress: float | None = None
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
@@ -104,6 +117,8 @@ class RequestContext:
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}")
+        if self.stateless and self.log_level is None:
+            return
         if self.log_level is not None and LOG_LEVELS.index(level) < LOG_LEVELS.index(self.log_level):
             return
         params: JSONObject = {"level": level, "data": data}
@@ -111,39 +126,60 @@ class RequestContext:
             params["logger"] = logger
         await self.outbound.notify("notifications/message", params)
 
-    def _require(self, capability: str, sub: str | None = None) -> None:
+    def client_declares(self, capability: str, sub: str | None = None) -> bool:
         declared = self.client_capabilities.get(capability)
+        if declared is None:
+            return False
+        return sub is None or (isinstance(declared, dict) and sub in declared)
+
+    async def _ask(self, method: str, params: JSONObject, key: str | None) -> JSONObject:
+        """Raises ClientRequestFailed, or InputRequired when a stateless request must ask the client first."""
+        if self.ledger is not None:
+            return self.ledger.ask(method, params, key)
+        return await self.outbound.request(method, params)
+
+    def _require(self, capability: str, sub: str | None = None) -> None:
+        """Raises ClientRequestFailed (handshake era) or MissingClientCapability (stateless era)."""
+        declared = self.client_capabilities.get(capability)
+        if self.stateless and (
+            declared is None or (sub is not None and (not isinstance(declared, dict) or sub not in declared))
+        ):
+            required: JSONObject = {capability: {sub: {}} if sub is not None else {}}
+            raise MissingClientCapability(
+                f"This request needs the client capability {capability}{'.' + sub if sub else ''}",
+                data={"requiredCapabilities": required},
+            )
         if declared is None:
             raise ClientRequestFailed(f"the client did not declare the {capability!r} capability")
         if sub is not None and (not isinstance(declared, dict) or sub not in declared):
             raise ClientRequestFailed(f"the client did not declare {capability}.{sub}")
 
-    async def elicit(self, message: str, requested_schema: JSONObject) -> JSONObject:
+    async def elicit(self, message: str, requested_schema: JSONObject, *, key: str | None = None) -> JSONObject:
         self._require("elicitation")
         declared = self.client_capabilities["elicitation"]
         # An empty elicitation capability means form mode (2025-06-18 clients know no other).
         if isinstance(declared, dict) and declared and "form" not in declared:
             raise ClientRequestFailed("the client did not declare form-mode elicitation")
         params: JSONObject = {"message": message, "requestedSchema": requested_schema}
-        return await self.outbound.request("elicitation/create", params)
+        return await self._ask("elicitation/create", params, key)
 
-    async def elicit_url(self, message: str, url: str, elicitation_id: str) -> JSONObject:
+    async def elicit_url(self, message: str, url: str, elicitation_id: str, *, key: str | None = None) -> JSONObject:
         self._require("elicitation", "url")
         params: JSONObject = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
-        return await self.outbound.request("elicitation/create", params)
+        return await self._ask("elicitation/create", params, key)
 
-    async def sample(self, messages: list[JSONObject], max_tokens: int, **params: Any) -> JSONObject:
+    async def sample(
+        self, messages: list[JSONObject], max_tokens: int, *, key: str | None = None, **params: Any
+    ) -> JSONObject:
         self._require("sampling")
-        return await self.outbound.request(
-            "sampling/createMessage", {"messages": messages, "maxTokens": max_tokens, **params}
-        )
+        return await self._ask("sampling/createMessage", {"messages": messages, "maxTokens": max_tokens, **params}, key)
 
     async def release_connection(self) -> None:
         await self.outbound.release()
 
-    async def list_roots(self) -> list[JSONObject]:
+    async def list_roots(self, *, key: str | None = None) -> list[JSONObject]:
         self._require("roots")
-        result = await self.outbound.request("roots/list", {})
+        result = await self._ask("roots/list", {}, key)
         roots = result.get("roots")
         if not isinstance(roots, list):
             raise ClientRequestFailed("roots/list result has no roots list")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mcp_core.caching import CacheHints
 from mcp_core.catalog import Catalog
-from mcp_core.context import Outbound
+from mcp_core.context import Outbound, RequestContext
+from mcp_core.mrtr import InputLedger, InputPolicy
+from mcp_core.versions import STATELESS_VERSIONS
 
 JSONObject = dict[str, Any]
 
@@ -42,6 +46,30 @@ class Env:
     page_size: int = 50
     session: SessionHooks | None = None
     meta: JSONObject = field(default_factory=dict)
+    # Stateless era only: the hints cacheable results carry, and the request's HTTP headers (lower-cased
+    # names) for the rules that compare headers with the body; None where the transport has no headers.
+    cache: CacheHints = field(default_factory=CacheHints)
+    headers: Mapping[str, str] | None = None
+    # Stateless era: how questions to the client become input_required results (None: they cannot be asked),
+    # and, set by the dispatcher for the request it runs, the answers its retry brought.
+    input_policy: InputPolicy | None = None
+    ledger: InputLedger | None = None
+
+    @property
+    def stateless(self) -> bool:
+        return self.version in STATELESS_VERSIONS
+
+    def request_context(self, arguments: JSONObject) -> RequestContext:
+        """The ``ToolContext`` a tool or resource backend runs with for this request."""
+        return RequestContext(
+            outbound=self.outbound,
+            client_capabilities=self.client_capabilities,
+            arguments=arguments,
+            progress_token=self.progress_token,
+            log_level=self.log_level,
+            stateless=self.stateless,
+            ledger=self.ledger,
+        )
 
     @property
     def progress_token(self) -> str | int | None:

@@ -71,6 +71,20 @@ class UnsupportedProtocolVersion(McpError):
     http_status = 400
 
 
+class HeaderMismatch(McpError):
+    """2026-07-28: a mirrored HTTP header is missing, malformed, or disagrees with the body."""
+
+    code = HEADER_MISMATCH
+    http_status = 400
+
+
+class MissingClientCapability(McpError):
+    """2026-07-28: the request needs a capability the client did not declare in its ``_meta``."""
+
+    code = MISSING_CLIENT_CAPABILITY
+    http_status = 400
+
+
 class TransportError(McpError):
     """A request the transport refuses (bad headers, unknown session): JSON-RPC body, non-200 status."""
 

@@ -12,6 +12,8 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, register
 from django.core.signals import setting_changed
 
+from mcp_core.caching import CACHE_SCOPES
+
 DEFAULTS: dict[str, Any] = {
     # Base URL clients use to reach the platform (``https://mcp.example.com``); empty = derived from the request.
     "PUBLIC_BASE_URL": "",
@@ -31,6 +33,13 @@ DEFAULTS: dict[str, Any] = {
     "PAGE_SIZE": 50,
     # How long a tool may wait for the client to answer a sampling/elicitation/roots request (seconds).
     "CLIENT_REQUEST_TIMEOUT": 300.0,
+    # 2026-07-28 cache hints on server/discover, list results and resources/read: freshness (milliseconds) and
+    # who may share a cached copy ("public" or "private"). A tenant may override both.
+    "CACHE_TTL_MS": 60_000,
+    "CACHE_SCOPE": "private",
+    # How long a 2026-07-28 client may take to answer an input_required result before retrying (seconds): the
+    # lifetime of the sealed requestState.
+    "REQUEST_STATE_TTL": 600,
     # Server name and version reported in serverInfo.
     "SERVER_NAME": "mcp-platform",
     "SERVER_VERSION": "0.1.0",
@@ -48,6 +57,9 @@ class PlatformSettings:
     SSE_KEEPALIVE: float
     PAGE_SIZE: int
     CLIENT_REQUEST_TIMEOUT: float
+    CACHE_TTL_MS: int
+    CACHE_SCOPE: str
+    REQUEST_STATE_TTL: int
     SERVER_NAME: str
     SERVER_VERSION: str
 
@@ -102,4 +114,11 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
         errors.append(Error("MCP_PLATFORM['PUBLIC_BASE_URL'] must be an http(s) URL.", id="mcp_platform.E004"))
     if not loaded.ALLOWED_HOSTS:
         errors.append(Error("MCP_PLATFORM['ALLOWED_HOSTS'] must name at least one host.", id="mcp_platform.E005"))
+    if not isinstance(loaded.CACHE_TTL_MS, int) or loaded.CACHE_TTL_MS < 0:
+        errors.append(Error("MCP_PLATFORM['CACHE_TTL_MS'] must be an integer >= 0.", id="mcp_platform.E006"))
+    if loaded.CACHE_SCOPE not in CACHE_SCOPES:
+        errors.append(Error("MCP_PLATFORM['CACHE_SCOPE'] must be 'public' or 'private'.", id="mcp_platform.E007"))
+    ttl = loaded.REQUEST_STATE_TTL
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
+        errors.append(Error("MCP_PLATFORM['REQUEST_STATE_TTL'] must be an integer > 0.", id="mcp_platform.E008"))
     return errors

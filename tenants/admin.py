@@ -103,6 +103,8 @@ class TenantAdmin(ServiceBackedAdmin):
         "allowed_origins",
         "instructions",
         "requires_authorization",
+        "cache_ttl_ms",
+        "cache_scope",
     )
     list_display = ("slug", "name", "status", "requires_authorization", "created_at")
     list_filter = ("status", "requires_authorization")

@@ -40,6 +40,18 @@ class Tenant(models.Model):
     )
     instructions = models.TextField(blank=True, help_text="Sent to clients as the MCP server instructions.")
     requires_authorization = models.BooleanField(default=False)
+    cache_ttl_ms = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="2026-07-28 cache hint: how long clients may reuse lists and resource reads (ms). "
+        "Empty: the platform default.",
+    )
+    cache_scope = models.CharField(
+        max_length=8,
+        blank=True,
+        choices=[("public", "Public (shared caches allowed)"), ("private", "Private (per authorization)")],
+        help_text="2026-07-28 cache hint: who may share a cached copy. Empty: the platform default.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

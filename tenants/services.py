@@ -46,7 +46,18 @@ class UpsertOutcome(enum.StrEnum):
     UNCHANGED = "unchanged"
 
 
-TENANT_FIELDS = frozenset({"slug", "name", "status", "allowed_origins", "instructions", "requires_authorization"})
+TENANT_FIELDS = frozenset(
+    {
+        "slug",
+        "name",
+        "status",
+        "allowed_origins",
+        "instructions",
+        "requires_authorization",
+        "cache_ttl_ms",
+        "cache_scope",
+    }
+)
 TOOL_FIELDS = frozenset(
     {
         "name",
@@ -128,6 +139,8 @@ def tenant_create(
     allowed_origins: list[str] | None = None,
     requires_authorization: bool = False,
     status: str = Tenant.Status.ACTIVE,
+    cache_ttl_ms: int | None = None,
+    cache_scope: str = "",
 ) -> Tenant:
     """Create a tenant. Raises ``ValidationError``."""
     tenant = Tenant(
@@ -137,6 +150,8 @@ def tenant_create(
         allowed_origins=list(allowed_origins or []),
         requires_authorization=requires_authorization,
         status=status,
+        cache_ttl_ms=cache_ttl_ms,
+        cache_scope=cache_scope,
     )
     with transaction.atomic():
         _save(tenant, tenant_validate)

@@ -6,13 +6,24 @@ from typing import Any
 
 from mcp_core.env import Env, ServerIdentity
 from mcp_core.errors import InvalidParams
-from mcp_core.versions import V2025_03_26, V2025_06_18, at_least, negotiate
+from mcp_core.versions import STATELESS_VERSIONS, V2025_03_26, V2025_06_18, at_least, negotiate
 
 JSONObject = dict[str, Any]
 
 
 def server_capabilities(version: str) -> JSONObject:
-    """What this server offers at ``version``; only features the revision defines are declared."""
+    """What this server offers at ``version``; only features the revision defines are declared.
+
+    In the stateless era list changes and resource updates are delivered on ``subscriptions/listen``.
+    """
+    if version in STATELESS_VERSIONS:
+        return {
+            "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": True},
+            "logging": {},
+            "completions": {},
+        }
     capabilities: JSONObject = {
         "tools": {"listChanged": True},
         "resources": {"subscribe": True, "listChanged": True},

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_core.context import RequestContext
 from mcp_core.env import Env
 from mcp_core.errors import InvalidParams, ResourceNotFound
 from mcp_core.features.listing import list_page
-from mcp_core.versions import STATELESS_VERSIONS
 
 JSONObject = dict[str, Any]
 MAX_URI_LENGTH = 8192
@@ -36,16 +34,9 @@ async def list_resource_templates(params: JSONObject | None, env: Env) -> JSONOb
 async def read_resource(params: JSONObject | None, env: Env) -> JSONObject:
     """Raises ResourceNotFound (-32002; -32602 in the stateless era) when nothing has that URI."""
     uri = _uri(params)
-    ctx = RequestContext(
-        outbound=env.outbound,
-        client_capabilities=env.client_capabilities,
-        arguments={},
-        progress_token=env.progress_token,
-        log_level=env.log_level,
-    )
-    contents = await env.catalog.read_resource(uri, ctx)
+    contents = await env.catalog.read_resource(uri, env.request_context({}))
     if contents is None:
-        if env.version in STATELESS_VERSIONS:
+        if env.stateless:
             raise InvalidParams("Resource not found", data={"uri": uri})
         raise ResourceNotFound("Resource not found", data={"uri": uri})
     return {"contents": contents}

@@ -11,10 +11,10 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from mcp_core.content import error_result, result_for_version, tool_result
-from mcp_core.context import RequestContext
 from mcp_core.env import Env
 from mcp_core.errors import ClientRequestFailed, InvalidParams, McpError, ToolError
 from mcp_core.features.listing import list_page
+from mcp_core.standard_headers import check_param_headers
 from mcp_core.versions import V2025_03_26, V2025_06_18, V2025_11_25, at_least
 
 logger = logging.getLogger(__name__)
@@ -64,7 +64,9 @@ async def list_tools(params: JSONObject | None, env: Env) -> JSONObject:
 async def call_tool(params: JSONObject | None, env: Env) -> JSONObject:
     """Run a tool. Unknown tools are protocol errors; everything the tool itself gets wrong is an isError result.
 
-    Raises InvalidParams for a missing/unknown name or non-object arguments.
+    Raises InvalidParams for a missing/unknown name or non-object arguments, HeaderMismatch (stateless era) when an
+    ``Mcp-Param-*`` header disagrees with the arguments, and MissingClientCapability (stateless era) when the tool
+    needs a capability the client did not declare.
     """
     params = params or {}
     name = params.get("name")
@@ -79,19 +81,15 @@ async def call_tool(params: JSONObject | None, env: Env) -> JSONObject:
     if tool is None:
         raise InvalidParams(f"Unknown tool: {name}", data={"name": name})
 
-    problems = validation_errors(tool.wire.get("inputSchema") or {"type": "object"}, arguments)
+    input_schema = tool.wire.get("inputSchema") or {"type": "object"}
+    if env.stateless and env.headers is not None:
+        check_param_headers(input_schema=input_schema, arguments=arguments, headers=env.headers)
+    problems = validation_errors(input_schema, arguments)
     if problems:
         return error_result("Invalid arguments for tool " + name + ": " + "; ".join(problems))
 
-    ctx = RequestContext(
-        outbound=env.outbound,
-        client_capabilities=env.client_capabilities,
-        arguments=arguments,
-        progress_token=env.progress_token,
-        log_level=env.log_level,
-    )
     try:
-        value = await env.catalog.invoke_tool(tool, arguments, ctx)
+        value = await env.catalog.invoke_tool(tool, arguments, env.request_context(arguments))
     except ToolError as exc:
         return error_result(str(exc))
     except ClientRequestFailed as exc:

@@ -19,12 +19,13 @@ from django.db import close_old_connections
 from mcp_core import http as mcp_http
 from mcp_core import jsonrpc, sse
 from mcp_core.env import Env, ServerIdentity
-from mcp_core.errors import InvalidRequest, McpError, TransportError, UnsupportedProtocolVersion
+from mcp_core.envelope import is_stateless, open_envelope
+from mcp_core.errors import InvalidRequest, McpError, TransportError
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
+from mcp_core.features.subscriptions import LISTEN_METHOD, parse_listen
 from mcp_core.session import SessionState, SessionStateError
 from mcp_core.versions import (
     DEFAULT_HEADERLESS_VERSION,
-    HANDSHAKE_VERSIONS,
     V2025_11_25,
     allows_batches,
     at_least,
@@ -32,6 +33,7 @@ from mcp_core.versions import (
 )
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups, sessions
+from mcp_platform.gateway.listen import ListenStream, serve_listen
 from mcp_platform.gateway.mailbox import send_to_group
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.responses import (
@@ -42,6 +44,7 @@ from mcp_platform.gateway.responses import (
     send_json,
     start_sse,
 )
+from mcp_platform.gateway.stateless import serve_stateless
 from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_run
 from tenants.catalog import TenantCatalog
 from tenants.events import catalog_group
@@ -50,7 +53,6 @@ from tenants.selectors import atenant_get_servable
 
 logger = logging.getLogger(__name__)
 
-STATELESS_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 LIST_CHANGED = {
     "tools": "notifications/tools/list_changed",
     "resources": "notifications/resources/list_changed",
@@ -144,6 +146,7 @@ class McpConsumer(AsyncConsumer):
             self._post_stream: PostStream | None = None
             self._sse_open = False
             self._stream_state: dict[str, Any] = {}
+            self._listener: ListenStream | None = None
         self._body.extend(message.get("body", b""))
         if message.get("more_body"):
             return
@@ -186,6 +189,9 @@ class McpConsumer(AsyncConsumer):
         method = self.scope["method"]
         if method == "POST":
             await self._post()
+        elif method in ("GET", "DELETE") and "mcp-session-id" not in self.headers:
+            # Only handshake-era sessions have a GET stream or an end; the stateless era is POST only.
+            await send_empty(self.send, 405, header_list([("Allow", "POST")]))
         elif method == "GET":
             await self._get()
         elif method == "DELETE":
@@ -219,9 +225,19 @@ class McpConsumer(AsyncConsumer):
             raise TransportError(
                 "Not Acceptable: Accept must list application/json and text/event-stream", http_status=406
             )
+        messages, is_batch = jsonrpc.decode(bytes(self._body), allow_batch=True)
+        single = None if is_batch else messages[0]
+        if isinstance(single, (jsonrpc.Request, jsonrpc.Notification)) and is_stateless(
+            method=single.method,
+            params=single.params,
+            has_session="mcp-session-id" in self.headers,
+            protocol_header=self.headers.get("mcp-protocol-version"),
+        ):
+            await self._post_stateless(single)
+            return
         session = await self._session(required=False)
-        allow_batch = session is not None and allows_batches(session.protocol_version)
-        messages, is_batch = jsonrpc.decode(bytes(self._body), allow_batch=allow_batch)
+        if is_batch and (session is None or not allows_batches(session.protocol_version)):
+            raise InvalidRequest("batches are not supported by this protocol version")
         if session is None:
             await self._post_without_session(messages)
             return
@@ -255,19 +271,48 @@ class McpConsumer(AsyncConsumer):
         self._sse_open = True
         await stream.done.wait()
 
+    async def _post_stateless(self, message: jsonrpc.Request | jsonrpc.Notification) -> None:
+        """2026-07-28: this era defines no client notifications over HTTP; accept and ignore any."""
+        if isinstance(message, jsonrpc.Notification):
+            await send_empty(self.send, 202)
+            return
+        if message.method == LISTEN_METHOD:
+            await self._listen(message)
+            return
+        await serve_stateless(
+            send=self.send,
+            tenant=self.tenant,
+            server=server_identity(self.tenant),
+            headers=self.headers,
+            request=message,
+        )
+
+    async def _listen(self, request: jsonrpc.Request) -> None:
+        """2026-07-28 ``subscriptions/listen``: envelope errors as JSON with the request's id, else the stream."""
+        try:
+            open_envelope(method=request.method, params=request.params, headers=self.headers)
+            subscription = parse_listen(request.params, request.id)
+        except McpError as exc:
+            await send_error(self.send, exc, request.id)
+            return
+        self._sse_open = True
+        await serve_listen(
+            send=self.send,
+            subscription=subscription,
+            tenant_id=self.tenant.pk,
+            channel_layer=self.channel_layer,
+            channel_name=self.channel_name,
+            attach=self._attach_listener,
+        )
+
+    def _attach_listener(self, stream: ListenStream | None) -> None:
+        self._listener = stream
+
     async def _post_without_session(self, messages: list[Any]) -> None:
         first = messages[0] if len(messages) == 1 else None
         if isinstance(first, jsonrpc.Request) and first.method == "initialize":
             await self._initialize(first)
             return
-        if isinstance(first, jsonrpc.Request):
-            meta = (first.params or {}).get("_meta")
-            requested = meta.get(STATELESS_VERSION_KEY) if isinstance(meta, dict) else None
-            if isinstance(requested, str):
-                raise UnsupportedProtocolVersion(
-                    f"Unsupported protocol version: {requested}",
-                    data={"supported": list(HANDSHAKE_VERSIONS), "requested": requested},
-                )
         raise TransportError("Bad Request: Mcp-Session-Id header is required")
 
     async def _initialize(self, request: jsonrpc.Request) -> None:
@@ -421,11 +466,19 @@ class McpConsumer(AsyncConsumer):
     # --- channel-layer messages (handled while the stream is open) ---------------------------------
 
     async def catalog_changed(self, message: dict[str, Any]) -> None:
+        listener = getattr(self, "_listener", None)
+        if listener is not None:
+            await listener.catalog_changed(message)
+            return
         method = LIST_CHANGED.get(message.get("kind", ""))
         if method is not None:
             await self._push(method, {})
 
     async def resource_updated(self, message: dict[str, Any]) -> None:
+        listener = getattr(self, "_listener", None)
+        if listener is not None:
+            await listener.resource_updated(message)
+            return
         uri = message.get("uri")
         if not isinstance(uri, str) or not self._stream_state.get("standalone"):
             return

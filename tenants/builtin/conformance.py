@@ -1,7 +1,9 @@
 """Python functions behind the conformance tenant's fixtures, mirroring the suite's reference server.
 
 The reference is ``examples/servers/typescript/everything-server.ts`` of modelcontextprotocol/conformance
-(0.1.16); texts and schemas here must stay identical to it.
+(0.1.16; the ``test_input_required_result_*`` fixtures from 0.2.0-alpha); texts, schemas and input keys here
+must stay identical to it. The MRTR fixtures are ordinary tools: in the handshake era their questions become
+server-to-client requests.
 """
 
 from __future__ import annotations
@@ -10,9 +12,14 @@ import asyncio
 import json
 from typing import Any
 
+from asgiref.sync import sync_to_async
+
 from mcp_core.context import ToolContext
 from mcp_core.errors import ClientRequestFailed, ToolError
+from tenants import events
 from tenants.backends.registry import python_resource_template, python_tool
+from tenants.builtin.conformance_fixtures import CONFORMANCE
+from tenants.models import Tenant
 
 JSONObject = dict[str, Any]
 
@@ -184,6 +191,136 @@ async def elicitation_sep1330_enums(ctx: ToolContext) -> str:
 @python_tool("conformance.json_schema_2020_12")
 async def json_schema_2020_12(ctx: ToolContext, **arguments: Any) -> str:
     return f"JSON Schema 2020-12 tool called with: {js_json(arguments)}"
+
+
+@python_tool("conformance.missing_capability")
+async def missing_capability(ctx: ToolContext) -> str:
+    # Needs sampling: a 2026-07-28 client that did not declare it gets -32021 before anything runs on.
+    await ctx.sample([{"role": "user", "content": {"type": "text", "text": "ping"}}], 10)
+    return "Success"
+
+
+@python_tool("conformance.logging_tool")
+async def logging_tool(ctx: ToolContext) -> str:
+    await ctx.log("info", "Diagnostic trace logging activated")
+    return "Logging evaluated"
+
+
+@python_tool("conformance.streaming_elicitation")
+async def streaming_elicitation(ctx: ToolContext) -> str:
+    await ctx.report_progress(50, 100)
+    try:
+        result = await ctx.elicit("Continue?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+    except ClientRequestFailed as exc:
+        return f"Streaming complete (no elicitation: {exc})"
+    return f"Streaming complete: action={result.get('action')}"
+
+
+# ---- 2026-07-28 multi-round-trip requests (SEP-2322) -------------------------------------------------------
+
+
+def _string_schema(field: str) -> JSONObject:
+    return {"type": "object", "properties": {field: {"type": "string"}}, "required": [field]}
+
+
+CONFIRM_SCHEMA: JSONObject = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+def _answer_text(answer: JSONObject, field: str) -> str:
+    content = answer.get("content")
+    value = content.get(field) if isinstance(content, dict) else None
+    return value if isinstance(value, str) else "unknown"
+
+
+def _sampled_or(answer: JSONObject, fallback: str) -> str:
+    text = _sampled_text(answer)
+    return fallback if text == "No response" else text
+
+
+def _user(text: str) -> list[JSONObject]:
+    return [{"role": "user", "content": {"type": "text", "text": text}}]
+
+
+@python_tool("conformance.input_required_elicitation")
+async def input_required_elicitation(ctx: ToolContext) -> str:
+    answer = await ctx.elicit("What is your name?", _string_schema("name"), key="user_name")
+    return f"Hello, {_answer_text(answer, 'name')}!"
+
+
+@python_tool("conformance.input_required_sampling")
+async def input_required_sampling(ctx: ToolContext) -> str:
+    answer = await ctx.sample(_user("What is the capital of France?"), 100, key="sample_request")
+    return f"Sampling result: {_sampled_or(answer, 'no response')}"
+
+
+@python_tool("conformance.input_required_list_roots")
+async def input_required_list_roots(ctx: ToolContext) -> str:
+    roots = await ctx.list_roots(key="roots_request")
+    return f"Found {len(roots)} root(s)"
+
+
+@python_tool("conformance.input_required_request_state")
+async def input_required_request_state(ctx: ToolContext) -> str:
+    answer = await ctx.elicit("Please confirm", CONFIRM_SCHEMA, key="confirm")
+    confirmed = isinstance(answer.get("content"), dict) and answer["content"].get("ok") is True
+    return "state-ok: requestState validated" if confirmed else "Not confirmed"
+
+
+@python_tool("conformance.input_required_multiple_inputs")
+async def input_required_multiple_inputs(ctx: ToolContext) -> str:
+    name, greeting, roots = await asyncio.gather(
+        ctx.elicit("What is your name?", _string_schema("name"), key="user_name"),
+        ctx.sample(_user("Generate a greeting"), 50, key="greeting"),
+        ctx.list_roots(key="client_roots"),
+    )
+    return f"Name: {_answer_text(name, 'name')}; Greeting: {_sampled_or(greeting, 'Hello there!')}; Roots: {len(roots)}"
+
+
+@python_tool("conformance.input_required_multi_round")
+async def input_required_multi_round(ctx: ToolContext) -> str:
+    name = await ctx.elicit("Step 1: What is your name?", _string_schema("name"), key="step1")
+    color = await ctx.elicit("Step 2: What is your favorite color?", _string_schema("color"), key="step2")
+    return f"Multi-round complete for {_answer_text(name, 'name')} who likes {_answer_text(color, 'color')}"
+
+
+@python_tool("conformance.input_required_tampered_state")
+async def input_required_tampered_state(ctx: ToolContext) -> str:
+    await ctx.elicit("Please confirm", CONFIRM_SCHEMA, key="confirm")
+    return "integrity-ok: state verified"
+
+
+@python_tool("conformance.input_required_capabilities")
+async def input_required_capabilities(ctx: ToolContext) -> str:
+    questions: dict[str, Any] = {}
+    if ctx.client_declares("elicitation"):
+        questions["elicit_input"] = ctx.elicit("Elicitation input", _string_schema("value"), key="elicit_input")
+    if ctx.client_declares("sampling"):
+        questions["sample_input"] = ctx.sample(_user("Sample request"), 50, key="sample_input")
+    if not questions:
+        return "No supported capabilities declared"
+    await asyncio.gather(*questions.values())
+    return f"capabilities-ok: received {','.join(questions)}"
+
+
+# ---- 2026-07-28 subscriptions/listen diagnostic hooks --------------------------------------------------------
+
+
+async def _announce_change(kind: events.CatalogKind) -> str:
+    # The suite's hooks only need a list-changed notification; nothing is edited, so listeners re-read an
+    # unchanged list. The conformance tenant is the only one these functions are registered for.
+    tenant = await Tenant.objects.aget(slug=CONFORMANCE.slug)
+    await sync_to_async(events.catalog_changed)(tenant_id=tenant.pk, kind=kind)
+    return "Mutation triggered"
+
+
+@python_tool("conformance.trigger_tool_change")
+async def trigger_tool_change(ctx: ToolContext) -> str:
+    return await _announce_change("tools")
+
+
+@python_tool("conformance.trigger_prompt_change")
+async def trigger_prompt_change(ctx: ToolContext) -> str:
+    return await _announce_change("prompts")
 
 
 @python_resource_template("conformance.template_data")

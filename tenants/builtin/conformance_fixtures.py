@@ -151,6 +151,72 @@ TOOLS: list[JSONObject] = [
         "Tests elicitation with enum schema improvements per SEP-1330",
         "conformance.elicitation_sep1330_enums",
     ),
+    # Diagnostic tools of the 2026-07-28 scenarios (server-stateless, http-custom-header-server-validation).
+    _python("test_missing_capability", "Test tool requiring sampling", "conformance.missing_capability"),
+    _python("test_logging_tool", "Diagnostic logging validator tool", "conformance.logging_tool"),
+    _python(
+        "test_streaming_elicitation",
+        "Diagnostic tool validating response progress streams",
+        "conformance.streaming_elicitation",
+    ),
+    {
+        **_static("test_x_mcp_header", "Echoes a region mirrored into the Mcp-Param-Region header", [_text("ok")]),
+        "input_schema": {
+            "type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+            "required": ["region"],
+        },
+    },
+    # SEP-2322 multi-round-trip requests (server-input-required-result scenarios of 0.2.0-alpha).
+    _python(
+        "test_input_required_result_elicitation",
+        "MRTR: returns InputRequiredResult with elicitation request",
+        "conformance.input_required_elicitation",
+    ),
+    _python(
+        "test_input_required_result_sampling",
+        "MRTR: returns InputRequiredResult with sampling request",
+        "conformance.input_required_sampling",
+    ),
+    _python(
+        "test_input_required_result_list_roots",
+        "MRTR: returns InputRequiredResult with roots/list request",
+        "conformance.input_required_list_roots",
+    ),
+    _python(
+        "test_input_required_result_request_state",
+        "MRTR: returns InputRequiredResult with requestState",
+        "conformance.input_required_request_state",
+    ),
+    _python(
+        "test_input_required_result_multiple_inputs",
+        "MRTR: returns InputRequiredResult with multiple input requests",
+        "conformance.input_required_multiple_inputs",
+    ),
+    _python(
+        "test_input_required_result_multi_round",
+        "MRTR: multi-round InputRequiredResult workflow",
+        "conformance.input_required_multi_round",
+    ),
+    _python(
+        "test_input_required_result_tampered_state",
+        "MRTR: HMAC-signed requestState integrity test",
+        "conformance.input_required_tampered_state",
+    ),
+    _python(
+        "test_input_required_result_capabilities",
+        "MRTR: respects client capabilities in inputRequests",
+        "conformance.input_required_capabilities",
+    ),
+    # subscriptions/listen hooks: announce a tools or prompts list change to the tenant's listeners.
+    _python(
+        "test_trigger_tool_change", "Triggers a tools list-changed notification", "conformance.trigger_tool_change"
+    ),
+    _python(
+        "test_trigger_prompt_change",
+        "Triggers a prompts list-changed notification",
+        "conformance.trigger_prompt_change",
+    ),
     _python(
         "json_schema_2020_12_tool",
         "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",

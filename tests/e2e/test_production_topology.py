@@ -181,3 +181,49 @@ async def test_subscription_made_on_b_brings_updates_to_the_stream_on_a(live_pla
     assert message["method"] == "notifications/resources/updated", message
     assert message["params"]["uri"] == uri
     assert read["result"]["contents"][0]["text"] == "v2"
+
+
+LISTEN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "e2e-listener", "version": "1.0"},
+}
+
+
+async def test_a_listen_stream_on_a_hears_of_a_tool_created_by_another_process(live_platform: LiveServer) -> None:
+    """2026-07-28: no session at all; the change is committed by a ``manage.py shell`` process and reaches the
+    web process holding the stream through the tenant's catalog group on Redis."""
+    slug = f"listen-{secrets.token_hex(4)}"
+    await live_platform.amanage(
+        "shell", "-c", f"from tenants import services; services.tenant_create(slug={slug!r}, name='Listen')"
+    )
+    create_tool = (
+        "from tenants import services; from tenants.models import Tenant; "
+        f"services.tool_create(tenant=Tenant.objects.get(slug={slug!r}), name='fresh_tool', "
+        "config={'content': [{'type': 'text', 'text': 'fresh'}]})"
+    )
+    listen = request_message(
+        "listen-1", "subscriptions/listen", {"notifications": {"toolsListChanged": True}, "_meta": LISTEN_META}
+    )
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "subscriptions/listen",
+    }
+    async with raw_http_client() as http:
+        with anyio.fail_after(TEST_DEADLINE):
+            async with http.stream("POST", live_platform.endpoint(slug, web=0), json=listen, headers=headers) as stream:
+                assert stream.status_code == 200
+                assert stream.headers["content-type"].startswith("text/event-stream")
+                events = sse_events(stream)
+                ack = await next_message(events)
+                assert ack["method"] == "notifications/subscriptions/acknowledged"
+                assert ack["params"]["notifications"] == {"toolsListChanged": True}
+
+                await live_platform.amanage("shell", "-c", create_tool)
+                message = await next_message(events)
+    assert message == {
+        "jsonrpc": "2.0",
+        "method": "notifications/tools/list_changed",
+        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": "listen-1"}},
+    }

@@ -84,11 +84,12 @@ async def test_event_id_of_another_session_is_404(conformance_url: str) -> None:
                 assert replay.status_code == 404
 
 
-async def test_get_without_a_session_is_400(conformance_url: str) -> None:
+async def test_get_without_a_session_is_405(conformance_url: str) -> None:
+    # Only handshake sessions have a GET stream; without one the endpoint is POST only (2026-07-28 §HTTP).
     async with raw_http_client() as http:
         with anyio.fail_after(TEST_DEADLINE):
             async with RawSession(http, conformance_url).stream_get() as response:
-                assert response.status_code == 400
+                assert response.status_code == 405
 
 
 async def test_requests_after_delete_are_404(conformance_url: str) -> None:

@@ -187,23 +187,13 @@ async def test_session_of_one_tenant_is_unknown_at_another(tenant):
     assert reply.status == 404
 
 
-async def test_get_without_session_is_400_and_put_is_405(tenant):
+async def test_get_and_delete_without_session_are_405_as_is_put(tenant):
     get = await request("GET", MCP, headers={"accept": "text/event-stream"})
-    assert get.status == 400
+    assert (get.status, get.headers["allow"]) == (405, "POST")
+    delete = await request("DELETE", MCP)
+    assert delete.status == 405
     put = await request("PUT", MCP)
     assert put.status == 405
-
-
-async def test_discover_probe_of_a_stateless_client_gets_unsupported_version(tenant):
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    reply = await request("POST", MCP, body=rpc("server/discover", {"_meta": meta}))
-    assert reply.status == 400
-    error = reply.json()["error"]
-    assert error["code"] == -32022
-    assert "2025-11-25" in error["data"]["supported"]
 
 
 async def _sync(fn, **kwargs):

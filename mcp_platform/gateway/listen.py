@@ -1,0 +1,82 @@
+"""``subscriptions/listen`` streams (2026-07-28): an SSE response that stays open and carries the catalog changes
+the client asked for, heard on the tenant's channel-layer group so a change made by any process arrives.
+
+The stream opens with the acknowledgement, then sends notifications and keep-alive comments until the client
+closes it (which is how it cancels). Nothing is stored: the stream is not resumable in this era.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from mcp_core import jsonrpc, sse
+from mcp_core.features.subscriptions import Subscription
+from mcp_platform.conf import platform_settings
+from mcp_platform.gateway.responses import Send, send_chunk, start_sse
+from tenants.events import catalog_group
+
+logger = logging.getLogger(__name__)
+
+
+class ListenStream:
+    """One open listen stream; the consumer hands it the catalog events of its tenant's group."""
+
+    def __init__(self, send: Send, subscription: Subscription) -> None:
+        self._send = send
+        self.subscription = subscription
+        self._lock = asyncio.Lock()
+
+    async def _write(self, message: tuple[str, dict[str, Any]] | None) -> None:
+        if message is None:
+            return
+        async with self._lock:
+            await send_chunk(self._send, sse.event(jsonrpc.encode_notification(*message)))
+
+    async def open(self) -> None:
+        """Response headers, then the acknowledgement as the first message."""
+        async with self._lock:
+            await start_sse(self._send)
+        await self._write(self.subscription.acknowledgement())
+
+    async def catalog_changed(self, message: dict[str, Any]) -> None:
+        await self._write(self.subscription.on_catalog_changed(str(message.get("kind", ""))))
+
+    async def resource_updated(self, message: dict[str, Any]) -> None:
+        uri = message.get("uri")
+        if isinstance(uri, str):
+            await self._write(self.subscription.on_resource_updated(uri))
+
+    async def keep_alive(self) -> None:
+        """Send a comment now and then until cancelled (the client closed the stream)."""
+        while True:
+            await asyncio.sleep(platform_settings.SSE_KEEPALIVE)
+            async with self._lock:
+                await send_chunk(self._send, sse.comment())
+
+
+async def serve_listen(
+    *,
+    send: Send,
+    subscription: Subscription,
+    tenant_id: int,
+    channel_layer: Any,
+    channel_name: str,
+    attach: Callable[[ListenStream | None], None],
+) -> None:
+    """Join the tenant's catalog group, acknowledge, and stay until cancelled. Joining comes first so a change
+    committed right after the acknowledgement is not missed."""
+    stream = ListenStream(send, subscription)
+    group = catalog_group(tenant_id)
+    attach(stream)
+    await channel_layer.group_add(group, channel_name)
+    try:
+        await stream.open()
+        await stream.keep_alive()
+    finally:
+        attach(None)
+        with contextlib.suppress(Exception):
+            await asyncio.shield(channel_layer.group_discard(group, channel_name))

@@ -1,0 +1,148 @@
+"""The 2026-07-28 (stateless) side of the MCP endpoint: one POSTed request, answered on its own response.
+
+No session and no stored events. The response is JSON until the handler sends a notification, then SSE that
+carries only this request's progress and log messages before the result. The work runs in the HTTP request's
+own task, so a client that closes the response cancels it (the handshake era lets it run on, detached).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+
+from mcp_core import jsonrpc, sse
+from mcp_core.caching import CacheHints
+from mcp_core.dispatch import dispatch
+from mcp_core.env import Env, ServerIdentity
+from mcp_core.envelope import Envelope, open_envelope
+from mcp_core.errors import ClientRequestFailed, McpError, error_to_wire
+from mcp_core.mrtr import InputPolicy
+from mcp_core.request_state import derive_key
+from mcp_platform.conf import platform_settings
+from mcp_platform.gateway.responses import Send, send_chunk, send_json, start_sse
+from tenants.catalog import TenantCatalog
+from tenants.models import Tenant
+
+logger = logging.getLogger(__name__)
+
+REQUEST_STATE_PURPOSE = "mcp_platform.gateway.request_state"
+# Until bearer tokens are enforced every request acts for the same principal; the binding field is in place
+# so the token's subject slots in without changing the sealed format.
+ANONYMOUS_PRINCIPAL = "anonymous"
+
+
+class RequestStream:
+    """``mcp_core.context.Outbound`` of one stateless request, and the writer of its one response."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._sse = False
+        self._finished = False
+        self._lock = asyncio.Lock()
+        self._keepalive: asyncio.Task[None] | None = None
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        async with self._lock:
+            if self._finished:
+                return
+            if not self._sse:
+                self._sse = True
+                await start_sse(self._send)
+                self._keepalive = asyncio.create_task(self._keep_alive())
+            await send_chunk(self._send, sse.event(jsonrpc.encode_notification(method, params)))
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """This era has no server-to-client requests: questions go through input_required results (MRTR), and a
+        request that cannot carry one (tools/list, say) cannot ask."""
+        raise ClientRequestFailed(f"{method} cannot be asked of a 2026-07-28 client during this request")
+
+    async def release(self) -> None:
+        """Streams of this era cannot be resumed: the connection stays open."""
+
+    async def finish(self, payload: bytes, status: int) -> None:
+        """Send the response: the JSON body with ``status``, or the last event of the SSE stream."""
+        async with self._lock:
+            self._finished = True
+            self.stop()
+            if self._sse:
+                await send_chunk(self._send, sse.event(payload))
+                await send_chunk(self._send, b"", more=False)
+            else:
+                await send_json(self._send, status, payload)
+
+    def stop(self) -> None:
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+
+    async def _keep_alive(self) -> None:
+        while True:
+            await asyncio.sleep(platform_settings.SSE_KEEPALIVE)
+            async with self._lock:
+                if self._finished:
+                    return
+                await send_chunk(self._send, sse.comment())
+
+
+def tenant_cache_hints(tenant: Tenant) -> CacheHints:
+    """The cache hints of this tenant's cacheable results: its own where set, else the platform's."""
+    ttl = tenant.cache_ttl_ms if tenant.cache_ttl_ms is not None else platform_settings.CACHE_TTL_MS
+    return CacheHints(ttl_ms=ttl, scope=tenant.cache_scope or platform_settings.CACHE_SCOPE)
+
+
+def request_state_keys() -> tuple[bytes, ...]:
+    """The requestState keys: from SECRET_KEY (sealing and checking), then from each retired SECRET_KEY_FALLBACKS
+    entry (checking only), so rotating the secret does not break a client mid-conversation."""
+    secrets = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
+    return tuple(derive_key(secret, REQUEST_STATE_PURPOSE) for secret in secrets)
+
+
+def input_policy(tenant: Tenant, principal: str = ANONYMOUS_PRINCIPAL) -> InputPolicy:
+    return InputPolicy(
+        keys=request_state_keys(),
+        now=time.time(),
+        ttl=float(platform_settings.REQUEST_STATE_TTL),
+        tenant=str(tenant.pk),
+        principal=principal,
+    )
+
+
+def stateless_env(
+    *, tenant: Tenant, server: ServerIdentity, envelope: Envelope, stream: RequestStream, headers: Mapping[str, str]
+) -> Env:
+    return Env(
+        version=envelope.version,
+        catalog=TenantCatalog(tenant),
+        outbound=stream,
+        server=server,
+        client_capabilities=envelope.client_capabilities,
+        log_level=envelope.log_level,
+        page_size=platform_settings.PAGE_SIZE,
+        meta=envelope.meta,
+        cache=tenant_cache_hints(tenant),
+        headers=headers,
+        input_policy=input_policy(tenant),
+    )
+
+
+async def serve_stateless(
+    *, send: Send, tenant: Tenant, server: ServerIdentity, headers: Mapping[str, str], request: jsonrpc.Request
+) -> None:
+    """Answer one stateless request; every error goes out with the request's id and its HTTP status."""
+    stream = RequestStream(send)
+    try:
+        envelope = open_envelope(method=request.method, params=request.params, headers=headers)
+        env = stateless_env(tenant=tenant, server=server, envelope=envelope, stream=stream, headers=headers)
+        result = await dispatch(request.method, request.params, env)
+        await stream.finish(jsonrpc.encode_result(request.id, result), 200)
+    except Exception as exc:
+        if not isinstance(exc, McpError):
+            logger.exception("%s failed", request.method)
+        status, error = error_to_wire(exc)
+        await stream.finish(jsonrpc.encode_error(request.id, error), status)
+    finally:
+        stream.stop()
