@@ -41,7 +41,9 @@ def resource_updated(*, tenant_id: int, uri: str) -> None:
 
 
 def _publish_on_commit(tenant_id: int, message: dict[str, Any]) -> None:
-    transaction.on_commit(lambda: _publish(catalog_group(tenant_id), message))
+    group = catalog_group(tenant_id)
+    # Receivers route by group (one channel per process hears many groups), so the message names it.
+    transaction.on_commit(lambda: _publish(group, {**message, "group": group}))
 
 
 async def _send(group: str, message: dict[str, Any]) -> None:

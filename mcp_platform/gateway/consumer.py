@@ -11,10 +11,8 @@ import contextlib
 import logging
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from channels.consumer import AsyncConsumer
 from channels.exceptions import StopConsumer
-from django.db import close_old_connections
 
 from mcp_core import http as mcp_http
 from mcp_core import jsonrpc, sse
@@ -33,8 +31,8 @@ from mcp_core.versions import (
 )
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups, sessions
-from mcp_platform.gateway.listen import ListenStream, serve_listen
-from mcp_platform.gateway.mailbox import send_to_group
+from mcp_platform.gateway.listen import serve_listen
+from mcp_platform.gateway.mailbox import Inbox, send_to_group
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.responses import (
     header_list,
@@ -136,6 +134,10 @@ async def deliver_client_messages(*, tenant_id: int, session: LegacySession, mes
 class McpConsumer(AsyncConsumer):
     """One HTTP request to a tenant's MCP endpoint."""
 
+    # No channel of its own: group messages arrive through the process mailbox (see mailbox.py). Channels
+    # recycles database connections before each handler (aclose_old_connections), as Django does per request.
+    channel_layer_alias = None
+
     async def websocket_connect(self, message: dict[str, Any]) -> None:
         raise StopConsumer()
 
@@ -146,7 +148,6 @@ class McpConsumer(AsyncConsumer):
             self._post_stream: PostStream | None = None
             self._sse_open = False
             self._stream_state: dict[str, Any] = {}
-            self._listener: ListenStream | None = None
         self._body.extend(message.get("body", b""))
         if message.get("more_body"):
             return
@@ -177,8 +178,6 @@ class McpConsumer(AsyncConsumer):
                 await send_error(self.send, exc)
 
     async def _route(self) -> None:
-        # Consumers see no request signals: drop a broken or over-age connection here, as Django does per request.
-        await sync_to_async(close_old_connections)()
         self.headers = scope_headers(self.scope)
         slug = self.scope["url_route"]["kwargs"]["tenant"]
         tenant = await atenant_get_servable(slug=slug)
@@ -296,17 +295,7 @@ class McpConsumer(AsyncConsumer):
             await send_error(self.send, exc, request.id)
             return
         self._sse_open = True
-        await serve_listen(
-            send=self.send,
-            subscription=subscription,
-            tenant_id=self.tenant.pk,
-            channel_layer=self.channel_layer,
-            channel_name=self.channel_name,
-            attach=self._attach_listener,
-        )
-
-    def _attach_listener(self, stream: ListenStream | None) -> None:
-        self._listener = stream
+        await serve_listen(send=self.send, subscription=subscription, tenant_id=self.tenant.pk)
 
     async def _post_without_session(self, messages: list[Any]) -> None:
         first = messages[0] if len(messages) == 1 else None
@@ -356,6 +345,13 @@ class McpConsumer(AsyncConsumer):
         self.session = session
         last_event_id = mcp_http.parse_last_event_id(self.headers.get("last-event-id"))
         self._closed = asyncio.Event()
+        self._inbox = Inbox()
+        try:
+            await self._get_stream(session, last_event_id)
+        finally:
+            await self._inbox.leave()
+
+    async def _get_stream(self, session: LegacySession, last_event_id: str | None) -> None:
         if last_event_id is None:
             await self._standalone(sessions.new_token(), None)
             return
@@ -375,8 +371,7 @@ class McpConsumer(AsyncConsumer):
 
     async def _resume(self, stream_id: str, after: int) -> None:
         """Replay a POST stream after ``after`` and follow it live until its last response."""
-        layer = self.channel_layer
-        await layer.group_add(groups.stream_group(self.tenant.pk, self.session.pk, stream_id), self.channel_name)
+        await self._inbox.join(groups.stream_group(self.tenant.pk, self.session.pk, stream_id))
         self._stream_state = {"stream_id": stream_id, "seq": after, "resumed": True}
         await start_sse(self.send, header_list([("Mcp-Session-Id", self.session.pk)]))
         self._sse_open = True
@@ -384,7 +379,7 @@ class McpConsumer(AsyncConsumer):
         for event in await sessions.stream_events_after(session_id=self.session.pk, stream_id=stream_id, seq=after):
             if await self._write_stored(event.seq, event.payload, event.is_final):
                 return
-        await self._idle_until_closed(renew_lease=False)
+        await self._pump(renew_lease=False)
 
     async def _write_stored(self, seq: int, payload: str, final: bool) -> bool:
         """Write a stored event unless already written; True when the stream is finished."""
@@ -407,9 +402,7 @@ class McpConsumer(AsyncConsumer):
         if not await sessions.standalone_stream_claim(session=self.session, stream_id=stream_id):
             raise TransportError("Conflict: this session already has an open GET stream", http_status=409)
         try:
-            layer = self.channel_layer
-            await layer.group_add(catalog_group(self.tenant.pk), self.channel_name)
-            await layer.group_add(groups.session_group(self.tenant.pk, self.session.pk), self.channel_name)
+            await self._inbox.join(catalog_group(self.tenant.pk), groups.session_group(self.tenant.pk, self.session.pk))
             if after is None:
                 await sessions.stream_event_append(
                     session_id=self.session.pk,
@@ -431,16 +424,24 @@ class McpConsumer(AsyncConsumer):
                 for event in stored:
                     await self._write_stored(event.seq, event.payload, False)
             self._stream_state["standalone"] = True
-            await self._idle_until_closed(renew_lease=True)
+            await self._pump(renew_lease=True)
         finally:
             await sessions.standalone_stream_release(session_id=self.session.pk, stream_id=stream_id)
 
-    async def _idle_until_closed(self, *, renew_lease: bool) -> None:
+    async def _pump(self, *, renew_lease: bool) -> None:
+        """Turn the inbox's messages into events until the stream closes; keep-alive comments in between."""
+        handlers = {
+            "catalog.changed": self.catalog_changed,
+            "resource.updated": self.resource_updated,
+            "mailbox.message": self.mailbox_message,
+        }
         while not self._closed.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closed.wait(), platform_settings.SSE_KEEPALIVE)
-            if self._closed.is_set():
-                return
+            message = await self._inbox.next(platform_settings.SSE_KEEPALIVE)
+            if message is not None:
+                handler = handlers.get(message.get("type", ""))
+                if handler is not None:
+                    await handler(message)
+                continue
             await send_chunk(self.send, sse.comment())
             if renew_lease:
                 await sessions.standalone_stream_renew(
@@ -463,22 +464,14 @@ class McpConsumer(AsyncConsumer):
         )
         await send_chunk(self.send, sse.event(payload, id=sse.make_event_id(state["stream_id"], state["seq"])))
 
-    # --- channel-layer messages (handled while the stream is open) ---------------------------------
+    # --- messages of the stream's groups, drained by _pump ---------------------------------------
 
     async def catalog_changed(self, message: dict[str, Any]) -> None:
-        listener = getattr(self, "_listener", None)
-        if listener is not None:
-            await listener.catalog_changed(message)
-            return
         method = LIST_CHANGED.get(message.get("kind", ""))
         if method is not None:
             await self._push(method, {})
 
     async def resource_updated(self, message: dict[str, Any]) -> None:
-        listener = getattr(self, "_listener", None)
-        if listener is not None:
-            await listener.resource_updated(message)
-            return
         uri = message.get("uri")
         if not isinstance(uri, str) or not self._stream_state.get("standalone"):
             return

@@ -7,15 +7,12 @@ session then travels on that stream, whichever process handled the POST.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any
 from urllib.parse import parse_qs
 
-from asgiref.sync import sync_to_async
 from channels.consumer import AsyncConsumer
 from channels.exceptions import StopConsumer
-from django.db import close_old_connections
 
 from mcp_core import http as mcp_http
 from mcp_core import jsonrpc, sse
@@ -31,6 +28,7 @@ from mcp_platform.gateway.consumer import (
     server_identity,
     session_env,
 )
+from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.responses import send_chunk, send_empty, send_error, send_json, start_sse
 from mcp_platform.gateway.streams import SessionSink, start_run
@@ -42,7 +40,6 @@ logger = logging.getLogger(__name__)
 
 
 async def _tenant_or_404(consumer: AsyncConsumer) -> Tenant | None:
-    await sync_to_async(close_old_connections)()
     tenant = await atenant_get_servable(slug=consumer.scope["url_route"]["kwargs"]["tenant"])
     if tenant is None:
         await send_json(consumer.send, 404, jsonrpc.encode_error(None, {"code": -32000, "message": "Unknown tenant"}))
@@ -51,6 +48,9 @@ async def _tenant_or_404(consumer: AsyncConsumer) -> Tenant | None:
 
 class LegacySseConsumer(AsyncConsumer):
     """``GET /t/<tenant>/sse``: opens a session and carries all of its server-to-client messages."""
+
+    # Group messages arrive through the process mailbox, not a channel of this consumer (see mailbox.py).
+    channel_layer_alias = None
 
     async def http_request(self, message: dict[str, Any]) -> None:
         if message.get("more_body"):
@@ -81,16 +81,27 @@ class LegacySseConsumer(AsyncConsumer):
         self.session = await sessions.legacy_session_create(
             tenant_id=tenant.pk, transport=LegacySession.Transport.HTTP_SSE, state=SessionState.NEW
         )
-        await self.channel_layer.group_add(groups.session_group(tenant.pk, self.session.pk), self.channel_name)
-        await self.channel_layer.group_add(catalog_group(tenant.pk), self.channel_name)
-        await start_sse(self.send)
-        endpoint = f"/t/{tenant.slug}/messages?session_id={self.session.pk}"
-        await send_chunk(self.send, sse.event(endpoint, event="endpoint"))
-        while not self._closed.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closed.wait(), platform_settings.SSE_KEEPALIVE)
-            if not self._closed.is_set():
-                await send_chunk(self.send, sse.comment())
+        inbox = Inbox()
+        await inbox.join(groups.session_group(tenant.pk, self.session.pk), catalog_group(tenant.pk))
+        try:
+            await start_sse(self.send)
+            endpoint = f"/t/{tenant.slug}/messages?session_id={self.session.pk}"
+            await send_chunk(self.send, sse.event(endpoint, event="endpoint"))
+            handlers = {
+                "catalog.changed": self.catalog_changed,
+                "resource.updated": self.resource_updated,
+                "mailbox.message": self.mailbox_message,
+            }
+            while not self._closed.is_set():
+                message = await inbox.next(platform_settings.SSE_KEEPALIVE)
+                if message is None:
+                    await send_chunk(self.send, sse.comment())
+                    continue
+                handler = handlers.get(message.get("type", ""))
+                if handler is not None:
+                    await handler(message)
+        finally:
+            await inbox.leave()
 
     async def _write(self, payload: str) -> None:
         if not self._closed.is_set():
@@ -116,6 +127,8 @@ class LegacySseConsumer(AsyncConsumer):
 
 class LegacyMessagesConsumer(AsyncConsumer):
     """``POST /t/<tenant>/messages?session_id=…``: accepted at once, answered on the session's stream."""
+
+    channel_layer_alias = None
 
     async def http_request(self, message: dict[str, Any]) -> None:
         if not hasattr(self, "_body"):

@@ -8,14 +8,13 @@ closes it (which is how it cancels). Nothing is stored: the stream is not resuma
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from mcp_core import jsonrpc, sse
 from mcp_core.features.subscriptions import Subscription
 from mcp_platform.conf import platform_settings
+from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.responses import Send, send_chunk, start_sse
 from tenants.events import catalog_group
 
@@ -51,32 +50,25 @@ class ListenStream:
             await self._write(self.subscription.on_resource_updated(uri))
 
     async def keep_alive(self) -> None:
-        """Send a comment now and then until cancelled (the client closed the stream)."""
-        while True:
-            await asyncio.sleep(platform_settings.SSE_KEEPALIVE)
-            async with self._lock:
-                await send_chunk(self._send, sse.comment())
+        async with self._lock:
+            await send_chunk(self._send, sse.comment())
 
 
-async def serve_listen(
-    *,
-    send: Send,
-    subscription: Subscription,
-    tenant_id: int,
-    channel_layer: Any,
-    channel_name: str,
-    attach: Callable[[ListenStream | None], None],
-) -> None:
+async def serve_listen(*, send: Send, subscription: Subscription, tenant_id: int) -> None:
     """Join the tenant's catalog group, acknowledge, and stay until cancelled. Joining comes first so a change
     committed right after the acknowledgement is not missed."""
     stream = ListenStream(send, subscription)
-    group = catalog_group(tenant_id)
-    attach(stream)
-    await channel_layer.group_add(group, channel_name)
+    inbox = Inbox()
+    await inbox.join(catalog_group(tenant_id))
     try:
         await stream.open()
-        await stream.keep_alive()
+        while True:
+            message = await inbox.next(platform_settings.SSE_KEEPALIVE)
+            if message is None:
+                await stream.keep_alive()
+            elif message.get("type") == "catalog.changed":
+                await stream.catalog_changed(message)
+            elif message.get("type") == "resource.updated":
+                await stream.resource_updated(message)
     finally:
-        attach(None)
-        with contextlib.suppress(Exception):
-            await asyncio.shield(channel_layer.group_discard(group, channel_name))
+        await inbox.leave()

@@ -222,7 +222,7 @@ class SinkOutbound:
             except TimeoutError:
                 raise ClientRequestFailed(f"the client did not answer {method} in time") from None
         finally:
-            await box.unsubscribe(group)
+            await box.unsubscribe(group, deliver)
         if "error" in message:
             error = message["error"]
             raise ClientRequestFailed(
@@ -259,7 +259,7 @@ async def run_request(*, request: jsonrpc.Request, env: Env, sink: Sink, tenant_
         payload = jsonrpc.encode_error(request.id, error_to_wire(exc)[1])
     finally:
         with contextlib.suppress(Exception):
-            await asyncio.shield(box.unsubscribe(cancel_group))
+            await asyncio.shield(box.unsubscribe(cancel_group, cancel))
     try:
         await sink.response(payload)
     except Exception:

@@ -45,14 +45,19 @@ class CatalogListener:
 
     def __init__(self, layer: BaseChannelLayer, tenant_id: int) -> None:
         self.layer = layer
+        self.group = catalog_group(tenant_id)
         self.channel = async_to_sync(layer.new_channel)()
-        async_to_sync(layer.group_add)(catalog_group(tenant_id), self.channel)
+        async_to_sync(layer.group_add)(self.group, self.channel)
 
     def receive(self, timeout: float = 2.0) -> JSONObject:
+        """The next message, checked to name this tenant's group (receivers route by it) and shown without it."""
+
         async def wait() -> JSONObject:
             return await asyncio.wait_for(self.layer.receive(self.channel), timeout)
 
-        return async_to_sync(wait)()
+        message = async_to_sync(wait)()
+        assert message.pop("group") == self.group
+        return message
 
     def nothing_pending(self, timeout: float = 0.05) -> bool:
         """True when no message arrives within ``timeout`` (publishing is synchronous, so this is enough)."""

@@ -160,7 +160,7 @@ def test_publishing_from_a_running_event_loop_schedules_the_send(
         events.catalog_changed(tenant_id=7, kind="prompts")
         return await asyncio.wait_for(channel_layer.receive(channel), 2)
 
-    assert async_to_sync(scenario)() == {"type": "catalog.changed", "kind": "prompts"}
+    assert async_to_sync(scenario)() == {"type": "catalog.changed", "kind": "prompts", "group": "catalog.7"}
 
 
 def test_unknown_kind_is_refused() -> None:
