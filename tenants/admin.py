@@ -96,16 +96,7 @@ class MembershipInline(admin.TabularInline):
 @admin.register(Tenant)
 class TenantAdmin(ServiceBackedAdmin):
     form = _form_for(Tenant, validation.tenant_validate)
-    fields_for_service = (
-        "slug",
-        "name",
-        "status",
-        "allowed_origins",
-        "instructions",
-        "requires_authorization",
-        "cache_ttl_ms",
-        "cache_scope",
-    )
+    fields_for_service = tuple(sorted(services.TENANT_FIELDS))
     list_display = ("slug", "name", "status", "requires_authorization", "created_at")
     list_filter = ("status", "requires_authorization")
     search_fields = ("slug", "name")
