@@ -33,6 +33,7 @@ from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups, sessions
 from mcp_platform.gateway.listen import serve_listen
 from mcp_platform.gateway.mailbox import Inbox, send_to_group
+from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.responses import (
     header_list,
@@ -47,7 +48,6 @@ from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_r
 from tenants.catalog import TenantCatalog
 from tenants.events import catalog_group
 from tenants.models import Tenant
-from tenants.selectors import atenant_get_servable
 
 logger = logging.getLogger(__name__)
 
@@ -179,12 +179,7 @@ class McpConsumer(AsyncConsumer):
 
     async def _route(self) -> None:
         self.headers = scope_headers(self.scope)
-        slug = self.scope["url_route"]["kwargs"]["tenant"]
-        tenant = await atenant_get_servable(slug=slug)
-        if tenant is None:
-            await send_json(self.send, 404, jsonrpc.encode_error(None, {"code": -32000, "message": "Unknown tenant"}))
-            return
-        self.tenant = tenant
+        self.tenant: Tenant = self.scope[TENANT_SCOPE_KEY]
         method = self.scope["method"]
         if method == "POST":
             await self._post()

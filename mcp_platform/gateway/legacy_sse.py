@@ -29,21 +29,14 @@ from mcp_platform.gateway.consumer import (
     session_env,
 )
 from mcp_platform.gateway.mailbox import Inbox
+from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY
 from mcp_platform.gateway.models import LegacySession
-from mcp_platform.gateway.responses import send_chunk, send_empty, send_error, send_json, start_sse
+from mcp_platform.gateway.responses import send_chunk, send_empty, send_error, start_sse
 from mcp_platform.gateway.streams import SessionSink, start_run
 from tenants.events import catalog_group
 from tenants.models import Tenant
-from tenants.selectors import atenant_get_servable
 
 logger = logging.getLogger(__name__)
-
-
-async def _tenant_or_404(consumer: AsyncConsumer) -> Tenant | None:
-    tenant = await atenant_get_servable(slug=consumer.scope["url_route"]["kwargs"]["tenant"])
-    if tenant is None:
-        await send_json(consumer.send, 404, jsonrpc.encode_error(None, {"code": -32000, "message": "Unknown tenant"}))
-    return tenant
 
 
 class LegacySseConsumer(AsyncConsumer):
@@ -74,10 +67,7 @@ class LegacySseConsumer(AsyncConsumer):
         if not mcp_http.accepts(scope_headers(self.scope).get("accept"), "text/event-stream"):
             await send_error(self.send, TransportError("Not Acceptable: text/event-stream", http_status=406))
             return
-        tenant = await _tenant_or_404(self)
-        if tenant is None:
-            return
-        self.tenant = tenant
+        tenant = self.tenant = self.scope[TENANT_SCOPE_KEY]
         self.session = await sessions.legacy_session_create(
             tenant_id=tenant.pk, transport=LegacySession.Transport.HTTP_SSE, state=SessionState.NEW
         )
@@ -155,9 +145,7 @@ class LegacyMessagesConsumer(AsyncConsumer):
             return
         if not mcp_http.is_json_content_type(scope_headers(self.scope).get("content-type")):
             raise TransportError("Unsupported Media Type: Content-Type must be application/json", http_status=415)
-        tenant = await _tenant_or_404(self)
-        if tenant is None:
-            return
+        tenant: Tenant = self.scope[TENANT_SCOPE_KEY]
         session_id = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("session_id", [""])[0]
         session = None
         if mcp_http.valid_session_id(session_id):

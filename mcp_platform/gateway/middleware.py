@@ -1,7 +1,9 @@
-"""ASGI middleware in front of the MCP endpoints: Host and Origin (403), body limit (413), bearer token (401/403).
+"""ASGI middleware in front of the MCP endpoints: the tenant (404), Host and Origin (403), body limit (413),
+bearer token (401/403).
 
 Channels offers none of these for plain HTTP. Only paths under ``/t/`` are guarded here; Django guards the
-rest. A tenant that requires authorization gets the caller's ``Principal`` in ``scope["mcp.principal"]``.
+rest. The tenant is resolved once, here, and handed on in ``scope["mcp.tenant"]``; a tenant that requires
+authorization also gets the caller's ``Principal`` in ``scope["mcp.principal"]``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ def _tenant_slug(path: str) -> str | None:
     return parts[2] if len(parts) > 2 and parts[1] == "t" and parts[2] else None
 
 
+TENANT_SCOPE_KEY = "mcp.tenant"
+
+
 class GatewayMiddleware:
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -50,14 +55,17 @@ class GatewayMiddleware:
             return
         slug = _tenant_slug(scope["path"])
         tenant = await atenant_get_servable(slug=slug) if slug else None
+        if tenant is None:
+            await reject(404, "Unknown tenant")
+            return
+        # Resolved once here; the consumers read it from the scope.
+        scope = {**scope, TENANT_SCOPE_KEY: tenant}
         origin = _header(scope, b"origin")
-        if origin is not None and not mcp_http.origin_allowed(origin, allowed_hosts=allowed_hosts, allowed_origins=()):
-            tenant_origins = tenant.allowed_origins if tenant is not None else []
-            if not mcp_http.origin_allowed(origin, allowed_hosts=allowed_hosts, allowed_origins=tenant_origins):
-                await reject(403, "Forbidden: Origin not allowed")
-                return
+        if not mcp_http.origin_allowed(origin, allowed_hosts=allowed_hosts, allowed_origins=tenant.allowed_origins):
+            await reject(403, "Forbidden: Origin not allowed")
+            return
 
-        if tenant is not None and tenant.requires_authorization:
+        if tenant.requires_authorization:
             outcome = await resource.aauthenticate(
                 tenant=tenant,
                 authorization=_header(scope, b"authorization"),
@@ -87,7 +95,7 @@ class GatewayMiddleware:
             if not message.get("more_body"):
                 break
         principal = scope.get("mcp.principal")
-        if isinstance(principal, resource.Principal) and tenant is not None:
+        if isinstance(principal, resource.Principal):
             missing = required_scopes(bytes(body)) - principal.scopes
             if missing:
                 # Name everything the client needs, not only what is missing, so a client that asks
