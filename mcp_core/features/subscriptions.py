@@ -19,11 +19,19 @@ SUBSCRIPTION_ID_KEY: Final = "io.modelcontextprotocol/subscriptionId"
 ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 MAX_RESOURCE_SUBSCRIPTIONS: Final = 1000
 
+# Catalog kind → the notification that its list changed (both eras); and a resource's content changed.
+LIST_CHANGED: Final[dict[str, str]] = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+}
+RESOURCE_UPDATED: Final = "notifications/resources/updated"
+
 # Filter flag → (catalog kind, notification method).
 LIST_FLAGS: Final[dict[str, tuple[str, str]]] = {
-    "toolsListChanged": ("tools", "notifications/tools/list_changed"),
-    "promptsListChanged": ("prompts", "notifications/prompts/list_changed"),
-    "resourcesListChanged": ("resources", "notifications/resources/list_changed"),
+    "toolsListChanged": ("tools", LIST_CHANGED["tools"]),
+    "promptsListChanged": ("prompts", LIST_CHANGED["prompts"]),
+    "resourcesListChanged": ("resources", LIST_CHANGED["resources"]),
 }
 
 
@@ -53,7 +61,7 @@ class Subscription:
     def on_resource_updated(self, uri: str) -> tuple[str, JSONObject] | None:
         if uri not in self.resource_uris:
             return None
-        return "notifications/resources/updated", {"_meta": self._meta(), "uri": uri}
+        return RESOURCE_UPDATED, {"_meta": self._meta(), "uri": uri}
 
 
 def parse_listen(params: JSONObject | None, subscription_id: str | int) -> Subscription:

@@ -43,6 +43,7 @@ from mcp_platform.gateway.responses import (
     send_json,
     start_sse,
 )
+from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.stateless import serve_stateless
 from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_run
 from tenants.catalog import TenantCatalog
@@ -50,12 +51,6 @@ from tenants.events import catalog_group
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
-
-LIST_CHANGED = {
-    "tools": "notifications/tools/list_changed",
-    "resources": "notifications/resources/list_changed",
-    "prompts": "notifications/prompts/list_changed",
-}
 
 
 def scope_headers(scope: dict[str, Any]) -> dict[str, str]:
@@ -131,15 +126,12 @@ async def deliver_client_messages(*, tenant_id: int, session: LegacySession, mes
             await send_to_group(group, body)
 
 
-class McpConsumer(AsyncConsumer):
+class McpConsumer(SessionStreamMixin, AsyncConsumer):
     """One HTTP request to a tenant's MCP endpoint."""
 
     # No channel of its own: group messages arrive through the process mailbox (see mailbox.py). Channels
     # recycles database connections before each handler (aclose_old_connections), as Django does per request.
     channel_layer_alias = None
-
-    async def websocket_connect(self, message: dict[str, Any]) -> None:
-        raise StopConsumer()
 
     async def http_request(self, message: dict[str, Any]) -> None:
         if not hasattr(self, "_body"):
@@ -147,7 +139,6 @@ class McpConsumer(AsyncConsumer):
             self._task: asyncio.Task[None] | None = None
             self._post_stream: PostStream | None = None
             self._sse_open = False
-            self._stream_state: dict[str, Any] = {}
         self._body.extend(message.get("body", b""))
         if message.get("more_body"):
             return
@@ -360,29 +351,28 @@ class McpConsumer(AsyncConsumer):
             await self._resume(*parsed)
 
     async def _open(self, stream_id: str, seq: int) -> None:
-        self._stream_state = {"stream_id": stream_id, "seq": seq}
+        """Start the SSE response of stream ``stream_id``, whose events up to ``seq`` the client has."""
+        self._stream_id = stream_id
+        self._seq = seq
         await start_sse(self.send, header_list([("Mcp-Session-Id", self.session.pk)]))
         self._sse_open = True
 
     async def _resume(self, stream_id: str, after: int) -> None:
         """Replay a POST stream after ``after`` and follow it live until its last response."""
         await self._inbox.join(groups.stream_group(self.tenant.pk, self.session.pk, stream_id))
-        self._stream_state = {"stream_id": stream_id, "seq": after, "resumed": True}
-        await start_sse(self.send, header_list([("Mcp-Session-Id", self.session.pk)]))
-        self._sse_open = True
+        await self._open(stream_id, after)
         await send_chunk(self.send, sse.comment("resumed"))
         for event in await sessions.stream_events_after(session_id=self.session.pk, stream_id=stream_id, seq=after):
             if await self._write_stored(event.seq, event.payload, event.is_final):
                 return
-        await self._pump(renew_lease=False)
+        self._renew_lease = False
+        await self._pump(self._inbox)
 
     async def _write_stored(self, seq: int, payload: str, final: bool) -> bool:
         """Write a stored event unless already written; True when the stream is finished."""
-        state = self._stream_state
-        if seq > state["seq"]:
-            state["seq"] = seq
-            event_id = sse.make_event_id(state["stream_id"], seq)
-            await send_chunk(self.send, sse.event(payload, id=event_id))
+        if seq > self._seq:
+            self._seq = seq
+            await send_chunk(self.send, sse.event(payload, id=sse.make_event_id(self._stream_id, seq)))
         if final:
             await self._close_stream()
             return True
@@ -418,68 +408,32 @@ class McpConsumer(AsyncConsumer):
                 stored = await sessions.stream_events_after(session_id=self.session.pk, stream_id=stream_id, seq=after)
                 for event in stored:
                     await self._write_stored(event.seq, event.payload, False)
-            self._stream_state["standalone"] = True
-            await self._pump(renew_lease=True)
+            self._renew_lease = True
+            await self._pump(self._inbox)
         finally:
             await sessions.standalone_stream_release(session_id=self.session.pk, stream_id=stream_id)
 
-    async def _pump(self, *, renew_lease: bool) -> None:
-        """Turn the inbox's messages into events until the stream closes; keep-alive comments in between."""
-        handlers = {
-            "catalog.changed": self.catalog_changed,
-            "resource.updated": self.resource_updated,
-            "mailbox.message": self.mailbox_message,
-        }
-        while not self._closed.is_set():
-            message = await self._inbox.next(platform_settings.SSE_KEEPALIVE)
-            if message is not None:
-                handler = handlers.get(message.get("type", ""))
-                if handler is not None:
-                    await handler(message)
-                continue
-            await send_chunk(self.send, sse.comment())
-            if renew_lease:
-                await sessions.standalone_stream_renew(
-                    session_id=self.session.pk, stream_id=self._stream_state["stream_id"]
-                )
+    async def _idle(self) -> None:
+        await send_chunk(self.send, sse.comment())
+        if self._renew_lease:
+            await sessions.standalone_stream_renew(session_id=self.session.pk, stream_id=self._stream_id)
 
     async def _push(self, method: str, params: dict[str, Any]) -> None:
         """Store and send one unrelated server message on the standalone stream."""
-        state = self._stream_state
-        if not state.get("standalone") or self._closed.is_set():
+        if self._closed.is_set():
             return
-        state["seq"] += 1
+        self._seq += 1
         payload = jsonrpc.encode_notification(method, params).decode()
         await sessions.stream_event_append(
-            session_id=self.session.pk,
-            stream_id=state["stream_id"],
-            seq=state["seq"],
-            payload=payload,
-            is_final=False,
+            session_id=self.session.pk, stream_id=self._stream_id, seq=self._seq, payload=payload, is_final=False
         )
-        await send_chunk(self.send, sse.event(payload, id=sse.make_event_id(state["stream_id"], state["seq"])))
-
-    # --- messages of the stream's groups, drained by _pump ---------------------------------------
-
-    async def catalog_changed(self, message: dict[str, Any]) -> None:
-        method = LIST_CHANGED.get(message.get("kind", ""))
-        if method is not None:
-            await self._push(method, {})
-
-    async def resource_updated(self, message: dict[str, Any]) -> None:
-        uri = message.get("uri")
-        if not isinstance(uri, str) or not self._stream_state.get("standalone"):
-            return
-        if uri in await sessions.legacy_session_subscriptions(session_id=self.session.pk):
-            await self._push("notifications/resources/updated", {"uri": uri})
+        await send_chunk(self.send, sse.event(payload, id=sse.make_event_id(self._stream_id, self._seq)))
 
     async def mailbox_message(self, message: dict[str, Any]) -> None:
-        """Session-wide signals, or live events of a resumed stream."""
-        closed = getattr(self, "_closed", None)
-        if closed is None or closed.is_set():
+        """The session ended (standalone stream), or a live event of the resumed stream arrived."""
+        if self._closed.is_set():
             return
         if message.get("kind") == "closed":
             await self._close_stream()
-            return
-        if "seq" in message and self._stream_state.get("resumed"):
+        elif "seq" in message:
             await self._write_stored(int(message["seq"]), message["payload"], bool(message.get("final")))

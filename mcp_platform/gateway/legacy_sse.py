@@ -19,10 +19,8 @@ from mcp_core import jsonrpc, sse
 from mcp_core.errors import InvalidRequest, McpError, TransportError
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.session import SessionState, SessionStateError
-from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups, sessions
 from mcp_platform.gateway.consumer import (
-    LIST_CHANGED,
     deliver_client_messages,
     scope_headers,
     server_identity,
@@ -32,6 +30,7 @@ from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.responses import send_chunk, send_empty, send_error, start_sse
+from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.streams import SessionSink, start_run
 from tenants.events import catalog_group
 from tenants.models import Tenant
@@ -39,7 +38,7 @@ from tenants.models import Tenant
 logger = logging.getLogger(__name__)
 
 
-class LegacySseConsumer(AsyncConsumer):
+class LegacySseConsumer(SessionStreamMixin, AsyncConsumer):
     """``GET /t/<tenant>/sse``: opens a session and carries all of its server-to-client messages."""
 
     # Group messages arrive through the process mailbox, not a channel of this consumer (see mailbox.py).
@@ -77,19 +76,7 @@ class LegacySseConsumer(AsyncConsumer):
             await start_sse(self.send)
             endpoint = f"/t/{tenant.slug}/messages?session_id={self.session.pk}"
             await send_chunk(self.send, sse.event(endpoint, event="endpoint"))
-            handlers = {
-                "catalog.changed": self.catalog_changed,
-                "resource.updated": self.resource_updated,
-                "mailbox.message": self.mailbox_message,
-            }
-            while not self._closed.is_set():
-                message = await inbox.next(platform_settings.SSE_KEEPALIVE)
-                if message is None:
-                    await send_chunk(self.send, sse.comment())
-                    continue
-                handler = handlers.get(message.get("type", ""))
-                if handler is not None:
-                    await handler(message)
+            await self._pump(inbox)
         finally:
             await inbox.leave()
 
@@ -97,22 +84,18 @@ class LegacySseConsumer(AsyncConsumer):
         if not self._closed.is_set():
             await send_chunk(self.send, sse.event(payload, event="message"))
 
+    async def _push(self, method: str, params: dict[str, Any]) -> None:
+        await self._write(jsonrpc.encode_notification(method, params).decode())
+
+    async def _idle(self) -> None:
+        await send_chunk(self.send, sse.comment())
+
     async def mailbox_message(self, message: dict[str, Any]) -> None:
         if message.get("kind") == "message":
             await self._write(message["payload"])
         elif message.get("kind") == "closed" and not self._closed.is_set():
             self._closed.set()
             await send_chunk(self.send, b"", more=False)
-
-    async def catalog_changed(self, message: dict[str, Any]) -> None:
-        method = LIST_CHANGED.get(message.get("kind", ""))
-        if method is not None:
-            await self._write(jsonrpc.encode_notification(method, {}).decode())
-
-    async def resource_updated(self, message: dict[str, Any]) -> None:
-        uri = message.get("uri")
-        if isinstance(uri, str) and uri in await sessions.legacy_session_subscriptions(session_id=self.session.pk):
-            await self._write(jsonrpc.encode_notification("notifications/resources/updated", {"uri": uri}).decode())
 
 
 class LegacyMessagesConsumer(AsyncConsumer):

@@ -1,0 +1,60 @@
+"""A handshake-era session's long-lived stream: catalog changes and session signals, from any process, become
+server messages on it. Shared by the Streamable HTTP GET stream and the 2024-11-05 HTTP+SSE stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from mcp_core.features.subscriptions import LIST_CHANGED, RESOURCE_UPDATED
+from mcp_platform.conf import platform_settings
+from mcp_platform.gateway import sessions
+from mcp_platform.gateway.mailbox import Inbox
+from mcp_platform.gateway.models import LegacySession
+
+
+class SessionStreamMixin:
+    """For a consumer holding a session's stream: drain its ``Inbox`` into ``_push`` until ``_closed`` is set.
+
+    Subclasses write a server message (``_push``), act on the session's own signals (``mailbox_message``) and
+    keep the connection alive when nothing happens (``_idle``).
+    """
+
+    session: LegacySession
+    _closed: asyncio.Event
+
+    async def _push(self, method: str, params: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    async def mailbox_message(self, message: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    async def _idle(self) -> None:
+        raise NotImplementedError
+
+    async def catalog_changed(self, message: dict[str, Any]) -> None:
+        method = LIST_CHANGED.get(message.get("kind", ""))
+        if method is not None:
+            await self._push(method, {})
+
+    async def resource_updated(self, message: dict[str, Any]) -> None:
+        uri = message.get("uri")
+        if isinstance(uri, str) and uri in await sessions.legacy_session_subscriptions(session_id=self.session.pk):
+            await self._push(RESOURCE_UPDATED, {"uri": uri})
+
+    async def _pump(self, inbox: Inbox) -> None:
+        """Turn the inbox's messages into events until the stream closes; ``_idle`` between them."""
+        handlers = {
+            "catalog.changed": self.catalog_changed,
+            "resource.updated": self.resource_updated,
+            "mailbox.message": self.mailbox_message,
+        }
+        while not self._closed.is_set():
+            message = await inbox.next(platform_settings.SSE_KEEPALIVE)
+            if message is None:
+                await self._idle()
+                continue
+            handler = handlers.get(message.get("type", ""))
+            if handler is not None:
+                await handler(message)
