@@ -18,7 +18,7 @@ from mcp_core import http as mcp_http
 from mcp_core import jsonrpc, sse
 from mcp_core.env import Env, ServerIdentity
 from mcp_core.envelope import is_stateless, open_envelope
-from mcp_core.errors import InvalidRequest, McpError, TransportError
+from mcp_core.errors import InvalidRequest, McpError, TransportError, error_to_wire
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.features.subscriptions import LISTEN_METHOD, parse_listen
 from mcp_core.session import SessionState, SessionStateError
@@ -249,7 +249,7 @@ class McpConsumer(SessionStreamMixin, AsyncConsumer):
         )
         self._post_stream = stream
         for bad in invalid:
-            await stream.response(jsonrpc.encode_error(bad.id, {"code": bad.error.code, "message": bad.error.message}))
+            await stream.response(jsonrpc.encode_error(bad.id, error_to_wire(bad.error)[1]))
         for request in requests:
             env = session_env(tenant=self.tenant, session=session, sink=stream, request=request)
             start_run(request=request, env=env, sink=stream, tenant_id=self.tenant.pk, session_id=session.pk)

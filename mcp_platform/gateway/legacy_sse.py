@@ -16,7 +16,7 @@ from channels.exceptions import StopConsumer
 
 from mcp_core import http as mcp_http
 from mcp_core import jsonrpc, sse
-from mcp_core.errors import InvalidRequest, McpError, TransportError
+from mcp_core.errors import InvalidRequest, McpError, TransportError, error_to_wire
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.session import SessionState, SessionStateError
 from mcp_platform.gateway import groups, sessions
@@ -29,7 +29,7 @@ from mcp_platform.gateway.consumer import (
 from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY
 from mcp_platform.gateway.models import LegacySession
-from mcp_platform.gateway.responses import send_chunk, send_empty, send_error, start_sse
+from mcp_platform.gateway.responses import send_body, send_chunk, send_empty, send_error, start_sse
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.streams import SessionSink, start_run
 from tenants.events import catalog_group
@@ -136,15 +136,15 @@ class LegacyMessagesConsumer(AsyncConsumer):
         if session is None or session.transport != LegacySession.Transport.HTTP_SSE:
             raise TransportError("Session not found", http_status=404)
         messages, _ = jsonrpc.decode(bytes(self._body), allow_batch=False)
-        await send_body_accepted(self.send)
+        await send_body(self.send, 202, b"Accepted", content_type="text/plain")
         sink = SessionSink(tenant_id=tenant.pk, session_id=session.pk)
         for message in messages:
             if isinstance(message, jsonrpc.Request) and message.method == "initialize":
                 await self._initialize(tenant, session, sink, message)
             elif isinstance(message, jsonrpc.Request):
                 if session.state == SessionState.NEW.value:
-                    error = InvalidRequest("The session is not initialized")
-                    await sink.message(jsonrpc.encode_error(message.id, {"code": error.code, "message": error.message}))
+                    error = error_to_wire(InvalidRequest("The session is not initialized"))[1]
+                    await sink.message(jsonrpc.encode_error(message.id, error))
                     continue
                 env = session_env(tenant=tenant, session=session, sink=sink, request=message)
                 start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk)
@@ -156,19 +156,16 @@ class LegacyMessagesConsumer(AsyncConsumer):
     ) -> None:
         try:
             version, capabilities, client_info = parse_initialize(request.params)
-            await sessions.legacy_session_initialize(
-                session=session,
-                protocol_version=version,
-                client_capabilities=capabilities,
-                client_info=client_info,
-            )
-        except (McpError, SessionStateError) as exc:
-            code = exc.code if isinstance(exc, McpError) else -32600
-            await sink.message(jsonrpc.encode_error(request.id, {"code": code, "message": str(exc)}))
+            try:
+                await sessions.legacy_session_initialize(
+                    session=session,
+                    protocol_version=version,
+                    client_capabilities=capabilities,
+                    client_info=client_info,
+                )
+            except SessionStateError as exc:
+                raise InvalidRequest(str(exc)) from None
+        except McpError as exc:
+            await sink.message(jsonrpc.encode_error(request.id, error_to_wire(exc)[1]))
             return
         await sink.message(jsonrpc.encode_result(request.id, initialize_result(server_identity(tenant), version)))
-
-
-async def send_body_accepted(send: Any) -> None:
-    await send({"type": "http.response.start", "status": 202, "headers": [(b"content-type", b"text/plain")]})
-    await send({"type": "http.response.body", "body": b"Accepted", "more_body": False})
