@@ -169,13 +169,14 @@ def test_conformance_prompts_render_like_the_reference() -> None:
     with_args = async_to_sync(catalog.get_prompt)("test_prompt_with_arguments")
     embedded = async_to_sync(catalog.get_prompt)("test_prompt_with_embedded_resource")
 
-    assert catalog.render_prompt(with_args, {"arg1": "testValue1", "arg2": "testValue2"}) == [
+    render = async_to_sync(catalog.render_prompt)
+    assert render(with_args, {"arg1": "testValue1", "arg2": "testValue2"}, None)["messages"] == [
         {
             "role": "user",
             "content": {"type": "text", "text": "Prompt with arguments: arg1='testValue1', arg2='testValue2'"},
         }
     ]
-    first = catalog.render_prompt(embedded, {"resourceUri": "test://example-resource"})[0]
+    first = render(embedded, {"resourceUri": "test://example-resource"}, None)["messages"][0]
     assert first["content"]["resource"] == {
         "uri": "test://example-resource",
         "mimeType": "text/plain",
