@@ -49,6 +49,7 @@ CONFORMANCE_PROMPTS = {
     "test_prompt_with_arguments",
     "test_prompt_with_embedded_resource",
     "test_prompt_with_image",
+    "test_input_required_result_prompt",
 }
 
 
@@ -124,11 +125,22 @@ def test_conformance_wire_matches_the_reference_server() -> None:
             "type": "object",
             "$defs": {
                 "address": {
+                    "$anchor": "addressDef",
                     "type": "object",
                     "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
                 }
             },
-            "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"},
+            },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
             "additionalProperties": False,
         },
     }
