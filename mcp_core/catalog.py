@@ -42,6 +42,9 @@ class TemplateMatch:
 
 @dataclass(frozen=True)
 class PromptDefinition:
+    """A prompt as the protocol needs it: its wire definition, an opaque handle for the shell, and its stored
+    messages when it has any (prompts rendered by code have none)."""
+
     wire: JSONObject
     handle: Any = None
     messages: list[JSONObject] = field(default_factory=list)
@@ -70,8 +73,9 @@ class Catalog(Protocol):
 
     async def get_prompt(self, name: str) -> PromptDefinition | None: ...
 
-    def render_prompt(self, prompt: PromptDefinition, arguments: dict[str, str]) -> list[JSONObject]:
-        """The prompt's messages with arguments substituted (required ones already checked)."""
+    async def render_prompt(self, prompt: PromptDefinition, arguments: dict[str, str], ctx: ToolContext) -> JSONObject:
+        """``{messages, description?}`` for these arguments (required ones already checked). A prompt rendered by
+        code may ask the client through ``ctx`` as a tool does; raises ``PromptError`` and whatever it raises."""
         ...
 
     async def complete(self, ref: JSONObject, argument: JSONObject, context: JSONObject) -> list[str] | None:

@@ -1,4 +1,4 @@
-"""Content items and tool results: what a tool's return value becomes on the wire, per revision."""
+"""Content items, tool results and prompt messages: what a function's return value becomes on the wire."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from mcp_core.versions import V2025_03_26, V2025_06_18, at_least
 JSONObject = dict[str, Any]
 
 CONTENT_TYPES: frozenset[str] = frozenset({"text", "image", "audio", "resource", "resource_link"})
+ROLES: tuple[str, ...] = ("user", "assistant")
 
 
 def text(value: str) -> JSONObject:
@@ -67,6 +68,49 @@ def validate_content_item(item: Any) -> str | None:
             return "resource_link needs 'uri' and 'name'"
         return None
     return f"unknown content type {kind!r}"
+
+
+def prompt_message_problem(message: Any, where: str = "message") -> str | None:
+    """Why ``message`` (called ``where``) is not a ``PromptMessage`` of ``role`` and one content item, or None."""
+    if not isinstance(message, dict) or set(message) != {"role", "content"}:
+        return f"{where} must be an object with exactly 'role' and 'content'"
+    if message["role"] not in ROLES:
+        return f'{where}.role must be "user" or "assistant"'
+    reason = validate_content_item(message["content"])
+    return None if reason is None else f"{where}.content: {reason}"
+
+
+def prompt_result(value: Any) -> JSONObject:
+    """Normalise what a prompt function returned into ``{messages, description?}`` (a ``GetPromptResult``).
+
+    - a ``str`` becomes one user message with that text;
+    - a dict with ``messages`` is a result already (``description`` kept when it is a string);
+    - a list is the list of messages.
+
+    Raises TypeError saying what is wrong with any other value or with a malformed message.
+    """
+    description: Any = None
+    if isinstance(value, str):
+        messages: Any = [{"role": "user", "content": text(value)}]
+    elif isinstance(value, dict) and "messages" in value:
+        messages, description = value["messages"], value.get("description")
+        unknown = sorted(set(value) - {"messages", "description"})
+        if unknown:
+            raise TypeError(f"a prompt result has only 'messages' and 'description', not {unknown}")
+        if description is not None and not isinstance(description, str):
+            raise TypeError("a prompt result's description must be a string")
+    else:
+        messages = value
+    if not isinstance(messages, list) or not messages:
+        raise TypeError("a prompt must return a string, a non-empty list of messages, or {messages, description?}")
+    for index, message in enumerate(messages):
+        problem = prompt_message_problem(message, f"messages[{index}]")
+        if problem is not None:
+            raise TypeError(problem)
+    result: JSONObject = {"messages": list(messages)}
+    if description:
+        result["description"] = description
+    return result
 
 
 def content_for_version(item: JSONObject, version: str) -> JSONObject:

@@ -1,6 +1,7 @@
-"""What a tool sees while it runs: progress, logs, and questions to the client, in either era.
+"""What a tool (or a prompt or resource template rendered by code) sees while it runs: progress, logs, and
+questions to the client, in either era.
 
-``ToolContext`` is the interface tool authors write against. ``RequestContext`` implements it on top of an
+``ToolContext`` is the interface their authors write against. ``RequestContext`` implements it on top of an
 ``Outbound`` sink that the shell provides, and enforces the protocol's rules on the way out: progress only
 with a token and strictly increasing, logs only at or above the client's level, and requests only for
 capabilities the client declared. In the stateless era (``stateless=True``) logs need the request's opt-in
@@ -32,7 +33,7 @@ JSONObject = dict[str, Any]
 
 
 class ToolContext(Protocol):
-    """The calls a Python tool may make while it runs."""
+    """The calls a Python tool, prompt or resource template may make while it runs."""
 
     @property
     def arguments(self) -> JSONObject: ...

@@ -105,6 +105,13 @@ class ToolError(Exception):
     """Raised by tool code: becomes a ``tools/call`` result with ``isError: true``, not a protocol error."""
 
 
+class PromptError(McpError):
+    """Raised by prompt code that cannot render: ``prompts/get`` has no error result, so the client gets a
+    JSON-RPC error (-32603) carrying the message."""
+
+    code = INTERNAL_ERROR
+
+
 def error_to_wire(exc: BaseException) -> tuple[int, dict[str, Any]]:
     """Map any exception to ``(http_status, error_object)``; unknown exceptions become -32603 with no detail."""
     if isinstance(exc, McpError):

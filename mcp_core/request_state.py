@@ -33,7 +33,7 @@ class InvalidRequestState(InvalidParams):
 @dataclass(frozen=True)
 class StateBinding:
     """What a sealed state is bound to. ``principal`` is whoever the request acts for (the bearer token's subject
-    once OAuth is enforced); ``request`` is ``request_digest`` of the original request."""
+    where the server requires authorization); ``request`` is ``request_digest`` of the original request."""
 
     tenant: str
     principal: str
@@ -113,7 +113,9 @@ def unseal(token: str, *, binding: StateBinding, keys: Sequence[bytes], now: flo
     if payload.get("tid") != binding.tenant:
         raise InvalidRequestState("requestState was issued for another server")
     if payload.get("sub") != binding.principal:
-        raise InvalidRequestState("requestState was issued to another principal")
+        raise InvalidRequestState(
+            "requestState was issued to another principal (user or client); start the request again"
+        )
     if payload.get("req") != binding.request:
         raise InvalidRequestState("requestState belongs to a different request (method, name or arguments changed)")
     data = payload.get("data")

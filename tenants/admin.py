@@ -223,8 +223,8 @@ class ResourceTemplateAdmin(CatalogEntryAdmin):
 class PromptAdmin(CatalogEntryAdmin):
     form = _form_for(Prompt, validation.prompt_validate)
     fields_for_service = tuple(sorted(services.PROMPT_FIELDS))
-    list_display = ("name", "tenant", "title", "updated_at")
-    list_filter = ("tenant",)
+    list_display = ("name", "tenant", "title", "backend", "updated_at")
+    list_filter = ("backend", "tenant")
     search_fields = ("name", "title", "description", "tenant__slug")
 
     def create(self, obj: Prompt, values: dict[str, Any]) -> Prompt:

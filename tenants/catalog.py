@@ -12,9 +12,8 @@ from mcp_core.catalog import Page, PromptDefinition, ToolDefinition
 from mcp_core.context import ToolContext
 from mcp_core.uritemplate import UriTemplate
 from tenants import selectors
-from tenants.backends import template_read, tool_invoke
+from tenants.backends import prompt_render, template_read, tool_invoke
 from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool
-from tenants.rendering import prompt_render
 
 JSONObject = dict[str, Any]
 
@@ -146,10 +145,13 @@ class TenantCatalog:
             return None
         return PromptDefinition(wire=prompt_wire(prompt), handle=prompt, messages=prompt.messages)
 
-    def render_prompt(self, prompt: PromptDefinition, arguments: dict[str, str]) -> list[JSONObject]:
-        """The messages with ``{{argument}}`` filled in; the protocol layer has checked required ones."""
-        names = [argument["name"] for argument in prompt.wire.get("arguments", [])]
-        return prompt_render(prompt.messages, arguments, argument_names=names)
+    async def render_prompt(self, prompt: PromptDefinition, arguments: dict[str, str], ctx: ToolContext) -> JSONObject:
+        """Run the prompt's backend; the protocol layer has checked required arguments. Raises ``PromptError`` and
+        whatever a prompt function raises."""
+        handle = prompt.handle
+        if not isinstance(handle, Prompt) or handle.tenant_id != self.tenant.pk:
+            raise ValueError(f"prompt {prompt.wire.get('name')!r} does not belong to tenant {self.tenant.slug!r}")
+        return await prompt_render(handle, arguments, ctx)
 
     # ---- completion --------------------------------------------------------------------------------
 

@@ -81,7 +81,7 @@ class Membership(models.Model):
 
 
 class Backend(models.TextChoices):
-    """How a tool runs or a templated resource is produced."""
+    """How a tool runs, a templated resource is produced, or a prompt is rendered."""
 
     STATIC = "static", "Static"
     PYTHON = "python", "Python function"
@@ -183,7 +183,12 @@ class Prompt(models.Model):
     messages = models.JSONField(
         default=list,
         blank=True,
-        help_text='[{"role": "user", "content": {"type": "text", "text": "... {{argument}} ..."}}]',
+        help_text='static: [{"role": "user", "content": {"type": "text", "text": "... {{argument}} ..."}}]; '
+        "python: empty (the function makes them)",
+    )
+    backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.STATIC)
+    config = models.JSONField(
+        default=dict, blank=True, help_text='static: {}; python: {"function": "<registered name>"}'
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -76,14 +76,14 @@ RESOURCE_FIELDS = frozenset({"uri", "name", "title", "description", "mime_type",
 TEMPLATE_FIELDS = frozenset(
     {"name", "uri_template", "title", "description", "mime_type", "backend", "config", "completions"}
 )
-PROMPT_FIELDS = frozenset({"name", "title", "description", "arguments", "completions", "messages"})
+PROMPT_FIELDS = frozenset({"name", "title", "description", "arguments", "completions", "messages", "backend", "config"})
 
 # Fields that appear in list results: changing one of them changes the list clients see.
 TOOL_LISTED = TOOL_FIELDS - {"backend", "config"}
 RESOURCE_LISTED = RESOURCE_FIELDS - {"text", "blob"}
 RESOURCE_CONTENT = frozenset({"text", "blob", "mime_type"})
 TEMPLATE_LISTED = TEMPLATE_FIELDS - {"backend", "config", "completions"}
-PROMPT_LISTED = PROMPT_FIELDS - {"completions", "messages"}
+PROMPT_LISTED = PROMPT_FIELDS - {"completions", "messages", "backend", "config"}
 
 
 # ---- shared mechanics --------------------------------------------------------------------------------
@@ -427,13 +427,16 @@ def prompt_create(
     *,
     tenant: Tenant,
     name: str,
-    messages: list[JSONObject],
+    messages: list[JSONObject] | None = None,
     title: str = "",
     description: str = "",
     arguments: list[JSONObject] | None = None,
     completions: dict[str, list[str]] | None = None,
+    backend: str = Backend.STATIC,
+    config: JSONObject | None = None,
 ) -> Prompt:
-    """Add a prompt whose messages may use ``{{argument}}`` placeholders. Raises ``ValidationError``."""
+    """Add a prompt: ``static`` with messages that may use ``{{argument}}`` placeholders, or ``python`` with
+    config ``{"function": "<registered name>"}`` and no messages. Raises ``ValidationError``."""
     prompt = Prompt(
         tenant=tenant,
         name=name,
@@ -441,7 +444,9 @@ def prompt_create(
         description=description,
         arguments=[] if arguments is None else arguments,
         completions={} if completions is None else completions,
-        messages=messages,
+        messages=[] if messages is None else messages,
+        backend=backend,
+        config={} if config is None else config,
     )
     return _create(prompt, prompt_validate, "prompts")
 

@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from jsonschema import Draft202012Validator, SchemaError
 
-from mcp_core.content import validate_content_item
+from mcp_core.content import ROLES, prompt_message_problem, validate_content_item
 from mcp_core.uritemplate import UriTemplate
 from tenants.backends.registry import PythonRegistry, UnknownPythonFunction, default_registry
 from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tenant, Tool
@@ -27,7 +27,6 @@ Errors = dict[str, list[str]]
 TOOL_ANNOTATION_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 STATIC_TOOL_KEYS = frozenset({"content", "isError", "structuredContent"})
 PROMPT_ARGUMENT_KEYS = frozenset({"name", "title", "description", "required"})
-ROLES = ("user", "assistant")
 
 
 def _collect(instance: models.Model, checks: Callable[[Errors], None]) -> None:
@@ -279,20 +278,17 @@ def _message_errors(messages: Any, argument_names: set[str]) -> list[str]:
         return ["Messages must be a non-empty list of {role, content} objects."]
     problems = []
     for index, message in enumerate(messages):
-        if not isinstance(message, dict) or set(message) != {"role", "content"}:
-            problems.append(f"messages[{index}] must be an object with exactly 'role' and 'content'.")
-            continue
-        if message["role"] not in ROLES:
-            problems.append(f'messages[{index}].role must be "user" or "assistant".')
-        reason = validate_content_item(message["content"])
-        if reason is not None:
-            problems.append(f"messages[{index}].content: {reason}.")
+        problem = prompt_message_problem(message, f"messages[{index}]")
+        if problem is not None:
+            problems.append(f"{problem}.")
+            if not isinstance(message, dict) or "content" not in message:
+                continue
         for name in sorted(prompt_placeholders(message["content"]) - argument_names):
             problems.append(f"messages[{index}] uses {{{{{name}}}}} but the prompt declares no argument {name!r}.")
     return problems
 
 
-def prompt_validate(prompt: Prompt) -> None:
+def prompt_validate(prompt: Prompt, *, registry: PythonRegistry = default_registry) -> None:
     """Raise ``ValidationError`` unless ``prompt`` may be stored and served."""
 
     def checks(errors: Errors) -> None:
@@ -301,6 +297,14 @@ def prompt_validate(prompt: Prompt) -> None:
             _add(errors, "arguments", message)
         for message in _completion_errors(prompt.completions, names, "an argument"):
             _add(errors, "completions", message)
+        if prompt.backend == Backend.PYTHON:
+            for message in _python_function_errors(prompt.config, registry.get_prompt):
+                _add(errors, "config", message)
+            if prompt.messages:
+                _add(errors, "messages", "A Python prompt's messages come from its function: leave them empty.")
+            return
+        if prompt.config:
+            _add(errors, "config", "A static prompt takes no config: its messages are the prompt.")
         for message in _message_errors(prompt.messages, names):
             _add(errors, "messages", message)
 

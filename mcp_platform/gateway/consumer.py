@@ -33,7 +33,7 @@ from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups, sessions
 from mcp_platform.gateway.listen import serve_listen
 from mcp_platform.gateway.mailbox import Inbox, send_to_group
-from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY
+from mcp_platform.gateway.middleware import PRINCIPAL_SCOPE_KEY, TENANT_SCOPE_KEY
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.responses import (
     header_list,
@@ -267,6 +267,7 @@ class McpConsumer(SessionStreamMixin, AsyncConsumer):
         await serve_stateless(
             send=self.send,
             tenant=self.tenant,
+            principal=self.scope.get(PRINCIPAL_SCOPE_KEY),
             server=server_identity(self.tenant),
             headers=self.headers,
             request=message,

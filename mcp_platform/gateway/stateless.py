@@ -25,14 +25,14 @@ from mcp_core.mrtr import InputPolicy
 from mcp_core.request_state import derive_key
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.responses import Send, send_chunk, send_json, start_sse
+from mcp_platform.oauth.resource import Principal
 from tenants.catalog import TenantCatalog
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
 
 REQUEST_STATE_PURPOSE = "mcp_platform.gateway.request_state"
-# Until bearer tokens are enforced every request acts for the same principal; the binding field is in place
-# so the token's subject slots in without changing the sealed format.
+# Who a request to a public tenant acts for: nobody in particular, so its states are bound to the tenant only.
 ANONYMOUS_PRINCIPAL = "anonymous"
 
 
@@ -101,18 +101,32 @@ def request_state_keys() -> tuple[bytes, ...]:
     return tuple(derive_key(secret, REQUEST_STATE_PURPOSE) for secret in secrets)
 
 
-def input_policy(tenant: Tenant, principal: str = ANONYMOUS_PRINCIPAL) -> InputPolicy:
+def state_principal(principal: Principal | None) -> str:
+    """What a ``requestState`` is bound to besides the tenant: the bearer token's subject, the user acting through
+    one client (a refreshed token keeps it; another user, or the same user through another app, does not)."""
+    if principal is None:
+        return ANONYMOUS_PRINCIPAL
+    return f"user:{principal.user_id} client:{principal.client_id}"
+
+
+def input_policy(tenant: Tenant, principal: Principal | None) -> InputPolicy:
     return InputPolicy(
         keys=request_state_keys(),
         now=time.time(),
         ttl=float(platform_settings.REQUEST_STATE_TTL),
         tenant=str(tenant.pk),
-        principal=principal,
+        principal=state_principal(principal),
     )
 
 
 def stateless_env(
-    *, tenant: Tenant, server: ServerIdentity, envelope: Envelope, stream: RequestStream, headers: Mapping[str, str]
+    *,
+    tenant: Tenant,
+    principal: Principal | None,
+    server: ServerIdentity,
+    envelope: Envelope,
+    stream: RequestStream,
+    headers: Mapping[str, str],
 ) -> Env:
     return Env(
         version=envelope.version,
@@ -125,18 +139,27 @@ def stateless_env(
         meta=envelope.meta,
         cache=tenant_cache_hints(tenant),
         headers=headers,
-        input_policy=input_policy(tenant),
+        input_policy=input_policy(tenant, principal),
     )
 
 
 async def serve_stateless(
-    *, send: Send, tenant: Tenant, server: ServerIdentity, headers: Mapping[str, str], request: jsonrpc.Request
+    *,
+    send: Send,
+    tenant: Tenant,
+    principal: Principal | None,
+    server: ServerIdentity,
+    headers: Mapping[str, str],
+    request: jsonrpc.Request,
 ) -> None:
-    """Answer one stateless request; every error goes out with the request's id and its HTTP status."""
+    """Answer one stateless request for ``principal`` (None on a public tenant); every error goes out with the
+    request's id and its HTTP status."""
     stream = RequestStream(send)
     try:
         envelope = open_envelope(method=request.method, params=request.params, headers=headers)
-        env = stateless_env(tenant=tenant, server=server, envelope=envelope, stream=stream, headers=headers)
+        env = stateless_env(
+            tenant=tenant, principal=principal, server=server, envelope=envelope, stream=stream, headers=headers
+        )
         result = await dispatch(request.method, request.params, env)
         await stream.finish(jsonrpc.encode_result(request.id, result), 200)
     except Exception as exc:

@@ -1,6 +1,7 @@
-"""Tool backends: how a tool call or a templated resource read is carried out, chosen by ``backend``.
+"""Backends: how a tool call, a templated resource read or a prompt is carried out, chosen by ``backend``.
 
-``tool_invoke`` and ``template_read`` dispatch on the stored backend; each backend lives in its own module.
+``tool_invoke``, ``template_read`` and ``prompt_render`` dispatch on the stored backend; each backend lives in
+its own module.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 
 from mcp_core.context import ToolContext
 from tenants.backends import python, static
-from tenants.models import Backend, ResourceTemplate, Tool
+from tenants.models import Backend, Prompt, ResourceTemplate, Tool
 
 JSONObject = dict[str, Any]
 
@@ -32,3 +33,12 @@ async def template_read(
     if template.backend == Backend.STATIC:
         return static.template_read(template, uri, variables)
     raise ValueError(f"resource template {template.name!r} has unknown backend {template.backend!r}")
+
+
+async def prompt_render(prompt: Prompt, arguments: dict[str, str], ctx: ToolContext) -> JSONObject:
+    """``{messages, description?}`` of ``prompt`` for ``arguments``. Prompt functions raise ``PromptError``."""
+    if prompt.backend == Backend.PYTHON:
+        return await python.prompt_render(prompt, arguments, ctx)
+    if prompt.backend == Backend.STATIC:
+        return static.prompt_render(prompt, arguments)
+    raise ValueError(f"prompt {prompt.name!r} has unknown backend {prompt.backend!r}")

@@ -1,12 +1,13 @@
-"""The Python backend: tools and resource templates implemented by functions in the registry."""
+"""The Python backend: tools, resource templates and prompts implemented by functions in the registry."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from mcp_core.content import prompt_result
 from mcp_core.context import ToolContext
 from tenants.backends.registry import PythonRegistry, default_registry
-from tenants.models import ResourceTemplate, Tool
+from tenants.models import Prompt, ResourceTemplate, Tool
 
 JSONObject = dict[str, Any]
 
@@ -38,3 +39,21 @@ async def template_read(
     if template.mime_type:
         contents = [c if "mimeType" in c else {**c, "mimeType": template.mime_type} for c in contents]
     return contents
+
+
+async def prompt_render(
+    prompt: Prompt, arguments: dict[str, str], ctx: ToolContext, *, registry: PythonRegistry = default_registry
+) -> JSONObject:
+    """Call ``fn(ctx, **arguments)`` with the declared arguments the client gave (others are ignored, as static
+    prompts ignore them); its value through ``mcp_core.content.prompt_result``.
+
+    Raises ``UnknownPythonFunction`` when the function is gone and ``TypeError`` for a malformed return.
+    """
+    name = prompt.config["function"]
+    function = registry.get_prompt(name)
+    declared = {argument["name"] for argument in prompt.arguments}
+    value = await function(ctx, **{key: value for key, value in arguments.items() if key in declared})
+    try:
+        return prompt_result(value)
+    except TypeError as exc:
+        raise TypeError(f"prompt function {name!r} returned a malformed prompt: {exc}") from None

@@ -1,7 +1,7 @@
-"""The registry of Python functions that tools and resource templates may name in their config.
+"""The registry of Python functions that tools, resource templates and prompts may name in their config.
 
-Functions register themselves with ``@python_tool("name")`` or ``@python_resource_template("name")``
-when their module is imported (``TenantsConfig.ready`` imports the built-in ones).
+Functions register themselves with ``@python_tool("name")``, ``@python_resource_template("name")`` or
+``@python_prompt("name")`` when their module is imported (``TenantsConfig.ready`` imports the built-in ones).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ JSONObject = dict[str, Any]
 PythonToolFunction = Callable[..., Awaitable[Any]]
 # ``async def fn(ctx, uri, **variables) -> [{uri, mimeType, text | blob}]``.
 PythonTemplateFunction = Callable[..., Awaitable[list[JSONObject]]]
+# ``async def fn(ctx, **arguments) -> str | [message] | {messages, description?}`` (``content.prompt_result``).
+PythonPromptFunction = Callable[..., Awaitable[Any]]
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
@@ -30,11 +32,12 @@ class UnknownPythonFunction(LookupError):
 
 
 class PythonRegistry:
-    """Named async functions, one namespace for tools and one for resource templates."""
+    """Named async functions, one namespace each for tools, resource templates and prompts."""
 
     def __init__(self) -> None:
         self._tools: dict[str, PythonToolFunction] = {}
         self._templates: dict[str, PythonTemplateFunction] = {}
+        self._prompts: dict[str, PythonPromptFunction] = {}
 
     def tool(self, name: str) -> Callable[[F], F]:
         """Decorator registering ``async def fn(ctx: ToolContext, **arguments)`` under ``name``."""
@@ -43,6 +46,10 @@ class PythonRegistry:
     def resource_template(self, name: str) -> Callable[[F], F]:
         """Decorator registering ``async def fn(ctx: ToolContext, uri: str, **variables)`` under ``name``."""
         return self._decorator(self._templates, "resource template", name)
+
+    def prompt(self, name: str) -> Callable[[F], F]:
+        """Decorator registering ``async def fn(ctx: ToolContext, **arguments: str)`` under ``name``."""
+        return self._decorator(self._prompts, "prompt", name)
 
     def get_tool(self, name: str) -> PythonToolFunction:
         """The tool function called ``name``. Raises ``UnknownPythonFunction``."""
@@ -58,11 +65,21 @@ class PythonRegistry:
         except KeyError:
             raise UnknownPythonFunction("resource template", name, self.resource_template_names()) from None
 
+    def get_prompt(self, name: str) -> PythonPromptFunction:
+        """The prompt function called ``name``. Raises ``UnknownPythonFunction``."""
+        try:
+            return self._prompts[name]
+        except KeyError:
+            raise UnknownPythonFunction("prompt", name, self.prompt_names()) from None
+
     def tool_names(self) -> list[str]:
         return sorted(self._tools)
 
     def resource_template_names(self) -> list[str]:
         return sorted(self._templates)
+
+    def prompt_names(self) -> list[str]:
+        return sorted(self._prompts)
 
     @staticmethod
     def _decorator(table: dict[str, Any], kind: str, name: str) -> Callable[[F], F]:
@@ -97,12 +114,19 @@ def python_resource_template(name: str, *, registry: PythonRegistry = default_re
     return registry.resource_template(name)
 
 
+def python_prompt(name: str, *, registry: PythonRegistry = default_registry) -> Callable[[F], F]:
+    """Register an async prompt function under ``name``."""
+    return registry.prompt(name)
+
+
 __all__ = [
+    "PythonPromptFunction",
     "PythonRegistry",
     "PythonTemplateFunction",
     "PythonToolFunction",
     "UnknownPythonFunction",
     "default_registry",
+    "python_prompt",
     "python_resource_template",
     "python_tool",
 ]

@@ -1,12 +1,13 @@
-"""The static backend: a tool that always returns the stored result, a template that fills in stored text."""
+"""The static backend: a tool that always returns the stored result, a template that fills in stored text, a
+prompt whose stored messages get their ``{{argument}}`` placeholders filled in."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-from tenants.models import ResourceTemplate, Tool
-from tenants.rendering import template_text_render
+from tenants import rendering
+from tenants.models import Prompt, ResourceTemplate, Tool
 
 JSONObject = dict[str, Any]
 
@@ -28,5 +29,11 @@ def template_read(template: ResourceTemplate, uri: str, variables: dict[str, str
     content: JSONObject = {"uri": uri}
     if template.mime_type:
         content["mimeType"] = template.mime_type
-    content["text"] = template_text_render(template.config.get("text", ""), variables)
+    content["text"] = rendering.template_text_render(template.config.get("text", ""), variables)
     return [content]
+
+
+def prompt_render(prompt: Prompt, arguments: dict[str, str]) -> JSONObject:
+    """``{messages}``: the stored messages with each declared argument's value substituted."""
+    names = [argument["name"] for argument in prompt.arguments]
+    return {"messages": rendering.prompt_render(prompt.messages, arguments, argument_names=names)}

@@ -2,8 +2,8 @@
 
 The reference is ``examples/servers/typescript/everything-server.ts`` of modelcontextprotocol/conformance
 (0.1.16; the ``test_input_required_result_*`` fixtures from 0.2.0-alpha); texts, schemas and input keys here
-must stay identical to it. The MRTR fixtures are ordinary tools: in the handshake era their questions become
-server-to-client requests.
+must stay identical to it. The MRTR fixtures are ordinary tools and prompts: in the handshake era their
+questions become server-to-client requests.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from asgiref.sync import sync_to_async
 from mcp_core.context import ToolContext
 from mcp_core.errors import ClientRequestFailed, ToolError
 from tenants import events
-from tenants.backends.registry import python_resource_template, python_tool
+from tenants.backends.registry import python_prompt, python_resource_template, python_tool
 from tenants.builtin.conformance_fixtures import CONFORMANCE
 from tenants.models import Tenant
 
@@ -300,6 +300,13 @@ async def input_required_capabilities(ctx: ToolContext) -> str:
         return "No supported capabilities declared"
     await asyncio.gather(*questions.values())
     return f"capabilities-ok: received {','.join(questions)}"
+
+
+@python_prompt("conformance.input_required_prompt")
+async def input_required_prompt(ctx: ToolContext) -> list[JSONObject]:
+    # MRTR is not only for tools: prompts/get may answer input_required too (input-required-result-non-tool-request).
+    answer = await ctx.elicit("What context should the prompt use?", _string_schema("context"), key="user_context")
+    return _user(f"Prompt with context: {_answer_text(answer, 'context')}")
 
 
 # ---- 2026-07-28 subscriptions/listen diagnostic hooks --------------------------------------------------------

@@ -17,17 +17,30 @@ JSONObject = dict[str, Any]
 TEST_IMAGE_BASE64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 TEST_AUDIO_BASE64 = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 
-# SEP-1613: kept byte for byte ($schema, $defs, additionalProperties) and served exactly as stored.
+# SEP-1613 ($schema, $defs, additionalProperties) and SEP-2106 (allOf/anyOf, if/then/else, $anchor): kept byte
+# for byte and served exactly as stored. The 0.2.0-alpha fixture (``JSON_SCHEMA_2020_12_FIXTURE``); 0.1.16 checks
+# a subset of it.
 JSON_SCHEMA_2020_12_INPUT_SCHEMA: JSONObject = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
     "$defs": {
         "address": {
+            "$anchor": "addressDef",
             "type": "object",
             "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
         }
     },
-    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
     "additionalProperties": False,
 }
 
@@ -315,6 +328,13 @@ PROMPTS: list[JSONObject] = [
             {"role": "user", "content": _image()},
             {"role": "user", "content": _text("Please analyze the image above.")},
         ],
+    },
+    # SEP-2322: prompts/get answers input_required too (0.2.0-alpha input-required-result-non-tool-request).
+    {
+        "name": "test_input_required_result_prompt",
+        "description": "MRTR: prompt that requires elicitation input",
+        "backend": Backend.PYTHON,
+        "config": {"function": "conformance.input_required_prompt"},
     },
 ]
 

@@ -48,7 +48,15 @@ TEMPLATE_DEFAULTS: JSONObject = {
     "backend": Backend.STATIC,
     "completions": {},
 }
-PROMPT_DEFAULTS: JSONObject = {"title": "", "description": "", "arguments": [], "completions": {}}
+PROMPT_DEFAULTS: JSONObject = {
+    "title": "",
+    "description": "",
+    "arguments": [],
+    "completions": {},
+    "messages": [],
+    "backend": Backend.STATIC,
+    "config": {},
+}
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ CONFORMANCE_PROMPTS = {
     "test_prompt_with_arguments",
     "test_prompt_with_embedded_resource",
     "test_prompt_with_image",
+    "test_input_required_result_prompt",
 }
 
 
@@ -442,7 +443,7 @@ async def test_subscribe_and_unsubscribe_succeed(conformance_url: str) -> None:
 # ---- prompts and completion ---------------------------------------------------------------------------
 
 
-async def test_prompts_list_the_four_fixture_prompts(conformance_url: str) -> None:
+async def test_prompts_list_the_fixture_prompts(conformance_url: str) -> None:
     with anyio.fail_after(TEST_DEADLINE):
         async with legacy_client(conformance_url) as client:
             listed = await client.list_prompts()
@@ -460,6 +461,24 @@ async def test_prompt_arguments_are_filled_in(conformance_url: str) -> None:
     assert message.role == "user"
     assert isinstance(message.content, types.TextContent)
     assert message.content.text == "Prompt with arguments: arg1='alpha', arg2='beta'"
+
+
+async def test_a_python_prompt_asks_over_the_stream_and_renders_with_the_answer(conformance_url: str) -> None:
+    asked: list[tuple[Any, str]] = []
+
+    async def elicit(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append((context.request_id, params.message))
+        return types.ElicitResult(action="accept", content={"context": "a code review"})
+
+    with anyio.fail_after(TEST_DEADLINE):
+        async with legacy_client(conformance_url, elicitation_callback=elicit) as client:
+            prompt = await client.get_prompt("test_input_required_result_prompt")
+    (message,) = prompt.messages
+    assert isinstance(message.content, types.TextContent)
+    assert message.content.text == "Prompt with context: a code review"
+    # The same function asked through a server-to-client request on the prompts/get response stream.
+    ((request_id, question),) = asked
+    assert str(request_id).startswith("srv-") and question == "What context should the prompt use?"
 
 
 async def test_prompt_embeds_the_requested_resource(conformance_url: str) -> None:

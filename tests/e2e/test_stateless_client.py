@@ -119,3 +119,21 @@ async def test_two_rounds_of_questions_are_answered_through_the_sealed_state(con
             result = await client.call_tool("test_input_required_result_multi_round", {})
     assert only_text(result) == "Multi-round complete for Ada who likes blue"
     assert messages == ["Step 1: What is your name?", "Step 2: What is your favorite color?"]
+
+
+async def test_a_python_prompt_asks_through_input_required_and_renders_with_the_answer(conformance_url: str) -> None:
+    asked: list[tuple[Any, str]] = []
+
+    async def elicit(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append((context.request_id, params.message))
+        return types.ElicitResult(action="accept", content={"context": "a code review"})
+
+    with anyio.fail_after(TEST_DEADLINE):
+        async with modern_client(conformance_url, elicitation_callback=elicit) as client:
+            assert client.protocol_version == "2026-07-28"
+            prompt = await client.get_prompt("test_input_required_result_prompt")
+    (message,) = prompt.messages
+    assert isinstance(message.content, types.TextContent)
+    assert message.content.text == "Prompt with context: a code review"
+    # The question arrived inside an input_required result, under the prompt's own key.
+    assert asked == [("user_context", "What context should the prompt use?")]

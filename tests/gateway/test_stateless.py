@@ -62,11 +62,12 @@ async def call(
     meta: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
     id: int = 7,
+    path: str = MCP,
 ):
     body_params = {**(params or {}), "_meta": META if meta is None else meta}
     overridden = {name.lower() for name in headers or {}}
     sent = {k: v for k, v in standard_headers(method, body_params).items() if k not in overridden} | (headers or {})
-    return await request("POST", MCP, body=rpc(method, body_params, id=id), headers=sent)
+    return await request("POST", path, body=rpc(method, body_params, id=id), headers=sent)
 
 
 async def test_discover_answers_versions_capabilities_identity_and_cache_hints(conformance):
@@ -357,6 +358,93 @@ async def test_only_declared_capabilities_are_asked_for(conformance):
     meta = {**META, "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}
     result = (await call("tools/call", {"name": "test_input_required_result_capabilities"}, meta=meta)).json()
     assert {q["method"] for q in result["result"]["inputRequests"].values()} == {"sampling/createMessage"}
+
+
+CONTEXT_ANSWER = {"user_context": {"action": "accept", "content": {"context": "test context"}}}
+
+
+async def test_a_prompt_that_asks_answers_input_required_and_the_retry_renders_it(conformance):
+    get = {"name": "test_input_required_result_prompt"}
+    first = (await call("prompts/get", get, meta=ALL_CAPABILITIES, id=1)).json()["result"]
+    assert first["resultType"] == "input_required"
+    assert first["inputRequests"]["user_context"]["params"]["message"] == "What context should the prompt use?"
+    retry = {**get, "inputResponses": CONTEXT_ANSWER, "requestState": first["requestState"]}
+    second = (await call("prompts/get", retry, meta=ALL_CAPABILITIES, id=2)).json()["result"]
+    assert second["resultType"] == "complete"
+    assert second["messages"] == [
+        {"role": "user", "content": {"type": "text", "text": "Prompt with context: test context"}}
+    ]
+    assert second["description"] == "MRTR: prompt that requires elicitation input"
+
+
+async def test_a_prompt_asks_nothing_of_a_client_that_cannot_answer(conformance):
+    reply = await call("prompts/get", {"name": "test_input_required_result_prompt"})
+    assert reply.status == 400
+    assert reply.json()["error"]["data"] == {"requiredCapabilities": {"elicitation": {}}}
+
+
+# ---- requestState belongs to the bearer token's user and client --------------------------------------------
+
+ACME = "/t/acme/mcp"
+
+
+@pytest.fixture
+def acme_with_prompt(transactional_db: None) -> Any:
+    """A tenant that requires authorization, two members, two clients, and a prompt that asks for context."""
+    from tenants.services import prompt_create
+    from tests.factories import MembershipFactory, OAuthClientFactory, TenantFactory, UserFactory
+
+    tenant = TenantFactory(slug="acme", name="Acme", requires_authorization=True)
+    prompt_create(
+        tenant=tenant, name="context", backend="python", config={"function": "conformance.input_required_prompt"}
+    )
+    alice, bob = UserFactory(username="alice"), UserFactory(username="bob")
+    for user in (alice, bob):
+        MembershipFactory(user=user, tenant=tenant)
+    return {"alice": alice, "bob": bob, "claude": OAuthClientFactory(name="Claude"), "cursor": OAuthClientFactory()}
+
+
+async def bearer(user: Any, application: Any) -> dict[str, str]:
+    from tests.factories import access_token_create
+
+    token = await sync_to_async(access_token_create)(
+        user=user, application=application, resource=["http://127.0.0.1:8000/t/acme/mcp"]
+    )
+    return {"authorization": f"Bearer {token}"}
+
+
+async def test_request_state_sealed_for_one_user_and_client_is_refused_to_any_other(acme_with_prompt):
+    people = acme_with_prompt
+    get = {"name": "context"}
+    alice = await bearer(people["alice"], people["claude"])
+    first = await call("prompts/get", get, meta=ALL_CAPABILITIES, headers=alice, path=ACME, id=1)
+    state = first.json()["result"]["requestState"]
+    retry = {**get, "inputResponses": CONTEXT_ANSWER, "requestState": state}
+
+    for other in (await bearer(people["bob"], people["claude"]), await bearer(people["alice"], people["cursor"])):
+        refused = (await call("prompts/get", retry, meta=ALL_CAPABILITIES, headers=other, path=ACME, id=2)).json()
+        assert refused["id"] == 2 and refused["error"]["code"] == -32602
+        assert "another principal" in refused["error"]["message"]
+
+    # Another token of the same user through the same client (a refresh, say) carries the conversation on.
+    renewed = await bearer(people["alice"], people["claude"])
+    done = (await call("prompts/get", retry, meta=ALL_CAPABILITIES, headers=renewed, path=ACME, id=3)).json()
+    assert done["result"]["messages"][0]["content"]["text"] == "Prompt with context: test context"
+
+
+async def test_request_state_of_a_public_tenant_is_refused_by_an_authorized_one(conformance, acme_with_prompt):
+    people = acme_with_prompt
+    public = (
+        await call("tools/call", {"name": "test_input_required_result_elicitation"}, meta=ALL_CAPABILITIES)
+    ).json()
+    retry = {
+        "name": "context",
+        "inputResponses": CONTEXT_ANSWER,
+        "requestState": public["result"]["requestState"],
+    }
+    alice = await bearer(people["alice"], people["claude"])
+    refused = (await call("prompts/get", retry, meta=ALL_CAPABILITIES, headers=alice, path=ACME)).json()
+    assert refused["error"]["code"] == -32602 and "another server" in refused["error"]["message"]
 
 
 async def open_listen(notifications: dict[str, Any], *, id: int = 11) -> tuple[ApplicationCommunicator, list[Any]]:

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp_core.catalog import Page, PromptDefinition, ToolDefinition
+from mcp_core.content import prompt_result
 from mcp_core.context import ToolContext
 from mcp_core.uritemplate import UriTemplate
 from tests.support import RecordingOutbound  # noqa: F401  (re-exported for the tests)
@@ -19,10 +20,16 @@ class MemoryCatalog:
         self.resources: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
         self.templates: dict[str, dict[str, Any]] = {}
         self.prompts: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+        self.prompt_functions: dict[str, ToolFn] = {}
         self.completions: dict[str, list[str]] = {}
 
     def add_tool(self, wire: dict[str, Any], fn: ToolFn) -> None:
         self.tools[wire["name"]] = (wire, fn)
+
+    def add_prompt_function(self, wire: dict[str, Any], fn: ToolFn) -> None:
+        """A prompt rendered by ``fn(ctx, **arguments)``, returning what ``content.prompt_result`` accepts."""
+        self.prompts[wire["name"]] = (wire, [])
+        self.prompt_functions[wire["name"]] = fn
 
     @staticmethod
     def _page(items: dict[str, Any], after: str | None, limit: int) -> Page:
@@ -60,16 +67,20 @@ class MemoryCatalog:
 
     async def get_prompt(self, name: str) -> PromptDefinition | None:
         entry = self.prompts.get(name)
-        return PromptDefinition(entry[0], None, entry[1]) if entry else None
+        return PromptDefinition(entry[0], self.prompt_functions.get(name), entry[1]) if entry else None
 
-    def render_prompt(self, prompt: PromptDefinition, arguments: dict[str, str]) -> list[dict[str, Any]]:
+    async def render_prompt(
+        self, prompt: PromptDefinition, arguments: dict[str, str], ctx: ToolContext
+    ) -> dict[str, Any]:
+        if prompt.handle is not None:
+            return prompt_result(await prompt.handle(ctx, **arguments))
         rendered = []
         for message in prompt.messages:
             text = message["content"]["text"]
             for key, value in arguments.items():
                 text = text.replace("{{" + key + "}}", value)
             rendered.append({"role": message["role"], "content": {"type": "text", "text": text}})
-        return rendered
+        return {"messages": rendered}
 
     async def complete(
         self, ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any]

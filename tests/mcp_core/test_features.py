@@ -8,7 +8,7 @@ import pytest
 
 from mcp_core.dispatch import dispatch
 from mcp_core.env import Env, ServerIdentity
-from mcp_core.errors import InvalidParams, MethodNotFound, ResourceNotFound, ToolError
+from mcp_core.errors import InvalidParams, MethodNotFound, PromptError, ResourceNotFound, ToolError
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from tests.mcp_core.memory_catalog import MemoryCatalog, RecordingOutbound
 
@@ -254,6 +254,57 @@ async def test_prompts_get_checks_required_arguments(catalog: MemoryCatalog) -> 
         await dispatch("prompts/get", {"name": "greet"}, env)
     with pytest.raises(InvalidParams):
         await dispatch("prompts/get", {"name": "nope"}, env)
+
+
+async def context_prompt(ctx: Any, topic: str = "") -> str:
+    answer = await ctx.elicit("Which context?", {"type": "object", "properties": {"context": {"type": "string"}}})
+    return f"{topic} in {answer['content']['context']}"
+
+
+async def test_a_prompt_function_asks_a_handshake_client_over_the_wire(catalog: MemoryCatalog) -> None:
+    catalog.add_prompt_function({"name": "ctx", "description": "Context"}, context_prompt)
+    outbound = RecordingOutbound({"elicitation/create": {"action": "accept", "content": {"context": "prod"}}})
+    result = await dispatch(
+        "prompts/get", {"name": "ctx", "arguments": {"topic": "db"}}, make_env(catalog, outbound=outbound)
+    )
+    assert [method for method, _ in outbound.requests] == ["elicitation/create"]
+    assert result == {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "db in prod"}}],
+        "description": "Context",
+    }
+
+
+async def refuses(ctx: Any) -> str:
+    raise PromptError("No context, no prompt.")
+
+
+async def breaks(ctx: Any) -> str:
+    raise KeyError("secret detail")
+
+
+async def malformed(ctx: Any) -> list[str]:
+    return ["not a message"]
+
+
+@pytest.mark.parametrize(
+    ("fn", "capabilities", "message"),
+    [
+        (refuses, None, "No context, no prompt."),
+        (context_prompt, {}, "Prompt p needed something from the client that failed: the client did not declare"),
+        (breaks, None, "Prompt p failed with an internal error"),
+        (malformed, None, "Prompt p failed with an internal error"),
+    ],
+)
+async def test_a_prompt_that_cannot_render_is_an_internal_error_with_a_reason(
+    catalog: MemoryCatalog, fn: Any, capabilities: dict[str, Any] | None, message: str
+) -> None:
+    catalog.add_prompt_function({"name": "p"}, fn)
+    env = make_env(catalog) if capabilities is None else make_env(catalog, client_capabilities=capabilities)
+    with pytest.raises(PromptError) as caught:
+        await dispatch("prompts/get", {"name": "p"}, env)
+    assert caught.value.code == -32603
+    assert caught.value.message.startswith(message)
+    assert "secret detail" not in caught.value.message
 
 
 async def test_completion_filters_and_caps_values(catalog: MemoryCatalog) -> None:

@@ -51,6 +51,17 @@ async def swallows(ctx: Any) -> str:
     return "answered"
 
 
+async def briefing(ctx: Any, topic: str) -> dict[str, Any]:
+    runs.append("briefing")
+    answer = await ctx.elicit("Who is the audience?", AUDIENCE_SCHEMA, key="audience")
+    text = f"Brief {answer['content']['audience']} on {topic}."
+    return {"messages": [{"role": "user", "content": {"type": "text", "text": text}}], "description": "Rendered"}
+
+
+AUDIENCE_SCHEMA = {"type": "object", "properties": {"audience": {"type": "string"}}, "required": ["audience"]}
+BRIEFING = {"name": "briefing", "arguments": [{"name": "topic", "required": True}]}
+
+
 def catalog() -> MemoryCatalog:
     found = MemoryCatalog()
     for name, fn in (
@@ -60,6 +71,7 @@ def catalog() -> MemoryCatalog:
         ("swallows", swallows),
     ):
         found.add_tool({"name": name, "description": name, "inputSchema": {"type": "object"}}, fn)
+    found.add_prompt_function(BRIEFING, briefing)
     return found
 
 
@@ -219,3 +231,44 @@ async def test_only_declared_capabilities_are_asked():
 async def test_list_methods_never_answer_input_required():
     result = await dispatch("tools/list", {"inputResponses": {"x": {}}}, env())
     assert result["resultType"] == "complete"
+
+
+# ---- prompts/get ---------------------------------------------------------------------------------------
+
+
+async def test_a_prompt_that_asks_answers_input_required_and_its_retry_renders_it():
+    runs.clear()
+    get = {"name": "briefing", "arguments": {"topic": "owls"}}
+    first = await dispatch("prompts/get", get, env())
+    assert first["resultType"] == "input_required"
+    assert first["inputRequests"] == {
+        "audience": {
+            "method": "elicitation/create",
+            "params": {"message": "Who is the audience?", "requestedSchema": AUDIENCE_SCHEMA},
+        }
+    }
+    retry = {**get, "inputResponses": {"audience": accept(audience="pilots")}, "requestState": first["requestState"]}
+    done = await dispatch("prompts/get", retry, env())
+    assert done["resultType"] == "complete"
+    assert done["messages"] == [{"role": "user", "content": {"type": "text", "text": "Brief pilots on owls."}}]
+    assert done["description"] == "Rendered"
+    assert "ttlMs" not in done, "a result reached through inputResponses is not cacheable"
+    assert runs == ["briefing", "briefing"]
+
+
+async def test_a_prompts_state_is_bound_to_its_name_and_arguments():
+    get = {"name": "briefing", "arguments": {"topic": "owls"}}
+    first = await dispatch("prompts/get", get, env())
+    retry = {"inputResponses": {"audience": accept(audience="pilots")}, "requestState": first["requestState"]}
+    with pytest.raises(InvalidRequestState, match="different request"):
+        await dispatch("prompts/get", {**get, **retry, "arguments": {"topic": "cats"}}, env())
+    with pytest.raises(InvalidRequestState, match="different request"):
+        await dispatch("tools/call", {"name": "briefing", "arguments": {"topic": "owls"}, **retry}, env())
+    with pytest.raises(InvalidRequestState, match="another principal"):
+        await dispatch("prompts/get", {**get, **retry}, env(input_policy=policy(principal="user:2 client:x")))
+
+
+async def test_a_prompt_asks_only_what_the_client_declared():
+    with pytest.raises(MissingClientCapability) as caught:
+        await dispatch("prompts/get", {"name": "briefing", "arguments": {"topic": "owls"}}, env(capabilities={}))
+    assert caught.value.data == {"requiredCapabilities": {"elicitation": {}}}

@@ -176,13 +176,66 @@ def test_sep1330_elicitation_offers_all_five_enum_forms(conformance: TenantCatal
 
 def test_json_schema_tool_echoes_its_arguments_as_compact_json(conformance: TenantCatalog, make_context: Any) -> None:
     ctx, _ = make_context()
-    arguments = {"name": "Ada", "address": {"street": "1 Main", "city": "Zürich"}}
+    arguments = {"name": "Ada", "address": {"street": "1 Main", "city": "Zürich"}, "email": "ada@example.com"}
 
     result = invoke(conformance, "json_schema_2020_12_tool", arguments, ctx)
 
-    assert (
-        result == 'JSON Schema 2020-12 tool called with: {"name":"Ada","address":{"street":"1 Main","city":"Zürich"}}'
+    assert result == (
+        'JSON Schema 2020-12 tool called with: {"name":"Ada","address":{"street":"1 Main","city":"Zürich"},'
+        '"email":"ada@example.com"}'
     )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"name": "Ada"}, "is not valid under any of the given schemas"),
+        ({"contactMethod": "phone", "email": "ada@example.com"}, "'phone' is a required property"),
+        ({"email": "ada@example.com", "address": {"street": 1}}, "address/street: 1 is not of type 'string'"),
+        ({"email": "ada@example.com", "age": 36}, "Additional properties are not allowed"),
+    ],
+)
+def test_json_schema_tool_arguments_are_checked_with_composition_conditionals_and_refs(
+    conformance: TenantCatalog, make_context: Any, arguments: dict[str, Any], problem: str
+) -> None:
+    _, outbound = make_context()
+    env = Env(version="2025-11-25", catalog=conformance, outbound=outbound, server=ServerIdentity("t", "1"))
+
+    result = async_to_sync(call_tool)({"name": "json_schema_2020_12_tool", "arguments": arguments}, env)
+
+    assert result["isError"] is True
+    assert problem in result["content"][0]["text"]
+
+
+def test_the_input_required_prompt_asks_for_context_and_renders_it(
+    conformance: TenantCatalog, make_context: Any
+) -> None:
+    answer = {"action": "accept", "content": {"context": "test context"}}
+    ctx, outbound = make_context(capabilities={"elicitation": {}}, answers={"elicitation/create": answer})
+    prompt = async_to_sync(conformance.get_prompt)("test_input_required_result_prompt")
+    assert prompt is not None and prompt.wire == {
+        "name": "test_input_required_result_prompt",
+        "description": "MRTR: prompt that requires elicitation input",
+    }
+
+    rendered = async_to_sync(conformance.render_prompt)(prompt, {}, ctx)
+
+    assert outbound.requests == [
+        (
+            "elicitation/create",
+            {
+                "message": "What context should the prompt use?",
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {"context": {"type": "string"}},
+                    "required": ["context"],
+                },
+            },
+        )
+    ]
+    assert rendered == {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Prompt with context: test context"}}]
+    }
 
 
 def test_static_fixture_tools_return_the_reference_content(conformance: TenantCatalog, make_context: Any) -> None:

@@ -49,6 +49,7 @@ CONFORMANCE_PROMPTS = {
     "test_prompt_with_arguments",
     "test_prompt_with_embedded_resource",
     "test_prompt_with_image",
+    "test_input_required_result_prompt",
 }
 
 
@@ -124,11 +125,22 @@ def test_conformance_wire_matches_the_reference_server() -> None:
             "type": "object",
             "$defs": {
                 "address": {
+                    "$anchor": "addressDef",
                     "type": "object",
                     "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
                 }
             },
-            "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"},
+            },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
             "additionalProperties": False,
         },
     }
@@ -169,13 +181,14 @@ def test_conformance_prompts_render_like_the_reference() -> None:
     with_args = async_to_sync(catalog.get_prompt)("test_prompt_with_arguments")
     embedded = async_to_sync(catalog.get_prompt)("test_prompt_with_embedded_resource")
 
-    assert catalog.render_prompt(with_args, {"arg1": "testValue1", "arg2": "testValue2"}) == [
+    render = async_to_sync(catalog.render_prompt)
+    assert render(with_args, {"arg1": "testValue1", "arg2": "testValue2"}, None)["messages"] == [
         {
             "role": "user",
             "content": {"type": "text", "text": "Prompt with arguments: arg1='testValue1', arg2='testValue2'"},
         }
     ]
-    first = catalog.render_prompt(embedded, {"resourceUri": "test://example-resource"})[0]
+    first = render(embedded, {"resourceUri": "test://example-resource"}, None)["messages"][0]
     assert first["content"]["resource"] == {
         "uri": "test://example-resource",
         "mimeType": "text/plain",

@@ -8,6 +8,7 @@ from tenants.backends.registry import (
     PythonRegistry,
     UnknownPythonFunction,
     default_registry,
+    python_prompt,
     python_resource_template,
     python_tool,
 )
@@ -24,10 +25,18 @@ def test_decorators_register_into_the_given_registry() -> None:
     async def page(ctx: object, uri: str) -> list[dict]:
         return [{"uri": uri, "text": ""}]
 
+    @python_prompt("brief", registry=registry)
+    async def brief(ctx: object, topic: str) -> str:
+        return f"Brief me on {topic}."
+
     assert registry.get_tool("greet") is greet
     assert registry.get_resource_template("page") is page
+    assert registry.get_prompt("brief") is brief
     assert registry.tool_names() == ["greet"]
     assert registry.resource_template_names() == ["page"]
+    assert registry.prompt_names() == ["brief"]
+    with pytest.raises(UnknownPythonFunction, match="No Python prompt function named 'greet'"):
+        registry.get_prompt("greet")
 
 
 def test_unknown_name_raises_a_clear_error() -> None:

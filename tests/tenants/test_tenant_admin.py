@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from tenants.models import Membership, Resource, Tenant, Tool
+from tenants.models import Backend, Membership, Prompt, Resource, Tenant, Tool
 from tests.factories import ToolFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -111,6 +111,50 @@ def test_resource_form_treats_an_empty_blob_as_absent(admin_client: Any, tenant:
 
     assert response.status_code == 302
     assert Resource.objects.get(uri="docs://readme").blob is None
+
+
+def prompt_form(tenant: Tenant, **overrides: Any) -> dict[str, Any]:
+    data = {
+        "tenant": tenant.pk,
+        "name": "context_prompt",
+        "title": "",
+        "description": "Asks for context first",
+        "arguments": "[]",
+        "completions": "{}",
+        "messages": "[]",
+        "backend": "python",
+        "config": json.dumps({"function": "conformance.input_required_prompt"}),
+    }
+    data.update(overrides)
+    return data
+
+
+def test_a_prompt_backed_by_a_python_function_is_added_in_the_admin(
+    admin_client: Any, tenant: Tenant, listen: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    listener = listen(tenant)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(reverse("admin:tenants_prompt_add"), prompt_form(tenant))
+
+    assert response.status_code == 302
+    prompt = Prompt.objects.get(tenant=tenant, name="context_prompt")
+    assert (prompt.backend, prompt.config) == (Backend.PYTHON, {"function": "conformance.input_required_prompt"})
+    assert listener.receive() == {"type": "catalog.changed", "kind": "prompts"}
+
+
+def test_the_prompt_form_explains_what_each_backend_needs(admin_client: Any, tenant: Tenant) -> None:
+    unknown = prompt_form(tenant, config=json.dumps({"function": "nobody.wrote_this"}), messages='[{"x": 1}]')
+    response = admin_client.post(reverse("admin:tenants_prompt_add"), unknown)
+    errors = response.context["adminform"].form.errors
+    assert errors["config"][0].startswith("No Python prompt function named 'nobody.wrote_this' is registered")
+    assert errors["messages"] == ["A Python prompt's messages come from its function: leave them empty."]
+
+    static = prompt_form(tenant, backend="static", config=json.dumps({"function": "x"}), messages="[]")
+    errors = admin_client.post(reverse("admin:tenants_prompt_add"), static).context["adminform"].form.errors
+    assert errors["config"] == ["A static prompt takes no config: its messages are the prompt."]
+    assert errors["messages"] == ["Messages must be a non-empty list of {role, content} objects."]
+    assert not Prompt.objects.exists()
 
 
 def test_tenant_admin_manages_memberships_inline(admin_client: Any) -> None:

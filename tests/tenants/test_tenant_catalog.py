@@ -261,8 +261,8 @@ def test_get_prompt_carries_the_stored_messages_and_renders_arguments(tenant: Te
         "description": "A prompt.",
         "arguments": [{"name": "who", "required": True}, {"name": "mood"}],
     }
-    rendered = catalog.render_prompt(prompt, {"who": "{{mood}} Ada"})
-    assert rendered == [
+    rendered = async_to_sync(catalog.render_prompt)(prompt, {"who": "{{mood}} Ada"}, None)
+    assert rendered["messages"] == [
         {"role": "user", "content": {"type": "text", "text": "Greet {{mood}} Ada in a  way. {{unrelated}}"}},
         {
             "role": "assistant",
