@@ -99,7 +99,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
 else:
     DATABASES["default"].setdefault("OPTIONS", {})
-    DATABASES["default"]["TEST"] = {"NAME": os.environ.get("TEST_DATABASE_NAME", "test_mcp_platform")}
+    # The test database follows the configured one, so runs against different databases never share it.
+    _test_name = os.environ.get("TEST_DATABASE_NAME") or f"test_{DATABASES['default']['NAME']}"
+    DATABASES["default"]["TEST"] = {"NAME": _test_name}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
