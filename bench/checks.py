@@ -46,10 +46,16 @@ def git_state() -> JSONObject:
     }
 
 
-def serve_servers() -> tuple[list[str], str | None]:
+def serve_servers(env: dict[str, str]) -> tuple[list[str], str | None]:
     """The servers ``manage.py serve --server`` offers and its default; ([], None) without that option."""
     done = subprocess.run(
-        [PYTHON, "manage.py", "serve", "--help"], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+        [PYTHON, "manage.py", "serve", "--help"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     text = " ".join(done.stdout.split())
     choices = re.search(r"--server \{([\w,]+)\}", text)

@@ -398,6 +398,8 @@ def conditions(results: JSONObject) -> list[str]:
     ]
     if results.get("note"):
         lines.append(f"- **Note: {results['note']}**")
+    for failure in results.get("failures", []):
+        lines.append(f"- **Failed:** {failure.splitlines()[0]}")
     if results.get("skipped"):
         lines.append(f"- Skipped (time budget): {', '.join(results['skipped'])}.")
     failed = [r for r in results["rows"] if "error" in r or r.get("errors")]

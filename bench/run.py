@@ -12,9 +12,11 @@ import asyncio
 import json
 import os
 import secrets
+import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -116,7 +118,7 @@ class Runner:
             "SECRET_KEY": secret,
             "MCP_VAR_DIR": str(self.log_dir / "var"),
         }
-        self.serve_choices, serve_default = serve_servers()
+        self.serve_choices, serve_default = serve_servers(env)
         installed = installed_servers()
         wanted = args.servers.split(",") if args.servers else installed
         self.servers = [s for s in wanted if s in installed]
@@ -131,6 +133,8 @@ class Runner:
         self.stack = Stack(self.cores, self.log_dir, env, via_serve)
         self.bench = Bench(profile, self.cores, self.stack, sys.stdout, urlsplit(self.database_url).path.lstrip("/"))
         self.launch: dict[str, list[str]] = {}
+        self.failures: list[str] = []
+        self.worker: Process | None = None
 
     def wants(self, workload: str) -> bool:
         return workload not in self.skip
@@ -160,20 +164,21 @@ class Runner:
         bench.say("preparing PostgreSQL and Redis")
         prepare_database(self.database_url, self.stack.platform_env, profile.catalog_tools, sys.stdout)
         flush_redis(self.args.redis_url)
-        self.stack.start_worker()
+        self.worker = self.stack.start_worker()
         try:
-            self.main_pair()
-            if self.wants("memory"):
-                self.memory()
-            if self.wants("queries"):
-                self.queries()
-            if self.wants("servers"):
-                self.other_servers()
-            if self.wants("ceiling"):
-                self.ceilings()
-            if self.wants("scaling"):
-                self.scaling()
+            self.phase("ours and the peer", self.main_pair)
+            for workload, step in (
+                ("memory", self.memory),
+                ("queries", self.queries),
+                ("servers", self.other_servers),
+                ("ceiling", self.ceilings),
+                ("scaling", self.scaling),
+            ):
+                if self.wants(workload):
+                    self.phase(workload, step)
         finally:
+            if self.worker is not None and not self.worker.alive():
+                self.failures.append(f"the Celery worker exited during the run:\n{self.worker.tail()}")
             self.stack.stop_all()
             flush_redis(self.args.redis_url)
         return {
@@ -189,8 +194,21 @@ class Runner:
             "git": git_state(),
             "launch": {name: " ".join(argv) for name, argv in self.launch.items()},
             "skipped": bench.skipped,
+            "failures": self.failures,
             "rows": bench.rows,
         }
+
+    def phase(self, name: str, step: Callable[[], None]) -> None:
+        """Run one part of the benchmark; a server that will not start or a failed check ends that part only."""
+        try:
+            step()
+        except (TopologyError, BenchError, CheckFailed) as exc:
+            self.failures.append(f"{name}: {exc}")
+            self.bench.say(f"{name} FAILED: {exc}")
+        finally:
+            # Whatever the part started and did not stop (the worker stays for the whole run).
+            for process in [p for p in self.stack.processes if p is not self.worker]:
+                self.stack.stop(process)
 
     def main_pair(self) -> None:
         """Ours and the peer side by side on the recommended server: tools/call, set-up, lists, progress."""
@@ -436,6 +454,8 @@ class Runner:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    # A terminated run still stops every process it started (the ``finally`` blocks run on SystemExit).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.list:
         print("\n".join(WORKLOADS))
         return 0

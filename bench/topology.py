@@ -165,14 +165,6 @@ class Process:
 # ---- ASGI server command lines -------------------------------------------------------------------------
 
 
-def serve_has_server_option() -> bool:
-    """Whether ``manage.py serve`` picks the ASGI server itself (``--server``)."""
-    done = subprocess.run(
-        [PYTHON, "manage.py", "serve", "--help"], cwd=REPO, capture_output=True, text=True, timeout=60, check=False
-    )
-    return "--server" in done.stdout
-
-
 def asgi_command(server: str, app: str, port: int) -> list[str]:
     """The ASGI server ``server`` serving ``app`` (``module:attribute``) on 127.0.0.1:``port``, quietly."""
     host = "127.0.0.1"

@@ -152,6 +152,11 @@ class Bench:
             "concurrency": concurrency,
             "processes": len({t["port"] for t in targets}),
         }
+        gone = next((process for process in watch if not process.alive()), None)
+        if gone is not None:
+            row["error"] = f"{gone.name} is not running:\n{gone.tail()}"
+            self.say(f"{label} FAILED: {gone.name} is not running (log: {gone.log_path})")
+            return self.record(row)
         try:
             result = self.loadgen(job, self.profile.closed_loop_seconds(windows) + 60, cores)
         except BenchError as exc:
