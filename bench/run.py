@@ -57,8 +57,8 @@ from bench.workloads import (
     PEER_PATH,
     Bench,
     BenchError,
+    Served,
     call_op,
-    target,
 )
 
 JSONObject = dict[str, Any]
@@ -216,39 +216,27 @@ class Runner:
         ours = self.web(server, "web")
         peer = self.peer("peer")
         asyncio.run(check_equivalent(endpoint_of(ours, OURS_PATH), endpoint_of(peer, PEER_PATH)))
-        systems = (("ours", server, ours, OURS_PATH), ("peer", PEER_SERVER, peer, PEER_PATH))
+        pair = (Served.one("ours", server, ours, OURS_PATH), Served.one("peer", PEER_SERVER, peer, PEER_PATH))
         if self.wants("tools_call"):
             for era in ERAS:
                 for tool in self.profile.tools:
                     for concurrency in self.profile.concurrencies:
-                        for system, name, process, path in systems:
+                        for served in pair:
                             bench.closed_loop(
+                                served,
                                 workload="tools_call",
-                                system=system,
-                                server=name,
                                 era=era,
                                 case=tool,
                                 concurrency=concurrency,
-                                targets=[target(process, path)],
                                 op=call_op(tool),
-                                watch=[process],
-                                with_database=system == "ours",
                             )
-            self.wrk_checks(systems)
+            self.wrk_checks(pair)
         if self.wants("session_setup"):
             for era, case, op in ((HANDSHAKE, "initialize", HANDSHAKE_OP), (STATELESS, "server/discover", DISCOVER_OP)):
-                for system, name, process, path in systems:
+                for served in pair:
+                    concurrency = self.profile.session_concurrency
                     bench.closed_loop(
-                        workload="session_setup",
-                        system=system,
-                        server=name,
-                        era=era,
-                        case=case,
-                        concurrency=self.profile.session_concurrency,
-                        targets=[target(process, path)],
-                        op=op,
-                        watch=[process],
-                        with_database=system == "ours",
+                        served, workload="session_setup", era=era, case=case, concurrency=concurrency, op=op
                     )
         if self.wants("tools_list"):
             self.tools_list(ours, peer)
@@ -257,60 +245,51 @@ class Runner:
         self.stack.stop(peer)
         self.stack.stop(ours)
 
-    def wrk_checks(self, systems: tuple[tuple[str, str, Process, str], ...]) -> None:
+    def wrk_checks(self, pair: tuple[Served, ...]) -> None:
         seconds = self.profile.windows * self.profile.window
-        for system, name, process, path in systems:
-            if self.bench.out_of_time(f"wrk check {system}"):
+        for served in pair:
+            if self.bench.out_of_time(f"wrk check {served.system}"):
                 return
-            rps = self.bench.wrk(
-                f"http://127.0.0.1:{process.port}{path}", STATELESS, call_op("static_info"), 16, seconds
-            )
+            url = f"http://127.0.0.1:{served.processes[0].port}{served.path}"
+            rps = self.bench.wrk(url, STATELESS, call_op("static_info"), 16, seconds)
             if rps is not None:
                 self.bench.record(
                     {
                         "workload": "wrk_check",
-                        "system": system,
-                        "server": name,
+                        "system": served.system,
+                        "server": served.server,
                         "era": STATELESS,
                         "case": "static_info",
                         "concurrency": 16,
                         "wrk_rps": rps,
                     }
                 )
-                self.bench.say(f"wrk check     {system}/{name:<8} stateless static_info c=16: {rps:.0f} req/s")
+                self.bench.say(
+                    f"wrk check     {served.system}/{served.server:<8} stateless static_info c=16: {rps:.0f} req/s"
+                )
 
     def tools_list(self, ours: Process, peer: Process) -> None:
         bench = self.bench
         asyncio.run(check_catalog(endpoint_of(ours, CATALOG_PATH), paged=True))
+        windows = self.profile.list_windows
         for era in ERAS:
+            served = Served.one("ours", self.recommended, ours, CATALOG_PATH)
             bench.closed_loop(
-                workload="tools_list",
-                system="ours",
-                server=self.recommended,
-                era=era,
-                case="first page",
-                concurrency=1,
-                targets=[target(ours, CATALOG_PATH)],
-                op=LIST_OP,
-                watch=[ours],
-                windows=self.profile.list_windows,
-                with_database=True,
+                served, workload="tools_list", era=era, case="first page", concurrency=1, op=LIST_OP, windows=windows
             )
         catalog_peer = self.peer("peer-catalog", BENCH_PEER_CATALOG_TOOLS=str(self.profile.catalog_tools))
         try:
             asyncio.run(check_catalog(endpoint_of(catalog_peer, PEER_PATH), paged=False))
+            served = Served.one("peer", PEER_SERVER, catalog_peer, PEER_PATH)
             for era in ERAS:
                 bench.closed_loop(
+                    served,
                     workload="tools_list",
-                    system="peer",
-                    server=PEER_SERVER,
                     era=era,
                     case="all tools (no pages)",
                     concurrency=1,
-                    targets=[target(catalog_peer, PEER_PATH)],
                     op=LIST_OP,
-                    watch=[catalog_peer],
-                    windows=self.profile.list_windows,
+                    windows=windows,
                 )
         finally:
             self.stack.stop(catalog_peer)
@@ -379,21 +358,18 @@ class Runner:
             if server == self.recommended or self.bench.out_of_time(f"ours on {server}"):
                 continue
             process = self.web(server, f"web-{server}")
+            served = Served.one("ours", server, process, OURS_PATH)
             try:
                 for era in ERAS:
                     for tool in self.profile.tools:
                         for concurrency in self.profile.other_concurrencies:
                             self.bench.closed_loop(
+                                served,
                                 workload="tools_call",
-                                system="ours",
-                                server=server,
                                 era=era,
                                 case=tool,
                                 concurrency=concurrency,
-                                targets=[target(process, OURS_PATH)],
                                 op=call_op(tool),
-                                watch=[process],
-                                with_database=True,
                             )
             finally:
                 self.stack.stop(process)
@@ -406,16 +382,14 @@ class Runner:
             process = self.stack.start_app(server, "bench.bare_app:app", f"bare-{server}")
             self.launch.setdefault(f"bare/{server}", process.argv)
             try:
+                served = Served.one("bare", server, process, "/")
                 row = self.bench.closed_loop(
+                    served,
                     workload="ceiling",
-                    system="bare",
-                    server=server,
                     era=STATELESS,
                     case="fixed JSON",
                     concurrency=16,
-                    targets=[target(process, "/")],
                     op=call_op("static_info"),
-                    watch=[process],
                 )
                 if row:
                     row["wrk_rps"] = self.bench.wrk(
@@ -433,17 +407,14 @@ class Runner:
                 return
             processes = [stack.start_web(self.recommended, f"web-scale-{count}-{i}") for i in range(count)]
             try:
+                served = Served("ours", self.recommended, tuple(processes), OURS_PATH)
                 row = self.bench.closed_loop(
+                    served,
                     workload="scaling",
-                    system="ours",
-                    server=self.recommended,
                     era=STATELESS,
                     case="static_info",
                     concurrency=16,
-                    targets=[target(p, OURS_PATH) for p in processes],
                     op=call_op("static_info"),
-                    watch=processes,
-                    with_database=True,
                     cores=cores,
                 )
                 if row:

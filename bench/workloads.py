@@ -37,6 +37,24 @@ class BenchError(Exception):
     """The load generator failed or returned something unusable."""
 
 
+@dataclass(frozen=True)
+class Served:
+    """What a point drives: a system (``ours``, ``peer``, ``bare``) on an ASGI server, one or more processes."""
+
+    system: str
+    server: str
+    processes: tuple[Process, ...]
+    path: str
+
+    @classmethod
+    def one(cls, system: str, server: str, process: Process, path: str) -> Served:
+        return cls(system, server, (process,), path)
+
+    @property
+    def targets(self) -> list[JSONObject]:
+        return [target(process, self.path) for process in self.processes]
+
+
 def call_op(tool: str) -> JSONObject:
     return {"type": "request", "method": "tools/call", "params": {"name": tool, "arguments": TOOL_ARGUMENTS[tool]}}
 
@@ -113,35 +131,33 @@ class Bench:
 
     def closed_loop(
         self,
+        served: Served,
         *,
         workload: str,
-        system: str,
-        server: str,
         era: str,
         case: str,
         concurrency: int,
-        targets: list[JSONObject],
         op: JSONObject,
-        watch: list[Process],
         windows: int | None = None,
-        with_database: bool = False,
         cores: Cores | None = None,
     ) -> JSONObject:
         windows = windows or self.profile.windows
+        system, server = served.system, served.server
         label = f"{workload:<13} {system}/{server:<8} {era:<9} {case:<16} c={concurrency:<3}"
         if self.out_of_time(label):
             return {}
         job = {
             "kind": "closed_loop",
-            "targets": targets,
+            "targets": served.targets,
             "era": era,
             "op": op,
             "concurrency": concurrency,
             "warmup": self.profile.warmup,
             "windows": windows,
             "window": self.profile.window,
-            "watch_pids": [pid for process in watch for pid in descendants(process.pid)],
-            "watch_database": self.database if with_database else None,
+            "watch_pids": [pid for process in served.processes for pid in descendants(process.pid)],
+            # Our platform's cost includes PostgreSQL's work for it.
+            "watch_database": self.database if system == "ours" else None,
         }
         row: JSONObject = {
             "workload": workload,
@@ -150,9 +166,9 @@ class Bench:
             "era": era,
             "case": case,
             "concurrency": concurrency,
-            "processes": len({t["port"] for t in targets}),
+            "processes": len(served.processes),
         }
-        gone = next((process for process in watch if not process.alive()), None)
+        gone = next((process for process in served.processes if not process.alive()), None)
         if gone is not None:
             row["error"] = f"{gone.name} is not running:\n{gone.tail()}"
             self.say(f"{label} FAILED: {gone.name} is not running (log: {gone.log_path})")
