@@ -161,6 +161,9 @@ class Runner:
             f"servers {', '.join(self.servers)} (recommended: {self.recommended}); "
             f"{self.cores.describe()}; logs in {self.log_dir}"
         )
+        busy = os.getloadavg()[0]
+        if busy > 0.5 * (os.cpu_count() or 1):
+            bench.say(f"note: the machine is busy (load average {busy:.1f}): expect noisy req/s and p99")
         bench.say("preparing PostgreSQL and Redis")
         prepare_database(self.database_url, self.stack.platform_env, profile.catalog_tools, sys.stdout)
         flush_redis(self.args.redis_url)
