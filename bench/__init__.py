@@ -1,0 +1,1 @@
+"""The benchmark harness: our platform in its production topology against the official SDK server."""
