@@ -98,7 +98,7 @@ def test_consent_page_shows_tenant_client_redirect_host_and_plain_scopes(client,
     page = browser.get(f"/oauth/authorize/?{_urlencode(authorize_query(client_id, Pkce.new()))}", HTTP_HOST=HOST)
     html = page.content.decode()
     assert "Acme" in html and "Cursor" in html and "127.0.0.1" in html
-    assert "registered itself automatically" in html
+    assert "Registered itself automatically" in html
     assert "See and run this workspace&#x27;s tools" in html
     assert 'name="allow"' in html
 
