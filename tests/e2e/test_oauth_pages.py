@@ -138,7 +138,7 @@ def test_the_logo_is_shown_without_a_referrer_and_within_its_box(live_platform, 
     seen: list[dict[str, str]] = []
 
     def logo_host(route: Any) -> None:  # stands in for the client's web site: this machine has no internet
-        seen.append(route.request.headers)
+        seen.append(route.request.all_headers())
         route.fulfill(status=200, content_type="image/png", body=png(512, 512, (217, 119, 87)))
 
     page.route(f"{LOGO_HOST}/**", logo_host)

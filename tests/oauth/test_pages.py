@@ -9,7 +9,6 @@ from urllib.parse import urlencode
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model, get_grant_model, get_refresh_token_model
@@ -18,37 +17,15 @@ from mcp_platform.oauth.models import TenantApplication
 from tests.factories import MembershipFactory, OAuthClientFactory, UserFactory, access_token_create
 from tests.gateway.conftest import INIT_PARAMS, request, rpc
 from tests.oauth.conftest import ACME_MCP, BASE
-from tests.oauth.flow import HOST, REDIRECT, Pkce, authorize_query, consent, exchange, redirect_params, register
+from tests.oauth.flow import HOST, REDIRECT, Pkce, authorize_query, consent, redirect_params, register, tokens
 
 GLOBEX_MCP = f"{BASE}/t/globex/mcp"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rate_limits() -> None:
-    cache.clear()
-
-
-@pytest.fixture
-def browser(member: Any) -> Client:
-    browser = Client()
-    browser.force_login(member)
-    return browser
 
 
 def registered(client: Client, **metadata: Any) -> TenantApplication:
     response = register(client, **metadata)
     assert response.status_code == 201, response.content
     return TenantApplication.objects.get(client_id=response.json()["client_id"])
-
-
-def tokens_for(browser: Client, application: TenantApplication, resource: str = ACME_MCP) -> dict[str, Any]:
-    """The whole flow as a person and a client would: consent, then code exchange."""
-    pkce = Pkce.new()
-    code = redirect_params(consent(browser, authorize_query(application.client_id, pkce, resource=resource)))["code"]
-    response = exchange(Client(), client_id=application.client_id, code=code, verifier=pkce.verifier, resource=resource)
-    assert response.status_code == 200, response.content
-    tokens: dict[str, Any] = response.json()
-    return tokens
 
 
 def consent_page(browser: Client, application: TenantApplication, **query: Any) -> Any:
@@ -187,8 +164,8 @@ def test_connected_apps_needs_sign_in(db):
 def test_connected_apps_lists_each_workspace_with_scopes_and_dates(client, acme, globex, member, browser):
     MembershipFactory(user=member, tenant=globex)
     application = registered(client, client_name="Claude")
-    tokens_for(browser, application, ACME_MCP)
-    tokens_for(browser, application, GLOBEX_MCP)
+    tokens(browser, application.client_id, resource=ACME_MCP)
+    tokens(browser, application.client_id, resource=GLOBEX_MCP)
     html = browser.get("/account/apps/").content.decode()
     assert html.count('<h2 id="connection-') == 2
     assert "on <strong>Acme</strong>" in html and "on <strong>Globex</strong>" in html
@@ -211,10 +188,10 @@ def test_expired_and_other_peoples_tokens_are_not_connections(member, client_app
 
 
 def test_a_connection_lives_on_while_its_refresh_token_can_mint_access(client, acme, browser):
-    tokens = tokens_for(browser, registered(client, client_name="Claude"))
+    issued = tokens(browser, registered(client, client_name="Claude").client_id)
     get_access_token_model().objects.update(expires=timezone.now() - timedelta(hours=1))
     assert "Claude" in browser.get("/account/apps/").content.decode()
-    assert mcp_status(tokens["access_token"]) == 401
+    assert mcp_status(issued["access_token"]) == 401
     # Past the refresh lifetime the refresh token is dead too (django-oauth-toolkit's rule), and so is the connection.
     get_access_token_model().objects.update(expires=timezone.now() - timedelta(days=31))
     assert "Claude" not in browser.get("/account/apps/").content.decode()
@@ -224,8 +201,8 @@ def test_a_connection_lives_on_while_its_refresh_token_can_mint_access(client, a
 def test_revoking_ends_access_and_refresh_for_that_workspace_only(client, acme, globex, member, browser):
     MembershipFactory(user=member, tenant=globex)
     application = registered(client, client_name="Claude")
-    acme_tokens = tokens_for(browser, application, ACME_MCP)
-    globex_tokens = tokens_for(browser, application, GLOBEX_MCP)
+    acme_tokens = tokens(browser, application.client_id, resource=ACME_MCP)
+    globex_tokens = tokens(browser, application.client_id, resource=GLOBEX_MCP)
     assert mcp_status(acme_tokens["access_token"]) == 200
 
     response = browser.post(
