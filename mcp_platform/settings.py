@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",
     "channels",
     "oauth2_provider",
     "tenants",
@@ -60,6 +61,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (the pages' stylesheet, the admin's assets) in every topology, DEBUG or not.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -208,7 +211,13 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT = VAR_DIR / "static"  # where collectstatic copies to, for a CDN or a front proxy
+STATIC_ROOT.mkdir(exist_ok=True)
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# WhiteNoise serves straight from the finders (the source tree and the apps), so no process needs a
+# collectstatic step first; files are indexed once at start-up (on every request under DEBUG).
+WHITENOISE_USE_FINDERS = True
+X_FRAME_OPTIONS = "DENY"
 
 LOGGING = {
     "version": 1,

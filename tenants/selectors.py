@@ -61,6 +61,11 @@ def tenant_list_for_user(*, user: User) -> QuerySet[Tenant]:
     return Tenant.objects.filter(memberships__user=user).order_by("slug")
 
 
+def tenants_by_slug(*, slugs: set[str]) -> dict[str, Tenant]:
+    """The tenants (any status) whose slug is in ``slugs``, keyed by slug."""
+    return {tenant.slug: tenant for tenant in Tenant.objects.filter(slug__in=slugs)}
+
+
 def membership_get(*, tenant: Tenant, user: User) -> Membership | None:
     return Membership.objects.filter(tenant=tenant, user=user).first()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -13,7 +12,9 @@ from oauth2_provider.views import AuthorizationView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
 from mcp_platform.oauth.audience import AudienceRefused, grant_tenant
+from mcp_platform.oauth.headers import apply_page_policy, form_target
 from mcp_platform.oauth.models import TenantApplication
+from mcp_platform.oauth.presentation import client_face, redirect_host
 from mcp_platform.oauth.resource import base_url_from_request
 
 
@@ -25,6 +26,11 @@ class TenantAuthorizationView(AuthorizationView):
     """
 
     template_name = "oauth/consent.html"
+    form_targets: tuple[str, ...] = ()
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response: HttpResponse = super().dispatch(request, *args, **kwargs)
+        return apply_page_policy(response, self.form_targets)  # type: ignore[return-value]
 
     def _application(self, client_id: str | None) -> TenantApplication | None:
         if not client_id:
@@ -44,7 +50,7 @@ class TenantAuthorizationView(AuthorizationView):
                 )
             except AudienceRefused as refused:
                 # Shown here, not redirected: the person at the browser is the one who can act on it.
-                context = {"application": application, "error": refused}
+                context = {"application": application, "face": client_face(application), "error": refused}
                 return render(request, "oauth/refused.html", context, status=403)
         return super().get(request, *args, **kwargs)
 
@@ -73,6 +79,10 @@ class TenantAuthorizationView(AuthorizationView):
         context: dict[str, Any] = super().get_context_data(**kwargs)
         context["tenant"] = getattr(self, "tenant", None)
         redirect_uri = context.get("redirect_uri") or ""
-        parts = urlsplit(redirect_uri)
-        context["redirect_host"] = parts.hostname or f"{parts.scheme}:"
+        context["redirect_host"] = redirect_host(redirect_uri)
+        application = context.get("application")
+        if isinstance(application, TenantApplication):
+            context["face"] = client_face(application)
+        target = form_target(redirect_uri)
+        self.form_targets = (target,) if target else ()
         return context

@@ -1,48 +1,142 @@
-"""A person's connected apps: which clients hold live tokens for them (selector) and disconnecting one (service)."""
+"""A person's connected apps: which client may act for them on which tenant endpoint (selector), and ending that.
+
+A connection is one client and one tenant endpoint (every grant names exactly one, RFC 8707) for which the
+person holds a usable token: an unexpired access token, or a refresh token that could still mint one.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Min, Model, Q
 from django.utils import timezone
-from oauth2_provider.models import get_access_token_model, get_grant_model, get_refresh_token_model
+from oauth2_provider.models import (
+    get_access_token_model,
+    get_grant_model,
+    get_refresh_token_model,
+    refresh_token_expire_timedelta,
+)
+from oauth2_provider.scopes import get_scopes_backend
 
 from mcp_platform.oauth.models import TenantApplication
+from mcp_platform.oauth.presentation import ClientFace, client_face
+from tenants.models import Tenant
+from tenants.selectors import tenants_by_slug
+
+M = TypeVar("M", bound=Model)
 
 
 @dataclass
 class Connection:
+    """One client's access to one tenant endpoint on behalf of one person."""
+
     application: TenantApplication
-    resources: set[str] = field(default_factory=set)
+    resource: str
+    tenant: Tenant | None
     scopes: set[str] = field(default_factory=set)
+    authorized_at: datetime | None = None
+    last_used_at: datetime | None = None
+
+    @property
+    def face(self) -> ClientFace:
+        return client_face(self.application)
+
+    @property
+    def scope_descriptions(self) -> list[str]:
+        """The granted scopes in words, in the order ``settings.OAUTH2_PROVIDER["SCOPES"]`` lists them."""
+        words = get_scopes_backend().get_all_scopes()
+        known = [words[scope] for scope in words if scope in self.scopes]
+        return known + sorted(scope for scope in self.scopes if scope not in words)
+
+
+def tenant_slug_of(resource: str) -> str | None:
+    """The tenant slug in an endpoint URL ``…/t/<slug>/mcp``, else None."""
+    path = resource.split("://", 1)[-1].partition("/")[2]
+    parts = path.split("/")
+    if len(parts) == 3 and parts[0] == "t" and parts[2] == "mcp" and parts[1]:
+        return parts[1]
+    return None
+
+
+def _one_resource(value: object) -> str:
+    return value[0] if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str) else ""
 
 
 def connection_list(*, user: AbstractBaseUser) -> list[Connection]:
-    """Clients holding an unexpired access token or an unrevoked refresh token of ``user``, by name."""
-    found: dict[int, Connection] = {}
-    live_access = get_access_token_model().objects.filter(user=user, expires__gt=timezone.now())
-    live_refresh = get_refresh_token_model().objects.filter(user=user, revoked__isnull=True)
-    for token in [*live_access.select_related("application"), *live_refresh.select_related("application")]:
-        if token.application is None:
+    """The person's connections, by app name then tenant.
+
+    ``authorized_at`` is when the person allowed it (the first refresh token of the grant's rotation
+    family, else the access token); ``last_used_at`` is the latest token issue or authenticated request
+    (recorded to the minute by ``resource.aauthenticate``).
+    """
+    now = timezone.now()
+    # A refresh token is usable while unrevoked and its access token expired less than the refresh lifetime
+    # ago (how django-oauth-toolkit validates it).
+    refreshable = Q(refresh_token__isnull=False, refresh_token__revoked__isnull=True)
+    expire_delta = refresh_token_expire_timedelta()
+    if expire_delta:
+        refreshable &= Q(expires__gt=now - expire_delta)
+    usable = Q(expires__gt=now) | refreshable
+    tokens = (
+        get_access_token_model()
+        .objects.filter(usable, user=user, application__isnull=False)
+        .select_related("application__tenant", "refresh_token")
+    )
+    found: dict[tuple[int, str], Connection] = {}
+    families: dict[object, Connection] = {}
+    for token in tokens:
+        resource = _one_resource(token.resource)
+        if not resource:
             continue
-        connection = found.setdefault(token.application_id, Connection(token.application))
-        connection.resources.update(getattr(token, "resource", None) or [])
-        connection.scopes.update(getattr(token, "scope", "").split())
-    return sorted(found.values(), key=lambda c: (c.application.name.lower(), c.application.pk))
+        connection = found.setdefault((token.application_id, resource), Connection(token.application, resource, None))
+        connection.scopes.update(token.scope.split())
+        connection.last_used_at = max(filter(None, (connection.last_used_at, token.updated)))
+        refresh = getattr(token, "refresh_token", None)
+        if refresh is not None and refresh.token_family:
+            families[refresh.token_family] = connection
+        else:
+            connection.authorized_at = min(filter(None, (connection.authorized_at, token.created)))
+    first_issued = (
+        get_refresh_token_model()
+        .objects.filter(token_family__in=list(families))
+        .values("token_family")
+        .annotate(first=Min("created"))
+    )
+    for row in first_issued:
+        connection = families[row["token_family"]]
+        connection.authorized_at = min(filter(None, (connection.authorized_at, row["first"])))
+    tenants = tenants_by_slug(slugs={s for c in found.values() if (s := tenant_slug_of(c.resource))})
+    for connection in found.values():
+        connection.tenant = tenants.get(tenant_slug_of(connection.resource) or "")
+    return sorted(found.values(), key=lambda c: (c.face.name.lower(), c.application.pk, c.resource))
 
 
-def connection_revoke(*, user: AbstractBaseUser, application_id: int) -> bool:
-    """Revoke every token and pending code ``user`` gave the client; False when there was none."""
+def _matching(rows: Iterable[M], resource: str) -> list[M]:
+    return [row for row in rows if _one_resource(getattr(row, "resource", None)) == resource]
+
+
+def connection_revoke(*, user: AbstractBaseUser, application_id: int, resource: str) -> bool:
+    """End the client's access to ``resource`` for ``user``: its refresh tokens (whole rotation families),
+    access tokens and pending authorization codes. False when there was nothing to revoke.
+    """
+    refresh_model = get_refresh_token_model()
+    access_model = get_access_token_model()
     with transaction.atomic():
-        refreshed = get_refresh_token_model().objects.filter(
-            user=user, application_id=application_id, revoked__isnull=True
+        refreshes = _matching(
+            refresh_model.objects.filter(user=user, application_id=application_id, revoked__isnull=True), resource
         )
-        count = 0
-        for refresh_token in refreshed:
-            refresh_token.revoke()
-            count += 1
-        deleted, _ = get_access_token_model().objects.filter(user=user, application_id=application_id).delete()
-        get_grant_model().objects.filter(user=user, application_id=application_id).delete()
-    return bool(count or deleted)
+        for refresh in refreshes:
+            if refresh.token_family:
+                refresh_model.revoke_family(refresh.token_family)
+            else:
+                refresh.revoke()
+        accesses = _matching(access_model.objects.filter(user=user, application_id=application_id), resource)
+        access_model.objects.filter(pk__in=[a.pk for a in accesses]).delete()
+        grants = _matching(get_grant_model().objects.filter(user=user, application_id=application_id), resource)
+        get_grant_model().objects.filter(pk__in=[g.pk for g in grants]).delete()
+    return bool(refreshes or accesses or grants)

@@ -2,6 +2,7 @@
 
 A client may be bound to one tenant (then it gets tokens for that tenant's endpoint only); clients that
 register themselves (RFC 7591) are unbound and every token they get is still bound to one tenant endpoint.
+A client's logo is kept only as an https URL that is safe to put in an ``<img>``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,28 @@ from oauth2_provider.models import AbstractApplication, ApplicationManager
 # Never a redirect target, whatever a client registers.
 FORBIDDEN_REDIRECT_SCHEMES = frozenset({"javascript", "data", "file", "vbscript", "about", "blob", "ftp", "ws", "wss"})
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+MAX_LOGO_URI_LENGTH = 2048
+
+
+def safe_logo_uri(uri: object) -> str | None:
+    """``uri`` when it can be put in an ``<img src>`` of our pages, else None.
+
+    Only absolute https URLs with a host, no credentials, no whitespace or quotes, at most
+    ``MAX_LOGO_URI_LENGTH`` characters: the pages are served over https in production (no mixed content)
+    and the pages' Content-Security-Policy allows images from ``https:`` only.
+    """
+    if not isinstance(uri, str) or not uri or len(uri) > MAX_LOGO_URI_LENGTH:
+        return None
+    if any(c.isspace() or c in "\"'<>\\`" or ord(c) < 0x20 for c in uri):
+        return None
+    try:
+        parts = urlsplit(uri)
+        port = parts.port  # raises on a malformed port
+    except ValueError:
+        return None
+    if parts.scheme != "https" or not parts.hostname or "@" in parts.netloc or port == 0:
+        return None
+    return uri
 
 
 class TenantApplication(AbstractApplication):
@@ -25,6 +48,11 @@ class TenantApplication(AbstractApplication):
         on_delete=models.CASCADE,
         related_name="+",
         help_text="Only tokens for this tenant's endpoint may be issued to the client. Empty: any tenant.",
+    )
+    logo_uri = models.URLField(
+        max_length=MAX_LOGO_URI_LENGTH,
+        blank=True,
+        help_text="https URL of the client's logo, shown on the consent page (RFC 7591 logo_uri).",
     )
 
     objects = ApplicationManager()
@@ -73,3 +101,5 @@ class TenantApplication(AbstractApplication):
             raise
         if problems:
             raise ValidationError({"redirect_uris": problems})
+        if self.logo_uri and safe_logo_uri(self.logo_uri) is None:
+            raise ValidationError({"logo_uri": "The logo must be an https URL without credentials or quotes."})

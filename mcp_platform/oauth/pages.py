@@ -1,38 +1,63 @@
-"""Pages people see around authorization: sign-in (Django's view, our template) and connected apps."""
+"""Pages people see around authorization: sign-in and sign-out (Django's views, our templates) and connected apps."""
 
 from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
-from django.urls import path
+from django.urls import path, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from mcp_platform.oauth.connections import connection_list, connection_revoke
+from mcp_platform.oauth.headers import page_policy
+from mcp_platform.oauth.models import TenantApplication
+from mcp_platform.oauth.presentation import client_face
 
 
+class SignInView(auth_views.LoginView):
+    """Django's sign-in; when it leads on to a consent page, it names the app waiting there."""
+
+    template_name = "registration/login.html"
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context: dict[str, Any] = super().get_context_data(**kwargs)
+        target = urlsplit(str(context.get("next") or ""))
+        if target.path == reverse("oauth2_provider:authorize") and not target.netloc:
+            client_id = parse_qs(target.query).get("client_id", [""])[0]
+            application = TenantApplication.objects.filter(client_id=client_id).first() if client_id else None
+            context["continuing_to"] = client_face(application) if application else None
+        return context
+
+
+@page_policy
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def connected_apps(request: HttpRequest) -> HttpResponse:
-    return render(request, "oauth/connected_apps.html", {"connections": connection_list(user=request.user)})  # type: ignore[arg-type]
+    connections = connection_list(user=request.user)  # type: ignore[arg-type]
+    return render(request, "oauth/connected_apps.html", {"connections": connections})
 
 
+@page_policy
 @login_required
 @require_POST
 def connected_app_revoke(request: HttpRequest, application_id: int) -> HttpResponse:
-    if connection_revoke(user=request.user, application_id=application_id):  # type: ignore[arg-type]
-        messages.success(request, "The app was disconnected. It can no longer act for you.")
+    resource = request.POST.get("resource", "")
+    if not resource:
+        return HttpResponseBadRequest("Say which workspace endpoint to revoke the app's access to.")
+    if connection_revoke(user=request.user, application_id=application_id, resource=resource):  # type: ignore[arg-type]
+        messages.success(request, "Access revoked. The app can no longer act for you there.")
     return redirect("oauth-connected-apps")
 
 
 urlpatterns = [
-    path(
-        "login/",
-        auth_views.LoginView.as_view(template_name="registration/login.html", redirect_authenticated_user=True),
-        name="oauth-login",
-    ),
+    path("login/", page_policy(SignInView.as_view()), name="oauth-login"),
+    path("logout/", page_policy(auth_views.LogoutView.as_view(next_page="oauth-login")), name="oauth-logout"),
     path("apps/", connected_apps, name="oauth-connected-apps"),
     path("apps/<int:application_id>/revoke/", connected_app_revoke, name="oauth-connected-app-revoke"),
 ]

@@ -1,7 +1,8 @@
 """Dynamic Client Registration (RFC 7591) on django-oauth-toolkit's view, limited for anonymous use.
 
 Anyone may register, so registration is rate-limited per address and platform-wide, and only what MCP
-clients need is accepted: the authorization code grant, a few redirect URIs, a short name.
+clients need is accepted: the authorization code grant, a few redirect URIs, a short name, and a logo
+(kept only when it is a safe https URL; otherwise ignored, as RFC 7591 §2 allows).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import Any
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from oauth2_provider.views import DynamicClientRegistrationView
+
+from mcp_platform.oauth.models import TenantApplication, safe_logo_uri
 
 PER_ADDRESS_PER_HOUR = 20
 PLATFORM_PER_HOUR = 1000
@@ -71,4 +74,10 @@ class LimitedRegistrationView(DynamicClientRegistrationView):
         if problem:
             return _refuse(problem)
         response: HttpResponse = super().post(request, *args, **kwargs)
+        logo_uri = safe_logo_uri(data.get("logo_uri")) if isinstance(data, dict) else None
+        if response.status_code == 201 and logo_uri:
+            registered = json.loads(response.content)
+            TenantApplication.objects.filter(client_id=registered["client_id"]).update(logo_uri=logo_uri)
+            registered["logo_uri"] = logo_uri
+            return JsonResponse(registered, status=201)
         return response

@@ -2,13 +2,14 @@
 
 RFC 6750 (Bearer, header only), RFC 8707 (the token's audience is exactly this endpoint) and RFC 9728
 (``WWW-Authenticate`` points at the endpoint's metadata). Used by the gateway's ASGI middleware, so the
-check is async and costs one query.
+check is async and costs one query (plus a "last used" write at most once a minute per token).
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.http import HttpRequest
@@ -20,6 +21,8 @@ from mcp_platform.conf import platform_settings
 from tenants.models import Tenant
 
 SCOPES = ("mcp:tools", "mcp:resources", "mcp:prompts")
+# "Last used" on the connected-apps page is kept to this resolution: at most one write per token per minute.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,8 @@ async def aauthenticate(*, tenant: Tenant, authorization: str | None, base_url: 
 
     Valid means: known, not expired, its audience is exactly this endpoint, issued to a client allowed for
     this tenant, and its user is active and still a member of the tenant. Anything else is ``invalid_token``
-    (a missing token gets a challenge without an error code, RFC 6750 §3.1).
+    (a missing token gets a challenge without an error code, RFC 6750 §3.1). A used token's ``updated`` is
+    moved forward (to the minute): it is the "last used" of the connected-apps page.
     """
     token = bearer_token(authorization)
     if token is None:
@@ -114,7 +118,7 @@ async def aauthenticate(*, tenant: Tenant, authorization: str | None, base_url: 
             user__tenant_memberships__tenant=tenant,
         )
         .select_related("application")
-        .only("id", "user_id", "scope", "resource", "application__client_id", "application__tenant_id")
+        .only("id", "user_id", "scope", "resource", "updated", "application__client_id", "application__tenant_id")
         .afirst()
     )
     audience = endpoint_url(base_url, tenant.slug)
@@ -131,6 +135,9 @@ async def aauthenticate(*, tenant: Tenant, authorization: str | None, base_url: 
             error="invalid_token",
             description="The access token is invalid, expired, or not for this endpoint.",
         )
+    now = timezone.now()
+    if row.updated < now - LAST_USED_RESOLUTION:
+        await type(row).objects.filter(pk=row.pk).aupdate(updated=now)
     return Principal(
         user_id=row.user_id,
         client_id=row.application.client_id,

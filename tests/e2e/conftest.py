@@ -6,6 +6,7 @@ worker on PostgreSQL and Redis) when ``DATABASE_URL`` and ``REDIS_URL`` are set.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.browser import CHROMIUM, SKIP_ENV, launch_chromium
 from tests.e2e.live import (
     CONFORMANCE_TENANT,
     PAGED_TENANT,
@@ -62,6 +64,31 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     server = item.config.stash.get(LIVE_SERVER_KEY, None)
     if report.failed and server is not None and "live_platform" in getattr(item, "fixturenames", ()):
         report.sections.append(("live server output", server.logs()))
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright, one per test module (Playwright's sync API owns an event loop
+    while it runs, so it must be gone before another module's async tests start).
+
+    A missing browser fails loudly; only ``MCP_SKIP_BROWSER_TESTS=1`` skips.
+    """
+    if os.environ.get(SKIP_ENV) == "1":
+        pytest.skip(f"{SKIP_ENV}=1: browser tests skipped on request")
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; scripts/test does) "
+            f"or set {SKIP_ENV}=1 to skip the browser tests",
+            pytrace=False,
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 @pytest.fixture

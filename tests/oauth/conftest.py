@@ -1,10 +1,12 @@
-"""Fixtures for the OAuth tests: a tenant that requires authorization, a member, a client, tokens."""
+"""Fixtures for the OAuth tests: tenants that require authorization, a member (signed in), a client."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from django.core.cache import cache
+from django.test import Client
 
 from tests.factories import MembershipFactory, OAuthClientFactory, TenantFactory, UserFactory
 
@@ -32,3 +34,17 @@ def member(acme: Any) -> Any:
 @pytest.fixture
 def client_app(db: None) -> Any:
     return OAuthClientFactory(name="Claude")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits() -> None:
+    """Registration is rate-limited per address in the cache: every test starts with a clean count."""
+    cache.clear()
+
+
+@pytest.fixture
+def browser(member: Any) -> Client:
+    """The member, signed in."""
+    browser = Client()
+    browser.force_login(member)
+    return browser

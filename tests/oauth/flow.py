@@ -81,3 +81,14 @@ def exchange(client: Client, *, client_id: str, code: str, verifier: str, **extr
         **extra,
     }
     return client.post("/oauth/token/", {k: v for k, v in data.items() if v is not None}, HTTP_HOST=HOST)
+
+
+def tokens(browser: Client, client_id: str, **query: Any) -> dict[str, Any]:
+    """The whole flow as a person and a client go through it: consent, then the code exchange."""
+    pkce = Pkce.new()
+    query = authorize_query(client_id, pkce, **query)
+    code = redirect_params(consent(browser, query))["code"]
+    response = exchange(Client(), client_id=client_id, code=code, verifier=pkce.verifier, resource=query["resource"])
+    assert response.status_code == 200, response.content
+    issued: dict[str, Any] = response.json()
+    return issued

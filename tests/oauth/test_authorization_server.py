@@ -7,41 +7,29 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.core.cache import cache
 from django.test import Client
 
 from mcp_platform.oauth.models import TenantApplication
 from tests.factories import OAuthClientFactory
 from tests.gateway.conftest import INIT_PARAMS, request, rpc
 from tests.oauth.conftest import BASE
-from tests.oauth.flow import HOST, REDIRECT, Pkce, authorize_query, consent, exchange, redirect_params, register
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rate_limits() -> None:
-    cache.clear()
-
-
-@pytest.fixture
-def browser(member: Any) -> Client:
-    browser = Client()
-    browser.force_login(member)
-    return browser
+from tests.oauth.flow import (
+    HOST,
+    REDIRECT,
+    Pkce,
+    authorize_query,
+    consent,
+    exchange,
+    redirect_params,
+    register,
+    tokens,
+)
 
 
 def _registered_client_id(client: Client, **metadata: Any) -> str:
     response = register(client, **metadata)
     assert response.status_code == 201, response.content
     return str(response.json()["client_id"])
-
-
-def _tokens(browser: Client, client_id: str, **query: Any) -> dict[str, Any]:
-    pkce = Pkce.new()
-    code = redirect_params(consent(browser, authorize_query(client_id, pkce, **query)))["code"]
-    response = exchange(Client(), client_id=client_id, code=code, verifier=pkce.verifier)
-    assert response.status_code == 200, response.content
-    tokens: dict[str, Any] = response.json()
-    return tokens
 
 
 # ---- discovery ---------------------------------------------------------------------------------------
@@ -98,7 +86,7 @@ def test_consent_page_shows_tenant_client_redirect_host_and_plain_scopes(client,
     page = browser.get(f"/oauth/authorize/?{_urlencode(authorize_query(client_id, Pkce.new()))}", HTTP_HOST=HOST)
     html = page.content.decode()
     assert "Acme" in html and "Cursor" in html and "127.0.0.1" in html
-    assert "registered itself automatically" in html
+    assert "Registered itself automatically" in html
     assert "See and run this workspace&#x27;s tools" in html
     assert 'name="allow"' in html
 
@@ -263,7 +251,7 @@ def test_registered_client_is_public_and_marked_as_dcr(client, db):
 @pytest.mark.django_db(transaction=True)
 def test_refresh_token_rotates_and_a_replayed_one_is_refused(client, acme, browser):
     client_id = _registered_client_id(client)
-    first = _tokens(browser, client_id)
+    first = tokens(browser, client_id)
     refreshed = Client().post(
         "/oauth/token/",
         {"grant_type": "refresh_token", "refresh_token": first["refresh_token"], "client_id": client_id},
@@ -292,7 +280,7 @@ def test_refresh_token_rotates_and_a_replayed_one_is_refused(client, acme, brows
 @pytest.mark.django_db(transaction=True)
 def test_refreshed_token_keeps_its_audience(client, acme, browser):
     client_id = _registered_client_id(client)
-    first = _tokens(browser, client_id)
+    first = tokens(browser, client_id)
     second = (
         Client()
         .post(
