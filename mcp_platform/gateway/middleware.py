@@ -75,7 +75,7 @@ class GatewayMiddleware:
                 message = "Unauthorized" if outcome.status == 401 else "Forbidden"
                 await reject(outcome.status, message, [(b"www-authenticate", outcome.www_authenticate.encode())])
                 return
-            scope = {**scope, "mcp.principal": outcome}
+            scope = {**scope, resource.PRINCIPAL_SCOPE_KEY: outcome}
 
         limit = platform_settings.MAX_REQUEST_BYTES
         declared = _header(scope, b"content-length")
@@ -94,7 +94,7 @@ class GatewayMiddleware:
                 return
             if not message.get("more_body"):
                 break
-        principal = scope.get("mcp.principal")
+        principal = scope.get(resource.PRINCIPAL_SCOPE_KEY)
         if isinstance(principal, resource.Principal):
             missing = required_scopes(bytes(body)) - principal.scopes
             if missing:

@@ -25,15 +25,15 @@ from mcp_core.mrtr import InputPolicy
 from mcp_core.request_state import derive_key
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.responses import Send, send_chunk, send_json, start_sse
+from mcp_platform.jobs.selectors import Caller
+from mcp_platform.jobs.store import ToolRunStore
+from mcp_platform.oauth.resource import ANONYMOUS
 from tenants.catalog import TenantCatalog
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
 
 REQUEST_STATE_PURPOSE = "mcp_platform.gateway.request_state"
-# Until bearer tokens are enforced every request acts for the same principal; the binding field is in place
-# so the token's subject slots in without changing the sealed format.
-ANONYMOUS_PRINCIPAL = "anonymous"
 
 
 class RequestStream:
@@ -101,7 +101,7 @@ def request_state_keys() -> tuple[bytes, ...]:
     return tuple(derive_key(secret, REQUEST_STATE_PURPOSE) for secret in secrets)
 
 
-def input_policy(tenant: Tenant, principal: str = ANONYMOUS_PRINCIPAL) -> InputPolicy:
+def input_policy(tenant: Tenant, principal: str = ANONYMOUS) -> InputPolicy:
     return InputPolicy(
         keys=request_state_keys(),
         now=time.time(),
@@ -112,8 +112,18 @@ def input_policy(tenant: Tenant, principal: str = ANONYMOUS_PRINCIPAL) -> InputP
 
 
 def stateless_env(
-    *, tenant: Tenant, server: ServerIdentity, envelope: Envelope, stream: RequestStream, headers: Mapping[str, str]
+    *,
+    tenant: Tenant,
+    server: ServerIdentity,
+    envelope: Envelope,
+    stream: RequestStream,
+    headers: Mapping[str, str],
+    principal: str = ANONYMOUS,
 ) -> Env:
+    # No session in this era: the caller's tasks are the principal's (and task ids are unguessable).
+    tasks = ToolRunStore(
+        Caller(tenant_id=tenant.pk, principal=principal, session_id="", protocol_version=envelope.version)
+    )
     return Env(
         version=envelope.version,
         catalog=TenantCatalog(tenant),
@@ -125,18 +135,27 @@ def stateless_env(
         meta=envelope.meta,
         cache=tenant_cache_hints(tenant),
         headers=headers,
-        input_policy=input_policy(tenant),
+        input_policy=input_policy(tenant, principal),
+        tasks=tasks,
     )
 
 
 async def serve_stateless(
-    *, send: Send, tenant: Tenant, server: ServerIdentity, headers: Mapping[str, str], request: jsonrpc.Request
+    *,
+    send: Send,
+    tenant: Tenant,
+    server: ServerIdentity,
+    headers: Mapping[str, str],
+    request: jsonrpc.Request,
+    principal: str = ANONYMOUS,
 ) -> None:
     """Answer one stateless request; every error goes out with the request's id and its HTTP status."""
     stream = RequestStream(send)
     try:
         envelope = open_envelope(method=request.method, params=request.params, headers=headers)
-        env = stateless_env(tenant=tenant, server=server, envelope=envelope, stream=stream, headers=headers)
+        env = stateless_env(
+            tenant=tenant, server=server, envelope=envelope, stream=stream, headers=headers, principal=principal
+        )
         result = await dispatch(request.method, request.params, env)
         await stream.finish(jsonrpc.encode_result(request.id, result), 200)
     except Exception as exc:

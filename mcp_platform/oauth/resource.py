@@ -20,6 +20,9 @@ from mcp_platform.conf import platform_settings
 from tenants.models import Tenant
 
 SCOPES = ("mcp:tools", "mcp:resources", "mcp:prompts")
+PRINCIPAL_SCOPE_KEY = "mcp.principal"
+# Whom a request on a tenant without authorization acts for: everyone alike.
+ANONYMOUS = "anonymous"
 
 
 @dataclass(frozen=True)
@@ -137,3 +140,10 @@ async def aauthenticate(*, tenant: Tenant, authorization: str | None, base_url: 
         scopes=frozenset(row.scope.split()),
         token_id=row.pk,
     )
+
+
+def principal_label(scope: dict[str, Any]) -> str:
+    """Whom the request in an ASGI ``scope`` acts for, as tasks and sealed request states record it: the
+    resource owner (``user:<id>``) whichever client it uses, or ``anonymous`` on a tenant without authorization."""
+    principal = scope.get(PRINCIPAL_SCOPE_KEY)
+    return f"user:{principal.user_id}" if isinstance(principal, Principal) else ANONYMOUS
