@@ -45,7 +45,7 @@ from mcp_platform.gateway.responses import (
     start_sse,
 )
 from mcp_platform.gateway.session_streams import SessionStreamMixin
-from mcp_platform.gateway.stateless import serve_stateless
+from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
 from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_run
 from mcp_platform.jobs.selectors import Caller
 from mcp_platform.jobs.store import ToolRunStore
@@ -283,13 +283,14 @@ class McpConsumer(SessionStreamMixin, AsyncConsumer):
     async def _listen(self, request: jsonrpc.Request) -> None:
         """2026-07-28 ``subscriptions/listen``: envelope errors as JSON with the request's id, else the stream."""
         try:
-            open_envelope(method=request.method, params=request.params, headers=self.headers)
-            subscription = parse_listen(request.params, request.id)
+            envelope = open_envelope(method=request.method, params=request.params, headers=self.headers)
+            subscription = parse_listen(request.params, request.id, envelope.client_capabilities)
         except McpError as exc:
             await send_error(self.send, exc, request.id)
             return
+        tasks = stateless_tasks(tenant=self.tenant, principal=principal_label(self.scope), version=envelope.version)
         self._sse_open = True
-        await serve_listen(send=self.send, subscription=subscription, tenant_id=self.tenant.pk)
+        await serve_listen(send=self.send, subscription=subscription, tenant_id=self.tenant.pk, tasks=tasks)
 
     async def _post_without_session(self, messages: list[Any]) -> None:
         first = messages[0] if len(messages) == 1 else None

@@ -111,6 +111,11 @@ def input_policy(tenant: Tenant, principal: str = ANONYMOUS) -> InputPolicy:
     )
 
 
+def stateless_tasks(*, tenant: Tenant, principal: str, version: str) -> ToolRunStore:
+    """The caller's tasks in this era: the principal's (no session; task ids are unguessable)."""
+    return ToolRunStore(Caller(tenant_id=tenant.pk, principal=principal, session_id="", protocol_version=version))
+
+
 def stateless_env(
     *,
     tenant: Tenant,
@@ -120,10 +125,6 @@ def stateless_env(
     headers: Mapping[str, str],
     principal: str = ANONYMOUS,
 ) -> Env:
-    # No session in this era: the caller's tasks are the principal's (and task ids are unguessable).
-    tasks = ToolRunStore(
-        Caller(tenant_id=tenant.pk, principal=principal, session_id="", protocol_version=envelope.version)
-    )
     return Env(
         version=envelope.version,
         catalog=TenantCatalog(tenant),
@@ -136,7 +137,7 @@ def stateless_env(
         cache=tenant_cache_hints(tenant),
         headers=headers,
         input_policy=input_policy(tenant, principal),
-        tasks=tasks,
+        tasks=stateless_tasks(tenant=tenant, principal=principal, version=envelope.version),
     )
 
 

@@ -397,7 +397,7 @@ async def next_listen_message(communicator: ApplicationCommunicator) -> dict[str
 
 
 async def test_listen_acknowledges_then_delivers_only_requested_changes_tagged_with_its_id(conformance):
-    communicator, _ = await open_listen({"toolsListChanged": True, "taskIds": ["t"]}, id=11)
+    communicator, _ = await open_listen({"toolsListChanged": True, "promptsListChanged": False}, id=11)
     ack = await next_listen_message(communicator)
     assert ack["method"] == "notifications/subscriptions/acknowledged"
     assert ack["params"]["notifications"] == {"toolsListChanged": True}

@@ -129,6 +129,40 @@ async def test_cancelling_a_task_stops_the_worker_running_it(conformance):
     assert (after["status"], "result" in after) == ("cancelled", False)
 
 
+def listen_request(task_ids: list[str], capabilities: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    meta = {"io.modelcontextprotocol/protocolVersion": V, "io.modelcontextprotocol/clientCapabilities": capabilities}
+    body = rpc("subscriptions/listen", {"notifications": {"taskIds": task_ids}, "_meta": meta}, id=30)
+    return body, {"mcp-protocol-version": V, "mcp-method": "subscriptions/listen"}
+
+
+async def test_a_listen_stream_carries_the_status_of_the_callers_tasks(conformance):
+    task_id = (await call("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}}))["result"]["taskId"]
+    stream = OpenStream(*listen_request([task_id, "someone-elses-task"], WITH_TASKS))
+    await stream.open()
+    try:
+        ack = await stream.next_message()
+        now = await stream.next_message()
+        await work(task_id)
+        done = await stream.next_message()
+    finally:
+        await stream.close()
+
+    assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+    assert (now["method"], now["params"]["taskId"], now["params"]["status"]) == (
+        "notifications/tasks",
+        task_id,
+        "working",
+    )
+    assert done["params"]["status"] == "completed" and done["params"]["result"]["content"]
+    assert done["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 30
+
+
+async def test_listening_for_tasks_needs_the_extension(conformance):
+    body, headers = listen_request(["t-1"], {})
+    reply = await request("POST", MCP, body=body, headers=headers)
+    assert (reply.status, reply.json()["error"]["code"]) == (400, -32021)
+
+
 async def test_the_mcp_name_header_must_name_the_task(conformance):
     task_id = (await call("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}}))["result"]["taskId"]
     reply = await call("tasks/get", {"taskId": task_id}, headers={"mcp-name": "another-task"})
