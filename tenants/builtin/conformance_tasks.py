@@ -45,6 +45,8 @@ async def greet(ctx: ToolContext, name: str) -> str:
 
 @python_tool("conformance.slow_compute")
 async def slow_compute(ctx: ToolContext, seconds: float, label: str = "") -> str:
+    # As a 2026-07-28 task, the progress becomes the task's status message: a client sees it started.
+    await ctx.report_progress(0, float(seconds) or None, f"Computing {label or 'result'}")
     # Cancelling the task cancels the sleep: the run ends without a result.
     await asyncio.sleep(min(float(seconds), MAX_COMPUTE_SECONDS))
     return f"Computed {label or 'result'} after {seconds:g} second(s)"
