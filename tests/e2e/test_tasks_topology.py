@@ -9,18 +9,11 @@ from typing import Any
 
 import anyio
 import httpx
-import pytest
 
-from tests.e2e.live import LiveServer, production_requested
+from tests.e2e.live import PRODUCTION_ONLY, LiveServer
 from tests.e2e.raw_http import RawSession, SseEvent, raw_http_client, request_message, sse_events
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.production,
-    pytest.mark.skipif(
-        not production_requested(), reason="needs DATABASE_URL=postgres://… and REDIS_URL (production topology)"
-    ),
-]
+pytestmark = PRODUCTION_ONLY
 
 TEST_DEADLINE = 60.0
 V = "2026-07-28"
