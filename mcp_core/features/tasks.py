@@ -27,6 +27,7 @@ JSONObject = dict[str, Any]
 
 # How many questions of one task a tasks/result stream asks the client at most (the tool decides the rest).
 MAX_QUESTIONS_PER_ROUND = 32
+TASK_STATUS_2025 = "notifications/tasks/status"
 
 
 def _store(method: str, env: Env) -> TaskStore:
@@ -108,14 +109,19 @@ def _stored_error(error: JSONObject | None) -> McpError:
 
 async def task_result(params: JSONObject | None, env: Env) -> JSONObject:
     """2025-11-25: wait for the task to finish and answer what its call would have answered, tied to the task in
-    ``_meta``. Meanwhile the task's questions go to the client as requests on this stream and its progress and
-    log messages follow. Raises InvalidParams for an unknown task, the call's own JSON-RPC error for a failed
-    one, and InvalidRequest for a cancelled one (it has no result)."""
+    ``_meta``. Meanwhile the task's questions go to the client as requests on this stream, and its progress and
+    log messages and status changes (``notifications/tasks/status``) follow. Raises InvalidParams for an unknown
+    task, the call's own JSON-RPC error for a failed one, and InvalidRequest for a cancelled one (it has no
+    result)."""
     store = _store("tasks/result", env)
     task_id = _task_id(params)
     async with store.watch(task_id) as watch:
+        status = None
         while True:
             task = await _task(store, task_id)
+            if status is not None and task.status is not status:
+                await env.outbound.notify(TASK_STATUS_2025, task_fields(task, stateless=False))
+            status = task.status
             if task.terminal:
                 break
             if task.status is TaskStatus.INPUT_REQUIRED:

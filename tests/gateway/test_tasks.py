@@ -346,7 +346,9 @@ async def test_tasks_result_asks_the_task_s_questions_on_its_stream(conformance)
         finally:
             await news.leave()
         await work(task_id)
-        result = await stream.next_message()
+        announced = []
+        while "id" not in (result := await stream.next_message()):
+            announced.append(result)
     finally:
         await stream.close()
 
@@ -354,6 +356,9 @@ async def test_tasks_result_asks_the_task_s_questions_on_its_stream(conformance)
     assert question["params"]["_meta"][RELATED_TASK_KEY] == {"taskId": task_id}
     assert posted.status == 202
     assert result["id"] == 5 and result["result"]["content"][0]["text"] == "Deleted b.txt"
+    # Status changes are announced as the stream sees them (working again may pass unseen): completed is last.
+    assert {m["method"] for m in announced} == {"notifications/tasks/status"}
+    assert announced[-1]["params"]["status"] == "completed"
 
 
 async def test_cancel_returns_the_task_and_refuses_a_finished_one(conformance):

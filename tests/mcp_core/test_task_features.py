@@ -305,12 +305,17 @@ async def test_a_required_tool_called_without_params_task_is_method_not_found(ol
 
 
 async def test_tasks_result_waits_and_returns_the_result_tied_to_its_task(old_store):
-    env = handshake_env(old_store)
+    outbound = RecordingOutbound()
+    env = handshake_env(old_store, outbound=outbound)
     created = await dispatch("tools/call", {"name": "compute", "arguments": {"label": "z"}, "task": {}}, env)
     task_id = created["task"]["taskId"]
     result = await dispatch("tasks/result", {"taskId": task_id}, env)
     assert result["content"] == [{"type": "text", "text": "computed z"}]
     assert result["_meta"][RELATED_TASK_KEY] == {"taskId": task_id}
+    # The change it waited for was announced on the stream, without related-task (the task id is in it).
+    ((method, params),) = outbound.notifications
+    assert (method, params["taskId"], params["status"]) == ("notifications/tasks/status", task_id, "completed")
+    assert "_meta" not in params
 
 
 async def test_tasks_result_asks_the_task_questions_on_its_stream(old_store):
