@@ -47,7 +47,6 @@ from mcp_platform.gateway.responses import (
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
 from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_run
-from mcp_platform.jobs.selectors import Caller
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.oauth.resource import ANONYMOUS, principal_label
 from tenants.catalog import TenantCatalog
@@ -93,10 +92,9 @@ def session_env(
     # 2025-11-25 tasks belong to the principal and the session that started them.
     tasks = None
     if at_least(session.protocol_version, V2025_11_25):
-        caller = Caller(
+        tasks = ToolRunStore.bound(
             tenant_id=tenant.pk, principal=principal, session_id=session.pk, protocol_version=session.protocol_version
         )
-        tasks = ToolRunStore(caller)
     return Env(
         version=session.protocol_version,
         catalog=TenantCatalog(tenant),

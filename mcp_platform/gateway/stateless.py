@@ -25,7 +25,6 @@ from mcp_core.mrtr import InputPolicy
 from mcp_core.request_state import derive_key
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.responses import Send, send_chunk, send_json, start_sse
-from mcp_platform.jobs.selectors import Caller
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.oauth.resource import ANONYMOUS
 from tenants.catalog import TenantCatalog
@@ -113,7 +112,7 @@ def input_policy(tenant: Tenant, principal: str = ANONYMOUS) -> InputPolicy:
 
 def stateless_tasks(*, tenant: Tenant, principal: str, version: str) -> ToolRunStore:
     """The caller's tasks in this era: the principal's (no session; task ids are unguessable)."""
-    return ToolRunStore(Caller(tenant_id=tenant.pk, principal=principal, session_id="", protocol_version=version))
+    return ToolRunStore.bound(tenant_id=tenant.pk, principal=principal, session_id="", protocol_version=version)
 
 
 def stateless_env(

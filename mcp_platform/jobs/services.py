@@ -207,9 +207,9 @@ def _runs(tenant_id: int, run_id: str, generation: int) -> QuerySet[ToolRun]:
 def tool_run_claim(*, tenant_id: int, run_id: str, generation: int) -> ToolRun | Claim:
     """Take the lease on generation ``generation`` of a working run (idempotent against redelivered messages)."""
     with transaction.atomic():
-        run = (
-            ToolRun.objects.select_for_update().select_related("tenant").filter(tenant_id=tenant_id, pk=run_id).first()
-        )
+        # Locks the run only: the tenant row is what creation serialises on.
+        runs = ToolRun.objects.select_for_update(of=("self",)).select_related("tenant")
+        run = runs.filter(tenant_id=tenant_id, pk=run_id).first()
         if run is None or run.generation != generation or run.status != ToolRun.Status.WORKING:
             return Claim.STALE
         now = timezone.now()

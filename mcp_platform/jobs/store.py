@@ -62,6 +62,11 @@ class ToolRunStore:
     def __init__(self, caller: Caller) -> None:
         self.caller = caller
 
+    @classmethod
+    def bound(cls, *, tenant_id: int, principal: str, session_id: str, protocol_version: str) -> ToolRunStore:
+        """The tasks of one caller: a 2026-07-28 request has no session (``session_id=""``)."""
+        return cls(Caller(tenant_id, principal, session_id, protocol_version))
+
     async def create(self, request: TaskRequest) -> TaskSnapshot:
         run = await sync_to_async(services.tool_run_create)(caller=self.caller, request=request)
         return task_snapshot(run)
