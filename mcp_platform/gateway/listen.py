@@ -31,6 +31,8 @@ class ListenStream:
         self._send = send
         self.subscription = subscription
         self._lock = asyncio.Lock()
+        # The last state sent per task: two nudges read after the same change must not send it twice.
+        self._sent: dict[str, tuple[str, object]] = {}
 
     async def _write(self, message: tuple[str, dict[str, Any]] | None) -> None:
         if message is None:
@@ -57,8 +59,10 @@ class ListenStream:
             await send_chunk(self._send, sse.comment())
 
     async def task_changed(self, task: TaskSnapshot | None) -> None:
-        if task is not None:
-            await self._write(self.subscription.on_task(detailed_task(task)))
+        if task is None or self._sent.get(task.task_id) == (task.status, task.last_updated_at):
+            return
+        self._sent[task.task_id] = (task.status, task.last_updated_at)
+        await self._write(self.subscription.on_task(detailed_task(task)))
 
 
 async def serve_listen(*, send: Send, subscription: Subscription, tenant_id: int, tasks: TaskStore) -> None:
