@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mcp_core.context import ToolContext
+from mcp_core.tasks import TaskSupport
 
 JSONObject = dict[str, Any]
 
@@ -25,10 +26,13 @@ class Page:
 
 @dataclass(frozen=True)
 class ToolDefinition:
-    """A tool as the protocol needs it: its wire definition plus an opaque handle for the shell."""
+    """A tool as the protocol needs it: its wire definition plus an opaque handle for the shell, and whether its
+    calls run as tasks (``continues_as_task``: the tool asks its questions first, then continues as a task)."""
 
     wire: JSONObject
     handle: Any = None
+    task_support: TaskSupport = TaskSupport.FORBIDDEN
+    continues_as_task: bool = False
 
 
 @dataclass(frozen=True)

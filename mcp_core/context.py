@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from mcp_core.errors import ClientRequestFailed, MissingClientCapability
 from mcp_core.mrtr import InputLedger
+from mcp_core.tasks import ContinueAsTask
 
 LOG_LEVELS: tuple[str, ...] = (
     "debug",
@@ -73,6 +74,12 @@ class ToolContext(Protocol):
         reconnect later for the rest (SSE polling). Does nothing where the transport cannot resume."""
         ...
 
+    async def continue_as_task(self) -> None:
+        """Finish the call as a task from here on, where the client accepts tasks: the request is answered with
+        the task, and the tool runs again in the background from the start, its questions answered. Does nothing
+        elsewhere (the client takes no tasks, or the call already is one). Ask before this, act after it."""
+        ...
+
 
 class Outbound(Protocol):
     """Where a request's related messages go; implemented by the shell (an SSE stream, a session stream)."""
@@ -100,6 +107,8 @@ class RequestContext:
     stateless: bool = False
     # Stateless era: where questions to the client are answered (MRTR); None sends them over ``outbound``.
     ledger: InputLedger | None = None
+    # Whether ``continue_as_task`` turns this call into a task (a tool that continues as a task by itself).
+    may_continue_as_task: bool = False
     _last_progress: float | None = None
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
@@ -177,6 +186,10 @@ class RequestContext:
 
     async def release_connection(self) -> None:
         await self.outbound.release()
+
+    async def continue_as_task(self) -> None:
+        if self.may_continue_as_task:
+            raise ContinueAsTask()
 
     async def list_roots(self, *, key: str | None = None) -> list[JSONObject]:
         self._require("roots")

@@ -10,7 +10,7 @@ from mcp_core.caching import with_cache_hints
 from mcp_core.env import Env
 from mcp_core.envelope import complete_result
 from mcp_core.errors import MethodNotFound
-from mcp_core.features import completion, discovery, lifecycle, logging, prompts, resources, tools
+from mcp_core.features import completion, discovery, lifecycle, logging, prompts, resources, tasks, tools
 from mcp_core.mrtr import InputRequired, input_required_result, open_round
 
 JSONObject = dict[str, Any]
@@ -29,6 +29,11 @@ HANDSHAKE_METHODS: dict[str, Handler] = {
     "prompts/get": prompts.get_prompt,
     "completion/complete": completion.complete,
     "logging/setLevel": logging.set_level,
+    # 2025-11-25 only (older revisions get MethodNotFound from the handlers).
+    "tasks/get": tasks.get_task,
+    "tasks/result": tasks.task_result,
+    "tasks/list": tasks.list_tasks,
+    "tasks/cancel": tasks.cancel_task,
 }
 
 # 2026-07-28: no initialize, ping, logging/setLevel or resources/(un)subscribe; server/discover instead.
@@ -42,6 +47,10 @@ STATELESS_METHODS: dict[str, Handler] = {
     "prompts/list": prompts.list_prompts,
     "prompts/get": prompts.get_prompt,
     "completion/complete": completion.complete,
+    # The tasks extension: results are inlined on tasks/get; tasks/result and tasks/list are gone.
+    "tasks/get": tasks.get_task,
+    "tasks/update": tasks.update_task,
+    "tasks/cancel": tasks.cancel_task,
 }
 
 # Methods whose handlers may talk to the client while they run (progress, logs, server-to-client requests);

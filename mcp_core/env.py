@@ -10,6 +10,7 @@ from mcp_core.caching import CacheHints
 from mcp_core.catalog import Catalog
 from mcp_core.context import Outbound, RequestContext
 from mcp_core.mrtr import InputLedger, InputPolicy
+from mcp_core.tasks import TaskStore
 from mcp_core.versions import STATELESS_VERSIONS
 
 JSONObject = dict[str, Any]
@@ -54,12 +55,14 @@ class Env:
     # and, set by the dispatcher for the request it runs, the answers its retry brought.
     input_policy: InputPolicy | None = None
     ledger: InputLedger | None = None
+    # The caller's tasks where the server offers them (both eras); None: calls always run in the request.
+    tasks: TaskStore | None = None
 
     @property
     def stateless(self) -> bool:
         return self.version in STATELESS_VERSIONS
 
-    def request_context(self, arguments: JSONObject) -> RequestContext:
+    def request_context(self, arguments: JSONObject, *, may_continue_as_task: bool = False) -> RequestContext:
         """The ``ToolContext`` a tool or resource backend runs with for this request."""
         return RequestContext(
             outbound=self.outbound,
@@ -69,6 +72,7 @@ class Env:
             log_level=self.log_level,
             stateless=self.stateless,
             ledger=self.ledger,
+            may_continue_as_task=may_continue_as_task,
         )
 
     @property

@@ -57,7 +57,7 @@ def question_digest(method: str, params: JSONObject) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def _check_answer(key: str, method: str, result: JSONObject) -> None:
+def check_answer(key: str, method: str, result: JSONObject) -> None:
     """Raises InvalidParams when ``result`` cannot be a client's result for ``method``."""
     if method == "elicitation/create":
         valid = result.get("action") in ELICIT_ACTIONS and isinstance(result.get("content", {}), dict)
@@ -89,7 +89,7 @@ class InputLedger:
         answer = self.answers.get(key)
         # An answer to a different question under the same key (the tool asked something else this time) is stale.
         if answer is not None and answer.question in (None, digest):
-            _check_answer(key, method, answer.result)
+            check_answer(key, method, answer.result)
             self.used[key] = Answer(digest, answer.result)
             return answer.result
         self.asked[key] = {"method": method, "params": params}

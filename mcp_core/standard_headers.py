@@ -17,8 +17,15 @@ from mcp_core.http import decode_header_value
 JSONObject = dict[str, Any]
 Headers = Mapping[str, str]
 
-# The body member each name-bearing method mirrors into Mcp-Name.
-NAME_SOURCES: dict[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+# The body member each name-bearing method mirrors into Mcp-Name (the tasks extension adds its methods).
+NAME_SOURCES: dict[str, str] = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 # Nested ``properties`` deeper than this are not searched for annotations (a schema is admin input).
 _MAX_SCHEMA_DEPTH = 32
 

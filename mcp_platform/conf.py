@@ -40,6 +40,16 @@ DEFAULTS: dict[str, Any] = {
     # How long a 2026-07-28 client may take to answer an input_required result before retrying (seconds): the
     # lifetime of the sealed requestState.
     "REQUEST_STATE_TTL": 600,
+    # MCP tasks (long tool calls run by the Celery workers): how long a task and its result are kept when the
+    # client asks for nothing (2026-07-28 clients never ask) and at most (milliseconds), the polling interval
+    # suggested to clients (milliseconds), how many unfinished tasks one principal and one tenant may have, and
+    # the lease a worker holds on a running task (seconds; renewed while it runs, taken over when it lapses).
+    "TASK_DEFAULT_TTL_MS": 3_600_000,
+    "TASK_MAX_TTL_MS": 86_400_000,
+    "TASK_POLL_INTERVAL_MS": 1000,
+    "TASK_MAX_ACTIVE_PER_PRINCIPAL": 64,
+    "TASK_MAX_ACTIVE_PER_TENANT": 1000,
+    "TASK_LEASE_SECONDS": 30,
     # Server name and version reported in serverInfo.
     "SERVER_NAME": "mcp-platform",
     "SERVER_VERSION": "0.1.0",
@@ -60,6 +70,12 @@ class PlatformSettings:
     CACHE_TTL_MS: int
     CACHE_SCOPE: str
     REQUEST_STATE_TTL: int
+    TASK_DEFAULT_TTL_MS: int
+    TASK_MAX_TTL_MS: int
+    TASK_POLL_INTERVAL_MS: int
+    TASK_MAX_ACTIVE_PER_PRINCIPAL: int
+    TASK_MAX_ACTIVE_PER_TENANT: int
+    TASK_LEASE_SECONDS: int
     SERVER_NAME: str
     SERVER_VERSION: str
 
@@ -121,4 +137,19 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
     ttl = loaded.REQUEST_STATE_TTL
     if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
         errors.append(Error("MCP_PLATFORM['REQUEST_STATE_TTL'] must be an integer > 0.", id="mcp_platform.E008"))
+    for name in (
+        "TASK_DEFAULT_TTL_MS",
+        "TASK_MAX_TTL_MS",
+        "TASK_POLL_INTERVAL_MS",
+        "TASK_MAX_ACTIVE_PER_PRINCIPAL",
+        "TASK_MAX_ACTIVE_PER_TENANT",
+        "TASK_LEASE_SECONDS",
+    ):
+        value = getattr(loaded, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            errors.append(Error(f"MCP_PLATFORM[{name!r}] must be an integer > 0.", id="mcp_platform.E009"))
+    if loaded.TASK_DEFAULT_TTL_MS > loaded.TASK_MAX_TTL_MS:
+        errors.append(
+            Error("MCP_PLATFORM['TASK_DEFAULT_TTL_MS'] must not exceed TASK_MAX_TTL_MS.", id="mcp_platform.E010")
+        )
     return errors

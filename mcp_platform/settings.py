@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "oauth2_provider",
     "tenants",
     "mcp_platform.gateway",
+    "mcp_platform.jobs",
     "mcp_platform.oauth",
 ]
 
@@ -151,6 +152,10 @@ CELERY_BEAT_SCHEDULE = {
     "purge-expired-legacy-sessions": {
         "task": "mcp_platform.gateway.tasks.legacy_sessions_purge_expired",
         "schedule": 300.0,
+    },
+    "purge-expired-tool-runs": {
+        "task": "mcp_platform.jobs.tasks.tool_runs_purge_expired",
+        "schedule": 60.0,
     },
 }
 

@@ -163,8 +163,8 @@ class CatalogEntryAdmin(ServiceBackedAdmin):
 class ToolAdmin(CatalogEntryAdmin):
     form = _form_for(Tool, validation.tool_validate)
     fields_for_service = tuple(sorted(services.TOOL_FIELDS))
-    list_display = ("name", "tenant", "title", "backend", "enabled", "updated_at")
-    list_filter = ("backend", "enabled", "tenant")
+    list_display = ("name", "tenant", "title", "backend", "task_support", "enabled", "updated_at")
+    list_filter = ("backend", "task_support", "enabled", "tenant")
     search_fields = ("name", "title", "description", "tenant__slug")
 
     def create(self, obj: Tool, values: dict[str, Any]) -> Tool:

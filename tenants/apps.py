@@ -13,4 +13,4 @@ class TenantsConfig(AppConfig):
 
     def ready(self) -> None:
         # Importing the built-in modules runs their @python_tool / @python_resource_template decorators.
-        from tenants.builtin import bench, conformance, demo  # noqa: F401
+        from tenants.builtin import bench, conformance, conformance_tasks, demo  # noqa: F401

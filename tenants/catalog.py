@@ -10,9 +10,10 @@ from typing import Any
 
 from mcp_core.catalog import Page, PromptDefinition, ToolDefinition
 from mcp_core.context import ToolContext
+from mcp_core.tasks import TaskSupport
 from mcp_core.uritemplate import UriTemplate
 from tenants import selectors
-from tenants.backends import prompt_render, template_read, tool_invoke
+from tenants.backends import prompt_render, template_read, tool_continues_as_task, tool_invoke
 from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool
 
 JSONObject = dict[str, Any]
@@ -25,7 +26,7 @@ def _put(wire: JSONObject, key: str, value: Any) -> None:
 
 
 def tool_wire(tool: Tool) -> JSONObject:
-    """``{name, title?, description, inputSchema, outputSchema?, annotations?, icons?}``."""
+    """``{name, title?, description, inputSchema, outputSchema?, annotations?, icons?, execution?}``."""
     wire: JSONObject = {"name": tool.name}
     _put(wire, "title", tool.title)
     wire["description"] = tool.description
@@ -33,6 +34,9 @@ def tool_wire(tool: Tool) -> JSONObject:
     _put(wire, "outputSchema", tool.output_schema)
     _put(wire, "annotations", tool.annotations)
     _put(wire, "icons", tool.icons)
+    # "forbidden" is what an absent execution.taskSupport means.
+    if tool.task_support != TaskSupport.FORBIDDEN:
+        wire["execution"] = {"taskSupport": tool.task_support}
     return wire
 
 
@@ -100,7 +104,14 @@ class TenantCatalog:
 
     async def get_tool(self, name: str) -> ToolDefinition | None:
         tool = await selectors.atool_get(tenant=self.tenant, name=name)
-        return None if tool is None else ToolDefinition(wire=tool_wire(tool), handle=tool)
+        if tool is None:
+            return None
+        return ToolDefinition(
+            wire=tool_wire(tool),
+            handle=tool,
+            task_support=TaskSupport(tool.task_support),
+            continues_as_task=tool_continues_as_task(tool),
+        )
 
     async def invoke_tool(self, tool: ToolDefinition, arguments: JSONObject, ctx: ToolContext) -> Any:
         """Run the tool's backend. Raises ``ToolError`` (an isError result) and whatever the tool raises."""

@@ -87,6 +87,14 @@ class Backend(models.TextChoices):
     PYTHON = "python", "Python function"
 
 
+class TaskSupport(models.TextChoices):
+    """Whether a tool's calls may run as MCP tasks (``execution.taskSupport``; ``mcp_core.tasks.TaskSupport``)."""
+
+    FORBIDDEN = "forbidden", "Never (answer in the request)"
+    OPTIONAL = "optional", "When the client accepts tasks"
+    REQUIRED = "required", "Always (clients without tasks are refused)"
+
+
 class Tool(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="tools")
     name = models.CharField(max_length=128, validators=[name_validator])
@@ -102,6 +110,12 @@ class Tool(models.Model):
         blank=True,
         help_text='static: {"content": [...], "isError": false, "structuredContent"?: {...}}; '
         'python: {"function": "<registered name>"}',
+    )
+    task_support = models.CharField(
+        max_length=16,
+        choices=TaskSupport.choices,
+        default=TaskSupport.FORBIDDEN,
+        help_text="Long tools: run calls as tasks the client polls (run by the Celery workers).",
     )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -21,6 +21,7 @@ from tenants.models import (
     Prompt,
     Resource,
     ResourceTemplate,
+    TaskSupport,
     Tenant,
     Tool,
     default_input_schema,
@@ -69,6 +70,7 @@ TOOL_FIELDS = frozenset(
         "icons",
         "backend",
         "config",
+        "task_support",
         "enabled",
     }
 )
@@ -269,6 +271,7 @@ def tool_create(
     icons: list[JSONObject] | None = None,
     backend: str = Backend.STATIC,
     config: JSONObject | None = None,
+    task_support: str = TaskSupport.FORBIDDEN,
     enabled: bool = True,
 ) -> Tool:
     """Add a tool; ``input_schema`` defaults to ``{"type": "object"}``. Raises ``ValidationError``."""
@@ -283,6 +286,7 @@ def tool_create(
         icons=icons,
         backend=backend,
         config={} if config is None else config,
+        task_support=task_support,
         enabled=enabled,
     )
     return _create(tool, tool_validate, "tools")

@@ -16,7 +16,7 @@ async def discover(params: JSONObject | None, env: Env) -> JSONObject:
     ``serverInfo``, ``resultType`` and the cache hints."""
     result: JSONObject = {
         "supportedVersions": list(SUPPORTED_VERSIONS),
-        "capabilities": server_capabilities(env.version),
+        "capabilities": server_capabilities(env.version, tasks=env.tasks is not None),
     }
     if env.server.instructions:
         result["instructions"] = env.server.instructions

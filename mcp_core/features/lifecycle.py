@@ -6,24 +6,29 @@ from typing import Any
 
 from mcp_core.env import Env, ServerIdentity
 from mcp_core.errors import InvalidParams
-from mcp_core.versions import STATELESS_VERSIONS, V2025_03_26, V2025_06_18, at_least, negotiate
+from mcp_core.tasks import TASKS_EXTENSION
+from mcp_core.versions import STATELESS_VERSIONS, V2025_03_26, V2025_06_18, V2025_11_25, at_least, negotiate
 
 JSONObject = dict[str, Any]
 
 
-def server_capabilities(version: str) -> JSONObject:
+def server_capabilities(version: str, *, tasks: bool = False) -> JSONObject:
     """What this server offers at ``version``; only features the revision defines are declared.
 
-    In the stateless era list changes and resource updates are delivered on ``subscriptions/listen``.
+    In the stateless era list changes and resource updates are delivered on ``subscriptions/listen``, and tasks
+    are the ``io.modelcontextprotocol/tasks`` extension; 2025-11-25 has them in core (``tasks``).
     """
     if version in STATELESS_VERSIONS:
-        return {
+        stateless: JSONObject = {
             "tools": {"listChanged": True},
             "resources": {"subscribe": True, "listChanged": True},
             "prompts": {"listChanged": True},
             "logging": {},
             "completions": {},
         }
+        if tasks:
+            stateless["extensions"] = {TASKS_EXTENSION: {}}
+        return stateless
     capabilities: JSONObject = {
         "tools": {"listChanged": True},
         "resources": {"subscribe": True, "listChanged": True},
@@ -32,6 +37,8 @@ def server_capabilities(version: str) -> JSONObject:
     }
     if at_least(version, V2025_03_26):
         capabilities["completions"] = {}
+    if tasks and at_least(version, V2025_11_25):
+        capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
     return capabilities
 
 
@@ -58,10 +65,10 @@ def parse_initialize(params: JSONObject | None) -> tuple[str, JSONObject, JSONOb
     return negotiate(requested), capabilities, client_info
 
 
-def initialize_result(server: ServerIdentity, version: str) -> JSONObject:
+def initialize_result(server: ServerIdentity, version: str, *, tasks: bool = False) -> JSONObject:
     result: JSONObject = {
         "protocolVersion": version,
-        "capabilities": server_capabilities(version),
+        "capabilities": server_capabilities(version, tasks=tasks),
         "serverInfo": server_info(server, version),
     }
     if server.instructions:

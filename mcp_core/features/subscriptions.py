@@ -1,16 +1,18 @@
 """``subscriptions/listen`` (2026-07-28): what a listener asked for, what this server honours, and the
 notifications it is owed. The shell holds the stream open and feeds it catalog events.
 
-Honoured: tools/prompts/resources list changes and updates of named resources. ``taskIds`` belongs to the tasks
-extension, which this server does not offer yet, so it is left out of the acknowledgement.
+Honoured: tools/prompts/resources list changes, updates of named resources, and (tasks extension) the status of
+the caller's own tasks: the shell narrows ``taskIds`` to those before acknowledging.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from mcp_core.errors import InvalidParams
+from mcp_core.tasks import client_accepts_tasks, missing_tasks_extension
 
 JSONObject = dict[str, Any]
 
@@ -18,6 +20,8 @@ LISTEN_METHOD: Final = "subscriptions/listen"
 SUBSCRIPTION_ID_KEY: Final = "io.modelcontextprotocol/subscriptionId"
 ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 MAX_RESOURCE_SUBSCRIPTIONS: Final = 1000
+MAX_TASK_IDS: Final = 1000
+TASK_STATUS: Final = "notifications/tasks"
 
 # Catalog kind → the notification that its list changed (both eras); and a resource's content changed.
 LIST_CHANGED: Final[dict[str, str]] = {
@@ -44,6 +48,8 @@ class Subscription:
     resource_uris: frozenset[str]
     # The honoured filter in the client's own order, for the acknowledgement.
     honoured: JSONObject
+    # Tasks whose status the stream carries (before the shell's narrowing: the ones asked for).
+    task_ids: tuple[str, ...] = ()
 
     def _meta(self) -> JSONObject:
         return {SUBSCRIPTION_ID_KEY: self.subscription_id}
@@ -63,18 +69,45 @@ class Subscription:
             return None
         return RESOURCE_UPDATED, {"_meta": self._meta(), "uri": uri}
 
+    def honouring_tasks(self, followed: Iterable[str]) -> Subscription:
+        """This subscription for the asked-for tasks the caller may follow only (acknowledged in its order)."""
+        allowed = set(followed)
+        kept = tuple(task_id for task_id in self.task_ids if task_id in allowed)
+        honoured = {key: value for key, value in self.honoured.items() if key != "taskIds"}
+        if kept:
+            honoured["taskIds"] = list(kept)
+        return replace(self, task_ids=kept, honoured=honoured)
 
-def parse_listen(params: JSONObject | None, subscription_id: str | int) -> Subscription:
+    def on_task(self, task: JSONObject) -> tuple[str, JSONObject]:
+        """``notifications/tasks``: the task as ``tasks/get`` shows it now (a ``DetailedTask``)."""
+        return TASK_STATUS, {**task, "_meta": self._meta()}
+
+
+def _task_ids(value: Any, client_capabilities: Mapping[str, Any]) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(task_id, str) and task_id for task_id in value):
+        raise InvalidParams("notifications.taskIds must be a list of task ids")
+    if len(value) > MAX_TASK_IDS:
+        raise InvalidParams(f"at most {MAX_TASK_IDS} taskIds per stream")
+    if value and not client_accepts_tasks(client_capabilities):
+        raise missing_tasks_extension("Task status notifications")
+    return tuple(dict.fromkeys(value))
+
+
+def parse_listen(
+    params: JSONObject | None, subscription_id: str | int, client_capabilities: Mapping[str, Any] | None = None
+) -> Subscription:
     """The subscription a ``subscriptions/listen`` asks for, cut down to what this server honours.
 
     Raises InvalidParams when ``notifications`` is not an object, a flag is not a boolean, or
-    ``resourceSubscriptions`` is not a list of strings (at most ``MAX_RESOURCE_SUBSCRIPTIONS``).
+    ``resourceSubscriptions`` or ``taskIds`` is not a list of strings (at most 1000 each), and
+    MissingClientCapability for ``taskIds`` from a client that did not declare the tasks extension.
     """
     wanted = (params or {}).get("notifications", {})
     if not isinstance(wanted, dict):
         raise InvalidParams("notifications must be an object")
     kinds: set[str] = set()
     uris: list[str] = []
+    task_ids: tuple[str, ...] = ()
     honoured: JSONObject = {}
     for field, value in wanted.items():
         if field in LIST_FLAGS:
@@ -91,6 +124,12 @@ def parse_listen(params: JSONObject | None, subscription_id: str | int) -> Subsc
             uris = list(dict.fromkeys(value))
             if uris:
                 honoured[field] = uris
+        elif field == "taskIds":
+            task_ids = _task_ids(value, client_capabilities or {})
     return Subscription(
-        subscription_id=subscription_id, kinds=frozenset(kinds), resource_uris=frozenset(uris), honoured=honoured
+        subscription_id=subscription_id,
+        kinds=frozenset(kinds),
+        resource_uris=frozenset(uris),
+        honoured=honoured,
+        task_ids=task_ids,
     )

@@ -16,7 +16,7 @@ from channels.exceptions import StopConsumer
 
 from mcp_core import http as mcp_http
 from mcp_core import jsonrpc, sse
-from mcp_core.env import Env, ServerIdentity
+from mcp_core.env import Env
 from mcp_core.envelope import is_stateless, open_envelope
 from mcp_core.errors import InvalidRequest, McpError, TransportError, error_to_wire
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
@@ -31,9 +31,10 @@ from mcp_core.versions import (
 )
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups, sessions
+from mcp_platform.gateway.identity import server_identity
 from mcp_platform.gateway.listen import serve_listen
 from mcp_platform.gateway.mailbox import Inbox, send_to_group
-from mcp_platform.gateway.middleware import PRINCIPAL_SCOPE_KEY, TENANT_SCOPE_KEY
+from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.responses import (
     header_list,
@@ -44,8 +45,10 @@ from mcp_platform.gateway.responses import (
     start_sse,
 )
 from mcp_platform.gateway.session_streams import SessionStreamMixin
-from mcp_platform.gateway.stateless import serve_stateless
+from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
 from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_run
+from mcp_platform.jobs.store import ToolRunStore
+from mcp_platform.oauth.resource import ANONYMOUS, principal_label
 from tenants.catalog import TenantCatalog
 from tenants.events import catalog_group
 from tenants.models import Tenant
@@ -81,18 +84,17 @@ class SessionHooksImpl:
         await sessions.legacy_session_unsubscribe(session=self._session, uri=uri)
 
 
-def server_identity(tenant: Tenant) -> ServerIdentity:
-    return ServerIdentity(
-        name=f"{platform_settings.SERVER_NAME}/{tenant.slug}",
-        version=platform_settings.SERVER_VERSION,
-        title=tenant.name,
-        instructions=tenant.instructions or None,
-    )
-
-
-def session_env(*, tenant: Tenant, session: LegacySession, sink: Sink, request: jsonrpc.Request) -> Env:
+def session_env(
+    *, tenant: Tenant, session: LegacySession, sink: Sink, request: jsonrpc.Request, principal: str = ANONYMOUS
+) -> Env:
     params = request.params or {}
     meta = params.get("_meta")
+    # 2025-11-25 tasks belong to the principal and the session that started them.
+    tasks = None
+    if at_least(session.protocol_version, V2025_11_25):
+        tasks = ToolRunStore.bound(
+            tenant_id=tenant.pk, principal=principal, session_id=session.pk, protocol_version=session.protocol_version
+        )
     return Env(
         version=session.protocol_version,
         catalog=TenantCatalog(tenant),
@@ -103,6 +105,7 @@ def session_env(*, tenant: Tenant, session: LegacySession, sink: Sink, request: 
         page_size=platform_settings.PAGE_SIZE,
         session=SessionHooksImpl(session),
         meta=meta if isinstance(meta, dict) else {},
+        tasks=tasks,
     )
 
 
@@ -251,7 +254,9 @@ class McpConsumer(SessionStreamMixin, AsyncConsumer):
         for bad in invalid:
             await stream.response(jsonrpc.encode_error(bad.id, error_to_wire(bad.error)[1]))
         for request in requests:
-            env = session_env(tenant=self.tenant, session=session, sink=stream, request=request)
+            env = session_env(
+                tenant=self.tenant, session=session, sink=stream, request=request, principal=principal_label(self.scope)
+            )
             start_run(request=request, env=env, sink=stream, tenant_id=self.tenant.pk, session_id=session.pk)
         self._sse_open = True
         await stream.done.wait()
@@ -267,22 +272,23 @@ class McpConsumer(SessionStreamMixin, AsyncConsumer):
         await serve_stateless(
             send=self.send,
             tenant=self.tenant,
-            principal=self.scope.get(PRINCIPAL_SCOPE_KEY),
             server=server_identity(self.tenant),
             headers=self.headers,
             request=message,
+            principal=principal_label(self.scope),
         )
 
     async def _listen(self, request: jsonrpc.Request) -> None:
         """2026-07-28 ``subscriptions/listen``: envelope errors as JSON with the request's id, else the stream."""
         try:
-            open_envelope(method=request.method, params=request.params, headers=self.headers)
-            subscription = parse_listen(request.params, request.id)
+            envelope = open_envelope(method=request.method, params=request.params, headers=self.headers)
+            subscription = parse_listen(request.params, request.id, envelope.client_capabilities)
         except McpError as exc:
             await send_error(self.send, exc, request.id)
             return
+        tasks = stateless_tasks(tenant=self.tenant, principal=principal_label(self.scope), version=envelope.version)
         self._sse_open = True
-        await serve_listen(send=self.send, subscription=subscription, tenant_id=self.tenant.pk)
+        await serve_listen(send=self.send, subscription=subscription, tenant_id=self.tenant.pk, tasks=tasks)
 
     async def _post_without_session(self, messages: list[Any]) -> None:
         first = messages[0] if len(messages) == 1 else None
@@ -305,7 +311,7 @@ class McpConsumer(SessionStreamMixin, AsyncConsumer):
             client_capabilities=capabilities,
             client_info=client_info,
         )
-        result = initialize_result(server_identity(self.tenant), version)
+        result = initialize_result(server_identity(self.tenant), version, tasks=True)
         await send_json(
             self.send,
             200,

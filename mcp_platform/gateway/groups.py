@@ -28,3 +28,13 @@ def session_group(tenant_id: int, session_id: str) -> str:
 def stream_group(tenant_id: int, session_id: str, stream_id: str) -> str:
     """Live events of one SSE stream, for a client that resumed it on another connection."""
     return f"mcp.stm.{tenant_id}.{_digest(session_id, stream_id)}"
+
+
+def task_group(tenant_id: int, task_id: str) -> str:
+    """News of one task for whoever waits on it: status changes and the running call's messages."""
+    return f"mcp.tsk.{tenant_id}.{_digest(task_id)}"
+
+
+def task_control_group(tenant_id: int, task_id: str) -> str:
+    """Signals for the worker running one task (cancellation)."""
+    return f"mcp.tkc.{tenant_id}.{_digest(task_id)}"

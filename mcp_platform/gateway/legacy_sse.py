@@ -32,6 +32,7 @@ from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.responses import send_body, send_chunk, send_empty, send_error, start_sse
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.streams import SessionSink, start_run
+from mcp_platform.oauth.resource import principal_label
 from tenants.events import catalog_group
 from tenants.models import Tenant
 
@@ -146,7 +147,9 @@ class LegacyMessagesConsumer(AsyncConsumer):
                     error = error_to_wire(InvalidRequest("The session is not initialized"))[1]
                     await sink.message(jsonrpc.encode_error(message.id, error))
                     continue
-                env = session_env(tenant=tenant, session=session, sink=sink, request=message)
+                env = session_env(
+                    tenant=tenant, session=session, sink=sink, request=message, principal=principal_label(self.scope)
+                )
                 start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk)
             elif not isinstance(message, jsonrpc.Invalid):
                 await deliver_client_messages(tenant_id=tenant.pk, session=session, messages=[message])
@@ -168,4 +171,5 @@ class LegacyMessagesConsumer(AsyncConsumer):
         except McpError as exc:
             await sink.message(jsonrpc.encode_error(request.id, error_to_wire(exc)[1]))
             return
-        await sink.message(jsonrpc.encode_result(request.id, initialize_result(server_identity(tenant), version)))
+        result = initialize_result(server_identity(tenant), version, tasks=True)
+        await sink.message(jsonrpc.encode_result(request.id, result))

@@ -1,5 +1,6 @@
 """``subscriptions/listen`` streams (2026-07-28): an SSE response that stays open and carries the catalog changes
-the client asked for, heard on the tenant's channel-layer group so a change made by any process arrives.
+the client asked for, heard on the tenant's channel-layer group so a change made by any process arrives, and the
+status of the caller's tasks it named (``notifications/tasks``), heard on each task's group.
 
 The stream opens with the acknowledgement, then sends notifications and keep-alive comments until the client
 closes it (which is how it cancels). Nothing is stored: the stream is not resumable in this era.
@@ -13,7 +14,9 @@ from typing import Any
 
 from mcp_core import jsonrpc, sse
 from mcp_core.features.subscriptions import Subscription
+from mcp_core.tasks import TaskSnapshot, TaskStore, detailed_task
 from mcp_platform.conf import platform_settings
+from mcp_platform.gateway import groups
 from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.responses import Send, send_chunk, start_sse
 from tenants.events import catalog_group
@@ -28,6 +31,8 @@ class ListenStream:
         self._send = send
         self.subscription = subscription
         self._lock = asyncio.Lock()
+        # The last state sent per task: two nudges read after the same change must not send it twice.
+        self._sent: dict[str, tuple[str, object]] = {}
 
     async def _write(self, message: tuple[str, dict[str, Any]] | None) -> None:
         if message is None:
@@ -53,15 +58,27 @@ class ListenStream:
         async with self._lock:
             await send_chunk(self._send, sse.comment())
 
+    async def task_changed(self, task: TaskSnapshot | None) -> None:
+        if task is None or self._sent.get(task.task_id) == (task.status, task.last_updated_at):
+            return
+        self._sent[task.task_id] = (task.status, task.last_updated_at)
+        await self._write(self.subscription.on_task(detailed_task(task)))
 
-async def serve_listen(*, send: Send, subscription: Subscription, tenant_id: int) -> None:
-    """Join the tenant's catalog group, acknowledge, and stay until cancelled. Joining comes first so a change
-    committed right after the acknowledgement is not missed."""
-    stream = ListenStream(send, subscription)
+
+async def serve_listen(*, send: Send, subscription: Subscription, tenant_id: int, tasks: TaskStore) -> None:
+    """Join the tenant's catalog group and the groups of the caller's tasks it asked about, acknowledge, send those
+    tasks as they are now, and stay until cancelled. Joining comes first so a change committed right after the
+    acknowledgement is not missed."""
+    task_groups = {groups.task_group(tenant_id, task_id): task_id for task_id in subscription.task_ids}
     inbox = Inbox()
-    await inbox.join(catalog_group(tenant_id))
+    await inbox.join(catalog_group(tenant_id), *task_groups)
     try:
+        current = {task_id: await tasks.get(task_id) for task_id in subscription.task_ids}
+        followed = [task_id for task_id, task in current.items() if task is not None]
+        stream = ListenStream(send, subscription.honouring_tasks(followed))
         await stream.open()
+        for task_id in followed:
+            await stream.task_changed(current[task_id])
         while True:
             message = await inbox.next(platform_settings.SSE_KEEPALIVE)
             if message is None:
@@ -70,5 +87,7 @@ async def serve_listen(*, send: Send, subscription: Subscription, tenant_id: int
                 await stream.catalog_changed(message)
             elif message.get("type") == "resource.updated":
                 await stream.resource_updated(message)
+            elif message.get("kind") == "status" and message.get("group") in task_groups:
+                await stream.task_changed(await tasks.get(task_groups[message["group"]]))
     finally:
         await inbox.leave()

@@ -42,10 +42,23 @@ class Mailbox:
             ]
         return self._channel
 
+    async def _receive(self, channel: str) -> dict[str, Any]:
+        """One receive, in a task of its own that this loop's cancellation always ends. redis-py can turn the
+        cancellation of a blocked read into a connection error that it retries, and channels-redis then keeps
+        reading: a single cancel would leave it (and the loop's shutdown) waiting forever."""
+        receive = asyncio.ensure_future(self._layer.receive(channel))
+        try:
+            return await asyncio.shield(receive)
+        except asyncio.CancelledError:
+            while not receive.done():
+                receive.cancel()
+                await asyncio.wait({receive}, timeout=0.1)
+            raise
+
     async def _receive_forever(self, channel: str) -> None:
         while True:
             try:
-                message = await self._layer.receive(channel)
+                message = await self._receive(channel)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -34,7 +34,6 @@ def _tenant_slug(path: str) -> str | None:
 
 
 TENANT_SCOPE_KEY = "mcp.tenant"
-PRINCIPAL_SCOPE_KEY = "mcp.principal"
 
 
 class GatewayMiddleware:
@@ -76,7 +75,7 @@ class GatewayMiddleware:
                 message = "Unauthorized" if outcome.status == 401 else "Forbidden"
                 await reject(outcome.status, message, [(b"www-authenticate", outcome.www_authenticate.encode())])
                 return
-            scope = {**scope, PRINCIPAL_SCOPE_KEY: outcome}
+            scope = {**scope, resource.PRINCIPAL_SCOPE_KEY: outcome}
 
         limit = platform_settings.MAX_REQUEST_BYTES
         declared = _header(scope, b"content-length")
@@ -95,7 +94,7 @@ class GatewayMiddleware:
                 return
             if not message.get("more_body"):
                 break
-        principal = scope.get(PRINCIPAL_SCOPE_KEY)
+        principal = scope.get(resource.PRINCIPAL_SCOPE_KEY)
         if isinstance(principal, resource.Principal):
             missing = required_scopes(bytes(body)) - principal.scopes
             if missing:

@@ -25,15 +25,14 @@ from mcp_core.mrtr import InputPolicy
 from mcp_core.request_state import derive_key
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.responses import Send, send_chunk, send_json, start_sse
-from mcp_platform.oauth.resource import Principal
+from mcp_platform.jobs.store import ToolRunStore
+from mcp_platform.oauth.resource import ANONYMOUS
 from tenants.catalog import TenantCatalog
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
 
 REQUEST_STATE_PURPOSE = "mcp_platform.gateway.request_state"
-# Who a request to a public tenant acts for: nobody in particular, so its states are bound to the tenant only.
-ANONYMOUS_PRINCIPAL = "anonymous"
 
 
 class RequestStream:
@@ -101,32 +100,29 @@ def request_state_keys() -> tuple[bytes, ...]:
     return tuple(derive_key(secret, REQUEST_STATE_PURPOSE) for secret in secrets)
 
 
-def state_principal(principal: Principal | None) -> str:
-    """What a ``requestState`` is bound to besides the tenant: the bearer token's subject, the user acting through
-    one client (a refreshed token keeps it; another user, or the same user through another app, does not)."""
-    if principal is None:
-        return ANONYMOUS_PRINCIPAL
-    return f"user:{principal.user_id} client:{principal.client_id}"
-
-
-def input_policy(tenant: Tenant, principal: Principal | None) -> InputPolicy:
+def input_policy(tenant: Tenant, principal: str = ANONYMOUS) -> InputPolicy:
     return InputPolicy(
         keys=request_state_keys(),
         now=time.time(),
         ttl=float(platform_settings.REQUEST_STATE_TTL),
         tenant=str(tenant.pk),
-        principal=state_principal(principal),
+        principal=principal,
     )
+
+
+def stateless_tasks(*, tenant: Tenant, principal: str, version: str) -> ToolRunStore:
+    """The caller's tasks in this era: the principal's (no session; task ids are unguessable)."""
+    return ToolRunStore.bound(tenant_id=tenant.pk, principal=principal, session_id="", protocol_version=version)
 
 
 def stateless_env(
     *,
     tenant: Tenant,
-    principal: Principal | None,
     server: ServerIdentity,
     envelope: Envelope,
     stream: RequestStream,
     headers: Mapping[str, str],
+    principal: str = ANONYMOUS,
 ) -> Env:
     return Env(
         version=envelope.version,
@@ -140,6 +136,7 @@ def stateless_env(
         cache=tenant_cache_hints(tenant),
         headers=headers,
         input_policy=input_policy(tenant, principal),
+        tasks=stateless_tasks(tenant=tenant, principal=principal, version=envelope.version),
     )
 
 
@@ -147,18 +144,18 @@ async def serve_stateless(
     *,
     send: Send,
     tenant: Tenant,
-    principal: Principal | None,
     server: ServerIdentity,
     headers: Mapping[str, str],
     request: jsonrpc.Request,
+    principal: str = ANONYMOUS,
 ) -> None:
-    """Answer one stateless request for ``principal`` (None on a public tenant); every error goes out with the
-    request's id and its HTTP status."""
+    """Answer one stateless request for ``principal`` (``principal_label``: ``anonymous`` on a public tenant); every
+    error goes out with the request's id and its HTTP status."""
     stream = RequestStream(send)
     try:
         envelope = open_envelope(method=request.method, params=request.params, headers=headers)
         env = stateless_env(
-            tenant=tenant, principal=principal, server=server, envelope=envelope, stream=stream, headers=headers
+            tenant=tenant, server=server, envelope=envelope, stream=stream, headers=headers, principal=principal
         )
         result = await dispatch(request.method, request.params, env)
         await stream.finish(jsonrpc.encode_result(request.id, result), 200)

@@ -23,6 +23,9 @@ from tenants.models import Tenant
 SCOPES = ("mcp:tools", "mcp:resources", "mcp:prompts")
 # "Last used" on the connected-apps page is kept to this resolution: at most one write per token per minute.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+PRINCIPAL_SCOPE_KEY = "mcp.principal"
+# Whom a request on a tenant without authorization acts for: everyone alike.
+ANONYMOUS = "anonymous"
 
 
 @dataclass(frozen=True)
@@ -144,3 +147,13 @@ async def aauthenticate(*, tenant: Tenant, authorization: str | None, base_url: 
         scopes=frozenset(row.scope.split()),
         token_id=row.pk,
     )
+
+
+def principal_label(scope: dict[str, Any]) -> str:
+    """Whom the request in an ASGI ``scope`` acts for, as tasks and sealed request states record it: the bearer
+    token's subject, one user acting through one client (``user:<id> client:<id>``; a refreshed token keeps it,
+    another user or the same user through another app does not), or ``anonymous`` on a public tenant."""
+    principal = scope.get(PRINCIPAL_SCOPE_KEY)
+    if not isinstance(principal, Principal):
+        return ANONYMOUS
+    return f"user:{principal.user_id} client:{principal.client_id}"

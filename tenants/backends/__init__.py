@@ -24,6 +24,11 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> An
     raise ValueError(f"tool {tool.name!r} has unknown backend {tool.backend!r}")
 
 
+def tool_continues_as_task(tool: Tool) -> bool:
+    """Whether calls run in the request until the tool calls ``continue_as_task()`` (Python tools may)."""
+    return tool.backend == Backend.PYTHON and python.tool_continues_as_task(tool)
+
+
 async def template_read(
     template: ResourceTemplate, uri: str, variables: dict[str, str], ctx: ToolContext
 ) -> list[JSONObject]:

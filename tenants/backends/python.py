@@ -20,6 +20,11 @@ async def tool_invoke(
     return await function(ctx, **arguments)
 
 
+def tool_continues_as_task(tool: Tool, *, registry: PythonRegistry = default_registry) -> bool:
+    """Whether the tool's function asks first and then continues as a task by itself."""
+    return registry.tool_continues_as_task(str(tool.config.get("function", "")))
+
+
 async def template_read(
     template: ResourceTemplate,
     uri: str,

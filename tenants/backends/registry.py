@@ -1,7 +1,9 @@
 """The registry of Python functions that tools, resource templates and prompts may name in their config.
 
 Functions register themselves with ``@python_tool("name")``, ``@python_resource_template("name")`` or
-``@python_prompt("name")`` when their module is imported (``TenantsConfig.ready`` imports the built-in ones).
+``@python_prompt("name")`` when their module is imported (``TenantsConfig.ready`` imports the built-in ones). A
+tool function that asks its questions first and then calls ``ctx.continue_as_task()`` registers with
+``continues_as_task=True``.
 """
 
 from __future__ import annotations
@@ -38,10 +40,23 @@ class PythonRegistry:
         self._tools: dict[str, PythonToolFunction] = {}
         self._templates: dict[str, PythonTemplateFunction] = {}
         self._prompts: dict[str, PythonPromptFunction] = {}
+        self._continue_as_task: set[str] = set()
 
-    def tool(self, name: str) -> Callable[[F], F]:
-        """Decorator registering ``async def fn(ctx: ToolContext, **arguments)`` under ``name``."""
-        return self._decorator(self._tools, "tool", name)
+    def tool(self, name: str, *, continues_as_task: bool = False) -> Callable[[F], F]:
+        """Decorator registering ``async def fn(ctx: ToolContext, **arguments)`` under ``name``.
+
+        ``continues_as_task``: where calls may be tasks, they run in the request until the function calls
+        ``ctx.continue_as_task()`` (its questions go through MRTR first), instead of becoming tasks at once.
+        """
+        register = self._decorator(self._tools, "tool", name)
+        if continues_as_task:
+            self._continue_as_task.add(name)
+        else:
+            self._continue_as_task.discard(name)
+        return register
+
+    def tool_continues_as_task(self, name: str) -> bool:
+        return name in self._continue_as_task
 
     def resource_template(self, name: str) -> Callable[[F], F]:
         """Decorator registering ``async def fn(ctx: ToolContext, uri: str, **variables)`` under ``name``."""
@@ -104,9 +119,11 @@ class PythonRegistry:
 default_registry = PythonRegistry()
 
 
-def python_tool(name: str, *, registry: PythonRegistry = default_registry) -> Callable[[F], F]:
+def python_tool(
+    name: str, *, continues_as_task: bool = False, registry: PythonRegistry = default_registry
+) -> Callable[[F], F]:
     """Register an async tool function under ``name`` (in the default registry unless told otherwise)."""
-    return registry.tool(name)
+    return registry.tool(name, continues_as_task=continues_as_task)
 
 
 def python_resource_template(name: str, *, registry: PythonRegistry = default_registry) -> Callable[[F], F]:

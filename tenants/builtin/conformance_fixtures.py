@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from tenants.builtin.loading import CatalogSpec
-from tenants.models import Backend
+from tenants.models import Backend, TaskSupport
 
 JSONObject = dict[str, Any]
 
@@ -65,13 +65,20 @@ def _static(name: str, description: str, content: list[JSONObject]) -> JSONObjec
     }
 
 
-def _python(name: str, description: str, function: str, input_schema: JSONObject = NO_ARGUMENTS) -> JSONObject:
+def _python(
+    name: str,
+    description: str,
+    function: str,
+    input_schema: JSONObject = NO_ARGUMENTS,
+    task_support: TaskSupport = TaskSupport.FORBIDDEN,
+) -> JSONObject:
     return {
         "name": name,
         "description": description,
         "input_schema": input_schema,
         "backend": Backend.PYTHON,
         "config": {"function": function},
+        "task_support": task_support,
     }
 
 
@@ -235,6 +242,53 @@ TOOLS: list[JSONObject] = [
         "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
         "conformance.json_schema_2020_12",
         JSON_SCHEMA_2020_12_INPUT_SCHEMA,
+    ),
+    # Tasks (2026-07-28 extension and 2025-11-25): the fixtures the tasks-* scenarios call.
+    _python("greet", "Says hello; never runs as a task", "conformance.greet", _one_string("name", "Who to greet")),
+    _python(
+        "slow_compute",
+        "Sleeps for the given seconds, then answers; runs as a task when the client accepts tasks",
+        "conformance.slow_compute",
+        {
+            "type": "object",
+            "properties": {
+                "seconds": {"type": "number", "minimum": 0, "maximum": 600, "description": "How long to work"},
+                "label": {"type": "string", "description": "Names the computation in the result"},
+            },
+            "required": ["seconds"],
+        },
+        TaskSupport.OPTIONAL,
+    ),
+    _python(
+        "failing_job",
+        "Always ends in a tool execution error after about a second; runs only as a task",
+        "conformance.failing_job",
+        task_support=TaskSupport.REQUIRED,
+    ),
+    _python(
+        "protocol_error_job",
+        "Always ends in a JSON-RPC (protocol) error",
+        "conformance.protocol_error_job",
+        task_support=TaskSupport.OPTIONAL,
+    ),
+    _python(
+        "confirm_delete",
+        "Asks the user to confirm before deleting a file",
+        "conformance.confirm_delete",
+        _one_string("filename", "The file to delete"),
+        TaskSupport.OPTIONAL,
+    ),
+    _python(
+        "multi_input",
+        "Asks the user two questions at once",
+        "conformance.multi_input",
+        task_support=TaskSupport.OPTIONAL,
+    ),
+    _python(
+        "test_tool_with_task",
+        "Asks for the user's name in the request, then finishes as a task",
+        "conformance.tool_with_task",
+        task_support=TaskSupport.REQUIRED,
     ),
 ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tenants.builtin.loading import CatalogSpec
-from tenants.models import Backend
+from tenants.models import Backend, TaskSupport
 
 JSONObject = dict[str, Any]
 
@@ -31,7 +31,7 @@ README = """# Demo tenant
 This MCP server is hosted on the multi-tenant MCP platform. It shows what a tenant can offer:
 
 - `echo` and `add`: plain tools (`add` also returns structured content);
-- `count_slowly`: progress notifications while it works;
+- `count_slowly`: progress notifications while it works (a task, for clients that take tasks);
 - `ask_user_name`: asks you a question through elicitation;
 - `summarize`: asks your client's model for a summary (sampling);
 - `list_client_roots`: lists the roots your client shares;
@@ -86,6 +86,7 @@ TOOLS: list[JSONObject] = [
             },
             "additionalProperties": False,
         },
+        task_support=TaskSupport.OPTIONAL,
     ),
     _python(
         "ask_user_name",

@@ -13,7 +13,7 @@ from typing import Any
 from django.db import transaction
 
 from tenants import services
-from tenants.models import Backend, Tenant
+from tenants.models import Backend, TaskSupport, Tenant
 from tenants.services import UpsertOutcome
 
 JSONObject = dict[str, Any]
@@ -31,6 +31,7 @@ TOOL_DEFAULTS: JSONObject = {
     "annotations": None,
     "icons": None,
     "backend": Backend.STATIC,
+    "task_support": TaskSupport.FORBIDDEN,
     "enabled": True,
 }
 RESOURCE_DEFAULTS: JSONObject = {

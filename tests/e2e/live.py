@@ -62,6 +62,16 @@ def production_requested() -> bool:
     return os.environ.get("DATABASE_URL", "").startswith("postgres") and bool(os.environ.get("REDIS_URL"))
 
 
+# The marks of a module whose tests need the production topology.
+PRODUCTION_ONLY = [
+    pytest.mark.anyio,
+    pytest.mark.production,
+    pytest.mark.skipif(
+        not production_requested(), reason="needs DATABASE_URL=postgres://… and REDIS_URL (production topology)"
+    ),
+]
+
+
 # ---- processes -----------------------------------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.e2e.live import LiveServer, production_requested
+from tests.e2e.live import PRODUCTION_ONLY, LiveServer
 from tests.e2e.raw_http import (
     RawSession,
     SseEvent,
@@ -25,13 +25,7 @@ from tests.e2e.raw_http import (
     sse_events,
 )
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.production,
-    pytest.mark.skipif(
-        not production_requested(), reason="needs DATABASE_URL=postgres://… and REDIS_URL (production topology)"
-    ),
-]
+pytestmark = PRODUCTION_ONLY
 
 TEST_DEADLINE = 60.0
 

@@ -46,6 +46,22 @@ class Reply:
         return body if isinstance(body, list) else [body]
 
 
+def http_scope(method: str, path: str, headers: dict[str, str]) -> dict[str, Any]:
+    """The ASGI scope of a request to ``path`` (which may carry a query string) from a local client."""
+    path_only, _, query = path.partition("?")
+    return {
+        "type": "http",
+        "http_version": "1.1",
+        "method": method,
+        "path": path_only,
+        "raw_path": path_only.encode(),
+        "query_string": query.encode(),
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+    }
+
+
 async def request(
     method: str,
     path: str,
@@ -62,19 +78,7 @@ async def request(
         all_headers["accept"] = ACCEPT_BOTH
     all_headers.update(headers or {})
     payload = raw if raw is not None else (json.dumps(body).encode() if body is not None else b"")
-    path_only, _, query = path.partition("?")
-    scope = {
-        "type": "http",
-        "http_version": "1.1",
-        "method": method,
-        "path": path_only,
-        "raw_path": path_only.encode(),
-        "query_string": query.encode(),
-        "headers": [(k.lower().encode(), v.encode()) for k, v in all_headers.items()],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
-    communicator = ApplicationCommunicator(application, scope)
+    communicator = ApplicationCommunicator(application, http_scope(method, path, all_headers))
     await communicator.send_input({"type": "http.request", "body": payload, "more_body": False})
     start = await communicator.receive_output(timeout)
     assert start["type"] == "http.response.start"

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from mcp_core.context import ToolContext
 from mcp_platform.asgi import application
 from tenants.backends.registry import python_tool
-from tests.gateway.conftest import ACCEPT_BOTH, request, rpc
+from tests.gateway.conftest import ACCEPT_BOTH, http_scope, request, rpc
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -457,18 +457,7 @@ async def open_listen(notifications: dict[str, Any], *, id: int = 11) -> tuple[A
         "accept": ACCEPT_BOTH,
         **standard_headers("subscriptions/listen", params),
     }
-    scope = {
-        "type": "http",
-        "http_version": "1.1",
-        "method": "POST",
-        "path": MCP,
-        "raw_path": MCP.encode(),
-        "query_string": b"",
-        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
-    communicator = ApplicationCommunicator(application, scope)
+    communicator = ApplicationCommunicator(application, http_scope("POST", MCP, headers))
     await communicator.send_input({"type": "http.request", "body": body, "more_body": False})
     start = await communicator.receive_output(5)
     assert start["status"] == 200
@@ -485,7 +474,7 @@ async def next_listen_message(communicator: ApplicationCommunicator) -> dict[str
 
 
 async def test_listen_acknowledges_then_delivers_only_requested_changes_tagged_with_its_id(conformance):
-    communicator, _ = await open_listen({"toolsListChanged": True, "taskIds": ["t"]}, id=11)
+    communicator, _ = await open_listen({"toolsListChanged": True, "promptsListChanged": False}, id=11)
     ack = await next_listen_message(communicator)
     assert ack["method"] == "notifications/subscriptions/acknowledged"
     assert ack["params"]["notifications"] == {"toolsListChanged": True}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_core.errors import InvalidParams
+from mcp_core.errors import InvalidParams, MissingClientCapability
 from mcp_core.features.subscriptions import parse_listen
+from mcp_core.tasks import TASKS_EXTENSION
 
 TAG = "io.modelcontextprotocol/subscriptionId"
 
@@ -15,7 +16,6 @@ def test_the_acknowledgement_carries_exactly_the_honoured_subset_and_the_subscri
         "toolsListChanged": True,
         "promptsListChanged": False,
         "resourceSubscriptions": ["file:///a", "file:///a", "file:///b"],
-        "taskIds": ["t-1"],
     }
     method, params = parse_listen({"notifications": wanted}, 7).acknowledgement()
     assert method == "notifications/subscriptions/acknowledged"
@@ -49,3 +49,30 @@ def test_an_empty_filter_is_acknowledged_empty():
 def test_a_malformed_filter_is_invalid_params(notifications):
     with pytest.raises(InvalidParams):
         parse_listen({"notifications": notifications}, 1)
+
+
+WITH_TASKS = {"extensions": {TASKS_EXTENSION: {}}}
+
+
+def test_task_ids_are_acknowledged_only_for_the_callers_own_tasks_in_the_clients_order():
+    asked = parse_listen({"notifications": {"taskIds": ["t-3", "t-1", "t-3", "t-9"]}}, "s", WITH_TASKS)
+    assert "taskIds" not in asked.acknowledgement()[1]["notifications"]
+    honoured = asked.honouring_tasks(["t-1", "t-3"])
+    assert honoured.acknowledgement()[1]["notifications"] == {"taskIds": ["t-3", "t-1"]}
+    assert honoured.on_task({"taskId": "t-1", "status": "completed"}) == (
+        "notifications/tasks",
+        {"taskId": "t-1", "status": "completed", "_meta": {TAG: "s"}},
+    )
+    assert "taskIds" not in asked.honouring_tasks([]).acknowledgement()[1]["notifications"]
+
+
+def test_task_ids_without_the_tasks_extension_are_missing_capability():
+    with pytest.raises(MissingClientCapability) as caught:
+        parse_listen({"notifications": {"taskIds": ["t-1"]}}, 1, {"elicitation": {}})
+    assert caught.value.data == {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
+
+
+@pytest.mark.parametrize("task_ids", ["t-1", [""], [7], ["t"] * 1001])
+def test_malformed_task_ids_are_invalid_params(task_ids):
+    with pytest.raises(InvalidParams):
+        parse_listen({"notifications": {"taskIds": task_ids}}, 1, WITH_TASKS)

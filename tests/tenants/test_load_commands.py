@@ -43,6 +43,23 @@ CONFORMANCE_TOOLS = {
     "test_trigger_tool_change",
     "test_trigger_prompt_change",
     "json_schema_2020_12_tool",
+    # The tasks-* scenarios.
+    "greet",
+    "slow_compute",
+    "failing_job",
+    "protocol_error_job",
+    "confirm_delete",
+    "multi_input",
+    "test_tool_with_task",
+}
+CONFORMANCE_TASK_SUPPORT = {
+    "greet": "forbidden",
+    "slow_compute": "optional",
+    "failing_job": "required",
+    "protocol_error_job": "optional",
+    "confirm_delete": "optional",
+    "multi_input": "optional",
+    "test_tool_with_task": "required",
 }
 CONFORMANCE_PROMPTS = {
     "test_simple_prompt",
@@ -88,6 +105,9 @@ def test_conformance_tenant_holds_every_fixture() -> None:
     tenant = Tenant.objects.get(slug="conformance")
 
     assert set(Tool.objects.filter(tenant=tenant).values_list("name", flat=True)) == CONFORMANCE_TOOLS
+    support = dict(Tool.objects.filter(tenant=tenant).values_list("name", "task_support"))
+    assert {name: support[name] for name in CONFORMANCE_TASK_SUPPORT} == CONFORMANCE_TASK_SUPPORT
+    assert support["test_simple_text"] == "forbidden"
     assert set(Prompt.objects.filter(tenant=tenant).values_list("name", flat=True)) == CONFORMANCE_PROMPTS
     assert set(Resource.objects.filter(tenant=tenant).values_list("uri", flat=True)) == {
         "test://static-text",

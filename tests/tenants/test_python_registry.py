@@ -39,6 +39,22 @@ def test_decorators_register_into_the_given_registry() -> None:
         registry.get_prompt("greet")
 
 
+def test_a_tool_may_register_as_continuing_as_a_task_by_itself() -> None:
+    registry = PythonRegistry()
+
+    @python_tool("asks_first", continues_as_task=True, registry=registry)
+    async def asks_first(ctx: object) -> str:
+        return "done"
+
+    @python_tool("plain", registry=registry)
+    async def plain(ctx: object) -> str:
+        return "done"
+
+    assert registry.tool_continues_as_task("asks_first")
+    assert not registry.tool_continues_as_task("plain")
+    assert not registry.tool_continues_as_task("unknown")
+
+
 def test_unknown_name_raises_a_clear_error() -> None:
     registry = PythonRegistry()
 

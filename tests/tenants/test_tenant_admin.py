@@ -28,6 +28,7 @@ def tool_form(tenant: Tenant, **overrides: Any) -> dict[str, Any]:
         "icons": "",
         "backend": "static",
         "config": json.dumps({"content": [{"type": "text", "text": "hi"}], "isError": False}),
+        "task_support": "forbidden",
         "enabled": "on",
     }
     data.update(overrides)
@@ -45,6 +46,19 @@ def test_adding_a_tool_in_the_admin_publishes_a_change(
     assert response.status_code == 302
     assert Tool.objects.get(tenant=tenant, name="from_admin").description == "Made in the admin"
     assert listener.receive() == TOOLS_CHANGED
+
+
+def test_task_support_is_set_in_the_admin_and_refuses_unknown_values(
+    admin_client: Any, tenant: Tenant, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        added = admin_client.post(reverse("admin:tenants_tool_add"), tool_form(tenant, task_support="optional"))
+    refused = admin_client.post(reverse("admin:tenants_tool_add"), tool_form(tenant, name="x", task_support="always"))
+
+    assert added.status_code == 302
+    assert Tool.objects.get(tenant=tenant, name="from_admin").task_support == "optional"
+    assert refused.status_code == 200
+    assert "task_support" in refused.context["adminform"].form.errors
 
 
 def test_admin_shows_service_validation_errors_on_the_form(admin_client: Any, tenant: Tenant) -> None:

@@ -9,6 +9,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from mcp_core.catalog import Catalog, PromptDefinition
+from mcp_core.tasks import TaskSupport
 from tenants.catalog import TenantCatalog
 from tenants.models import Backend, Tenant
 from tests.factories import PromptFactory, ResourceFactory, ResourceTemplateFactory, ToolFactory
@@ -65,6 +66,26 @@ def test_tool_wire_carries_every_optional_field_that_is_set(tenant: Tenant) -> N
         "annotations": {"readOnlyHint": True},
         "icons": [{"src": "https://example.com/i.png", "mimeType": "image/png"}],
     }
+
+
+def test_task_support_appears_as_execution_and_on_the_definition(tenant: Tenant) -> None:
+    ToolFactory(tenant=tenant, name="long", task_support="optional")
+    ToolFactory(tenant=tenant, name="short")
+    ToolFactory(
+        tenant=tenant,
+        name="asks_first",
+        backend=Backend.PYTHON,
+        config={"function": "conformance.tool_with_task"},
+        task_support="required",
+    )
+    catalog = TenantCatalog(tenant)
+
+    long, short, asks_first = (async_to_sync(catalog.get_tool)(name) for name in ("long", "short", "asks_first"))
+
+    assert long is not None and short is not None and asks_first is not None
+    assert long.wire["execution"] == {"taskSupport": "optional"} and long.task_support == TaskSupport.OPTIONAL
+    assert "execution" not in short.wire and short.task_support == TaskSupport.FORBIDDEN
+    assert (long.continues_as_task, asks_first.continues_as_task) == (False, True)
 
 
 def test_list_tools_reports_more_and_the_last_key(tenant: Tenant) -> None:

@@ -1,7 +1,8 @@
 """``manage.py serve``: everything the platform needs on this machine in one process tree.
 
 Applies migrations, starts the ASGI server (daphne) and, on embedded defaults, a Celery worker inside
-the same process (memory broker), so long jobs are still real Celery jobs.
+the same process (memory broker), so long jobs are still real Celery jobs. The worker runs their async work on
+the web server's event loop, where the in-memory channel layer lives.
 """
 
 from __future__ import annotations
@@ -18,19 +19,30 @@ from django.core.management.base import BaseCommand
 logger = logging.getLogger(__name__)
 
 
-def start_embedded_worker() -> threading.Thread:
-    """A Celery worker consuming the in-memory broker from a daemon thread of this process."""
-    from mcp_platform.celery import app
+# Worker threads mostly wait on their task's coroutine (on the shared event loop), so they are cheap.
+EMBEDDED_WORKER_THREADS = 16
 
+
+def start_embedded_worker() -> threading.Thread:
+    """A Celery worker consuming the in-memory broker from a daemon thread of this process; its tasks' async work
+    runs on the web server's loop (``mcp_platform.jobs.loop``)."""
+    from daphne.server import twisted_loop
+
+    from mcp_platform.celery import app
+    from mcp_platform.jobs.loop import use_loop
+
+    use_loop(twisted_loop)
     worker = app.WorkController(
         app=app,
         pool_cls="threads",
-        concurrency=4,
+        concurrency=EMBEDDED_WORKER_THREADS,
         loglevel="WARNING",
         without_heartbeat=True,
         without_mingle=True,
         without_gossip=True,
-        beat=False,
+        # The periodic purges (sessions, expired tool runs) run here too.
+        beat=True,
+        schedule_filename=str(settings.VAR_DIR / "celerybeat-schedule"),
     )
     thread = threading.Thread(target=worker.start, name="celery-embedded-worker", daemon=True)
     thread.start()

@@ -1,0 +1,151 @@
+"""One start of a tool run on a worker: claim it, run the call with the answers the task holds, keep the lease
+while it runs, stop when the task is cancelled, and store what came of it.
+
+The call runs through ``mcp_core.features.tools.run_task_call`` with the same ``ToolContext`` a call in the
+request gets; only its ``Outbound`` differs. Questions to the client never wait here: the ledger answers the
+ones the task has answers for, and the first open one ends the start (``input_required``); the task replays the
+call once the client has answered (deterministic replay, as MRTR). Cancellation arrives on the task's control
+group through the process mailbox; the lease renewal notices a lost signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from mcp_core.env import Env
+from mcp_core.errors import ClientRequestFailed, error_to_wire
+from mcp_core.features.tools import run_task_call
+from mcp_core.mrtr import Answer, InputLedger
+from mcp_core.tasks import TaskEvent, TaskOutcome
+from mcp_core.versions import STATELESS_VERSIONS
+from mcp_platform.conf import platform_settings
+from mcp_platform.gateway import groups
+from mcp_platform.gateway.identity import server_identity
+from mcp_platform.gateway.mailbox import mailbox, send_to_group
+from mcp_platform.jobs import services
+from mcp_platform.jobs.models import ToolRun
+from mcp_platform.jobs.services import Claim
+from tenants.catalog import TenantCatalog
+
+logger = logging.getLogger(__name__)
+JSONObject = dict[str, Any]
+
+PROGRESS = "notifications/progress"
+
+
+def _progress_text(params: JSONObject) -> str:
+    if isinstance(params.get("message"), str) and params["message"]:
+        return str(params["message"])
+    total = params.get("total")
+    return f"{params.get('progress')}/{total}" if total is not None else f"Progress: {params.get('progress')}"
+
+
+class TaskOutbound:
+    """``mcp_core.context.Outbound`` of a running task. 2026-07-28: progress becomes the task's status message
+    (the extension sends no progress or log messages for tasks). 2025-11-25: progress and log messages go to the
+    task's group, where a ``tasks/result`` stream relays them to the client."""
+
+    def __init__(self, run: ToolRun) -> None:
+        self._run = run
+        self._stateless = run.protocol_version in STATELESS_VERSIONS
+
+    async def notify(self, method: str, params: JSONObject) -> None:
+        run = self._run
+        if self._stateless:
+            if method == PROGRESS:
+                await sync_to_async(services.tool_run_set_status_message)(
+                    tenant_id=run.tenant_id, run_id=run.pk, generation=run.generation, message=_progress_text(params)
+                )
+            return
+        message = {"kind": "notification", "method": method, "params": params}
+        await send_to_group(groups.task_group(run.tenant_id, run.pk), message)
+
+    async def request(self, method: str, params: JSONObject) -> JSONObject:
+        """Never reached: a task's questions are answered by its ledger or left open for the client."""
+        raise ClientRequestFailed(f"{method} cannot be sent to the client from a worker")
+
+    async def release(self) -> None:
+        """There is no client connection to release."""
+
+
+def task_env(run: ToolRun) -> Env:
+    """What the call sees on the worker: the request's version, capabilities and log level, and the answers."""
+    token = run.progress_token
+    if token is None and run.protocol_version in STATELESS_VERSIONS:
+        # Progress turns into the status message here, whether or not the request asked for progress.
+        token = run.pk
+    answers = {key: Answer(question, result) for key, (question, result) in run.input_answers.items()}
+    return Env(
+        version=run.protocol_version,
+        catalog=TenantCatalog(run.tenant),
+        outbound=TaskOutbound(run),
+        server=server_identity(run.tenant),
+        client_capabilities=run.client_capabilities,
+        log_level=run.log_level or None,
+        page_size=platform_settings.PAGE_SIZE,
+        meta={} if token is None else {"progressToken": token},
+        ledger=InputLedger(answers=answers),
+    )
+
+
+async def _keep_lease(run: ToolRun, work: asyncio.Task[TaskOutcome]) -> None:
+    """Renew the lease now and then; stop the call once the run is no longer ours to finish."""
+    interval = platform_settings.TASK_LEASE_SECONDS / 3
+    while True:
+        renewed = await sync_to_async(services.tool_run_renew)(
+            tenant_id=run.tenant_id, run_id=run.pk, generation=run.generation
+        )
+        if not renewed:
+            work.cancel()
+            return
+        await asyncio.sleep(interval)
+
+
+async def _run_call(run: ToolRun) -> TaskOutcome | None:
+    """The outcome of the call, or None when it was stopped (cancelled, expired)."""
+    work = asyncio.create_task(run_task_call(run.tool_name, run.arguments, task_env(run)))
+    control = groups.task_control_group(run.tenant_id, run.pk)
+
+    def stop(message: JSONObject) -> None:
+        if message.get("kind") == "cancel":
+            work.cancel()
+
+    box = mailbox()
+    await box.subscribe(control, stop)
+    # Subscribed first: a cancellation from now on is heard, one from before is seen by the first renewal.
+    keeper = asyncio.create_task(_keep_lease(run, work))
+    try:
+        await asyncio.wait({work})
+    except asyncio.CancelledError:
+        work.cancel()
+        raise
+    finally:
+        keeper.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.shield(box.unsubscribe(control, stop))
+    if work.cancelled():
+        return None
+    failure = work.exception()
+    if failure is not None:
+        logger.error("tool run %s (%s) failed", run.pk, run.tool_name, exc_info=failure)
+        return TaskOutcome(TaskEvent.FAIL, error=error_to_wire(failure)[1])
+    return work.result()
+
+
+async def tool_run_execute(*, tenant_id: int, run_id: str, generation: int) -> Claim | None:
+    """Run start ``generation`` of the run and store its outcome; the refusal when it is not ours to run
+    (``Claim.BUSY``: another worker's lease is live, try later)."""
+    claimed = await sync_to_async(services.tool_run_claim)(tenant_id=tenant_id, run_id=run_id, generation=generation)
+    if isinstance(claimed, Claim):
+        return claimed
+    outcome = await _run_call(claimed)
+    if outcome is not None:
+        await sync_to_async(services.tool_run_finish)(
+            tenant_id=tenant_id, run_id=run_id, generation=generation, outcome=outcome
+        )
+    return None

@@ -1,0 +1,62 @@
+"""``ToolRun``: one tool call that runs as an MCP task, durable from creation to purge.
+
+Everything a task is lives here, so any web process can answer for it and any worker can run it: its status
+(``mcp_core.tasks`` decides the transitions), its result or error, its open questions and the answers so far,
+whose it is (tenant, principal, session), how long it lives, and the lease of the worker running it.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from mcp_core.tasks import TaskStatus
+
+
+class ToolRun(models.Model):
+    class Status(models.TextChoices):
+        WORKING = TaskStatus.WORKING.value, "Working"
+        INPUT_REQUIRED = TaskStatus.INPUT_REQUIRED.value, "Waiting for the client"
+        COMPLETED = TaskStatus.COMPLETED.value, "Completed"
+        FAILED = TaskStatus.FAILED.value, "Failed"
+        CANCELLED = TaskStatus.CANCELLED.value, "Cancelled"
+
+    # The task id: random and unguessable (it is all a caller needs besides its credentials).
+    id = models.CharField(primary_key=True, max_length=64)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="tool_runs")
+    # Whose task it is: "user:<id> client:<id>" for OAuth callers, "anonymous" on public tenants;
+    # handshake-era tasks also belong to the session that started them.
+    principal = models.CharField(max_length=200)
+    session_id = models.CharField(max_length=64, blank=True)
+    protocol_version = models.CharField(max_length=16)
+    tool_name = models.CharField(max_length=128)
+    arguments = models.JSONField(default=dict)
+    client_capabilities = models.JSONField(default=dict)
+    log_level = models.CharField(max_length=16, blank=True)
+    progress_token = models.JSONField(null=True, blank=True)
+
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.WORKING)
+    status_message = models.TextField(blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    # Open questions (key -> {method, params}) and answers so far (key -> [question digest, result]).
+    input_requests = models.JSONField(default=dict, blank=True)
+    input_answers = models.JSONField(default=dict, blank=True)
+
+    ttl_ms = models.PositiveBigIntegerField()
+    expires_at = models.DateTimeField(db_index=True)
+    # Each (re)start of the call gets the next generation; a worker message for an older one is stale.
+    generation = models.PositiveIntegerField(default=1)
+    attempts = models.PositiveIntegerField(default=0)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["tenant", "principal", "status"], name="jobs_toolrun_active"),
+            models.Index(fields=["tenant", "principal", "session_id", "created_at"], name="jobs_toolrun_listing"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} {self.id[:8]}… ({self.status})"

@@ -1,0 +1,82 @@
+"""Reads of tool runs, always as one caller sees them: its tenant, its principal, its session (handshake era),
+and nothing past its expiry. A run that is not the caller's does not exist for it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from mcp_core.errors import InvalidParams
+from mcp_platform.jobs.models import ToolRun
+
+TERMINAL_STATUSES = (ToolRun.Status.COMPLETED, ToolRun.Status.FAILED, ToolRun.Status.CANCELLED)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Whose tasks a request may see: 2026-07-28 requests have no session (``session_id`` is empty), so a
+    handshake-era task is never visible to a stateless request or the other way round."""
+
+    tenant_id: int
+    principal: str
+    session_id: str
+    protocol_version: str
+
+
+def tool_runs_visible(*, caller: Caller) -> QuerySet[ToolRun]:
+    """The runs ``caller`` may see: its own, in its tenant and session, not expired."""
+    return ToolRun.objects.filter(
+        tenant_id=caller.tenant_id,
+        principal=caller.principal,
+        session_id=caller.session_id,
+        expires_at__gt=timezone.now(),
+    )
+
+
+def tool_run_get(*, caller: Caller, task_id: str) -> ToolRun | None:
+    return tool_runs_visible(caller=caller).filter(pk=task_id).first()
+
+
+async def atool_run_get(*, caller: Caller, task_id: str) -> ToolRun | None:
+    return await tool_runs_visible(caller=caller).filter(pk=task_id).afirst()
+
+
+def _list_key(run: ToolRun) -> str:
+    return f"{run.created_at.isoformat()}|{run.pk}"
+
+
+def _parse_list_key(key: str) -> tuple[datetime, str]:
+    created, _, task_id = key.rpartition("|")
+    try:
+        moment = datetime.fromisoformat(created)
+    except ValueError:
+        raise InvalidParams("Invalid cursor") from None
+    return moment, task_id
+
+
+async def atool_run_list(*, caller: Caller, after: str | None, limit: int) -> tuple[list[ToolRun], str | None]:
+    """The caller's runs newest first, after the key of the last one seen; and the key after this page.
+
+    Raises InvalidParams for a key this selector did not produce.
+    """
+    runs = tool_runs_visible(caller=caller)
+    if after is not None:
+        created, task_id = _parse_list_key(after)
+        runs = runs.filter(Q(created_at__lt=created) | Q(created_at=created, pk__lt=task_id))
+    page = [run async for run in runs.order_by("-created_at", "-pk")[: limit + 1]]
+    more = len(page) > limit
+    page = page[:limit]
+    return page, _list_key(page[-1]) if more and page else None
+
+
+def active_count(*, tenant_id: int, principal: str | None = None) -> int:
+    """Unfinished, unexpired runs of the tenant (of one principal when given)."""
+    runs = ToolRun.objects.filter(tenant_id=tenant_id, expires_at__gt=timezone.now()).exclude(
+        status__in=TERMINAL_STATUSES
+    )
+    if principal is not None:
+        runs = runs.filter(principal=principal)
+    return runs.count()

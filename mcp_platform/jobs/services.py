@@ -1,0 +1,275 @@
+"""Every write to tool runs: creation (within the limits), cancellation, the client's answers, the worker's claim,
+lease and outcome, and the purge of expired runs.
+
+Each write is one transaction that asks ``mcp_core.tasks`` for the transition and changes the row only if it is
+still in the status the transition started from. Listeners (requests waiting on the task, the worker running it)
+hear about it on the channel layer after commit; the row stays the truth.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from mcp_core.content import error_result
+from mcp_core.tasks import (
+    TaskEvent,
+    TaskLimitExceeded,
+    TaskOutcome,
+    TaskRequest,
+    TaskStatus,
+    accept_responses,
+    next_status,
+)
+from mcp_platform.conf import platform_settings
+from mcp_platform.gateway import groups
+from mcp_platform.gateway.mailbox import send_to_group
+from mcp_platform.jobs import selectors
+from mcp_platform.jobs.models import ToolRun
+from mcp_platform.jobs.selectors import Caller
+from tenants.models import Tenant
+
+logger = logging.getLogger(__name__)
+JSONObject = dict[str, Any]
+
+
+def new_task_id() -> str:
+    """192 random bits, URL-safe: a task id is a bearer of the task for anyone with the caller's credentials."""
+    return secrets.token_urlsafe(24)
+
+
+# ---- telling listeners ------------------------------------------------------------------------------------
+
+
+def _send(group: str, message: JSONObject) -> None:
+    try:
+        async_to_sync(send_to_group)(group, message)
+    except Exception:
+        # A lost nudge costs a waiter one polling interval; it must never undo the write.
+        logger.exception("could not publish %s to %s", message.get("kind"), group)
+
+
+def _announce(run: ToolRun, *, stop: bool = False) -> None:
+    """After commit: waiters re-read the task; with ``stop`` the worker running it stops too."""
+    tenant_id, task_id = run.tenant_id, run.pk
+    transaction.on_commit(lambda: _send(groups.task_group(tenant_id, task_id), {"kind": "status"}))
+    if stop:
+        transaction.on_commit(lambda: _send(groups.task_control_group(tenant_id, task_id), {"kind": "cancel"}))
+
+
+def _schedule(run: ToolRun) -> None:
+    from mcp_platform.jobs.tasks import tool_run_execute
+
+    tool_run_execute.delay_on_commit(run.tenant_id, run.pk, run.generation)
+
+
+def _transition(run: ToolRun, event: TaskEvent, **fields: Any) -> None:
+    """Apply ``event`` to a locked run and save. Raises TaskStateError when its status does not allow it."""
+    run.status = next_status(TaskStatus(run.status), event).value
+    for name, value in fields.items():
+        setattr(run, name, value)
+    run.save(update_fields=["status", "updated_at", *fields])
+
+
+def _locked(caller: Caller, task_id: str) -> ToolRun | None:
+    return selectors.tool_runs_visible(caller=caller).select_for_update().filter(pk=task_id).first()
+
+
+# ---- the client's side ------------------------------------------------------------------------------------
+
+
+def tool_run_create(*, caller: Caller, request: TaskRequest) -> ToolRun:
+    """Store a working run and schedule it on a worker after commit.
+
+    The lifetime is what the client asked for, capped at ``TASK_MAX_TTL_MS`` (``TASK_DEFAULT_TTL_MS`` when it
+    asked for nothing). Raises TaskLimitExceeded when the principal or the tenant already has as many unfinished
+    runs as it may.
+    """
+    ttl_ms = min(request.ttl_ms or platform_settings.TASK_DEFAULT_TTL_MS, platform_settings.TASK_MAX_TTL_MS)
+    per_principal = platform_settings.TASK_MAX_ACTIVE_PER_PRINCIPAL
+    per_tenant = platform_settings.TASK_MAX_ACTIVE_PER_TENANT
+    with transaction.atomic():
+        # Serialises the count and the insert of one tenant's runs, so the limits hold under concurrency.
+        Tenant.objects.select_for_update().filter(pk=caller.tenant_id).first()
+        if selectors.active_count(tenant_id=caller.tenant_id, principal=caller.principal) >= per_principal:
+            raise TaskLimitExceeded(
+                f"Too many unfinished tasks: at most {per_principal} per caller; wait for some or cancel them",
+                data={"limit": per_principal, "scope": "principal"},
+            )
+        if selectors.active_count(tenant_id=caller.tenant_id) >= per_tenant:
+            raise TaskLimitExceeded(
+                f"Too many unfinished tasks on this server (at most {per_tenant}); try again later",
+                data={"limit": per_tenant, "scope": "tenant"},
+            )
+        run = ToolRun.objects.create(
+            id=new_task_id(),
+            tenant_id=caller.tenant_id,
+            principal=caller.principal,
+            session_id=caller.session_id,
+            protocol_version=caller.protocol_version,
+            tool_name=request.tool,
+            arguments=request.arguments,
+            client_capabilities=request.client_capabilities,
+            log_level=request.log_level or "",
+            progress_token=request.progress_token,
+            input_answers={key: [a.question, a.result] for key, a in request.answers.items()},
+            ttl_ms=ttl_ms,
+            expires_at=timezone.now() + timedelta(milliseconds=ttl_ms),
+        )
+        _schedule(run)
+    return run
+
+
+def tool_run_cancel(*, caller: Caller, task_id: str) -> tuple[ToolRun, bool] | None:
+    """Cancel the caller's run unless it has finished; the worker running it is told to stop. The run afterwards
+    and whether this call cancelled it; None when the caller has no such run."""
+    with transaction.atomic():
+        run = _locked(caller, task_id)
+        if run is None:
+            return None
+        if run.status in selectors.TERMINAL_STATUSES:
+            return run, False
+        _transition(
+            run, TaskEvent.CANCEL, input_requests={}, lease_until=None, status_message="Cancelled by the client"
+        )
+        _announce(run, stop=True)
+    return run, True
+
+
+def tool_run_provide_input(*, caller: Caller, task_id: str, responses: Any) -> ToolRun | None:
+    """Record the client's answers to open questions (others are ignored). Once none is left open the run is
+    working again and scheduled to replay with the answers. None when the caller has no such run.
+
+    Raises InvalidParams for a malformed answer to an open question.
+    """
+    with transaction.atomic():
+        run = _locked(caller, task_id)
+        if run is None or run.status != ToolRun.Status.INPUT_REQUIRED:
+            return run
+        accepted = accept_responses(run.input_requests, responses)
+        if not accepted:
+            return run
+        answers = {**run.input_answers, **{key: [a.question, a.result] for key, a in accepted.items()}}
+        still_open = {key: q for key, q in run.input_requests.items() if key not in accepted}
+        if still_open:
+            run.input_answers, run.input_requests = answers, still_open
+            run.save(update_fields=["input_answers", "input_requests", "updated_at"])
+        else:
+            _transition(
+                run,
+                TaskEvent.INPUT_PROVIDED,
+                input_answers=answers,
+                input_requests={},
+                generation=run.generation + 1,
+                status_message="",
+            )
+            _schedule(run)
+        _announce(run)
+    return run
+
+
+def tool_run_fail_input(*, caller: Caller, task_id: str, message: str) -> None:
+    """2025-11-25: the client could not answer; the call ends with an isError result, as it would inline."""
+    with transaction.atomic():
+        run = _locked(caller, task_id)
+        if run is None or run.status != ToolRun.Status.INPUT_REQUIRED:
+            return
+        _transition(run, TaskEvent.COMPLETE, input_requests={}, result=error_result(message))
+        _announce(run)
+
+
+# ---- the worker's side ------------------------------------------------------------------------------------
+
+
+class Claim(enum.Enum):
+    # Nothing to do: the run is gone, finished, waiting for the client, or this message is for an older start.
+    STALE = "stale"
+    # Another worker holds a live lease on this start: try again when it may have lapsed.
+    BUSY = "busy"
+
+
+def _lease() -> timedelta:
+    return timedelta(seconds=platform_settings.TASK_LEASE_SECONDS)
+
+
+def _runs(tenant_id: int, run_id: str, generation: int) -> QuerySet[ToolRun]:
+    return ToolRun.objects.filter(tenant_id=tenant_id, pk=run_id, generation=generation)
+
+
+def tool_run_claim(*, tenant_id: int, run_id: str, generation: int) -> ToolRun | Claim:
+    """Take the lease on generation ``generation`` of a working run (idempotent against redelivered messages)."""
+    with transaction.atomic():
+        # Locks the run only: the tenant row is what creation serialises on.
+        runs = ToolRun.objects.select_for_update(of=("self",)).select_related("tenant")
+        run = runs.filter(tenant_id=tenant_id, pk=run_id).first()
+        if run is None or run.generation != generation or run.status != ToolRun.Status.WORKING:
+            return Claim.STALE
+        now = timezone.now()
+        if run.lease_until is not None and run.lease_until > now:
+            return Claim.BUSY
+        run.lease_until = now + _lease()
+        run.attempts += 1
+        run.save(update_fields=["lease_until", "attempts", "updated_at"])
+    return run
+
+
+def tool_run_renew(*, tenant_id: int, run_id: str, generation: int) -> bool:
+    """Extend the lease while the call runs; False once the run is no longer this start's to finish (cancelled,
+    expired, purged), which tells the worker to stop."""
+    now = timezone.now()
+    working = _runs(tenant_id, run_id, generation).filter(status=ToolRun.Status.WORKING, expires_at__gt=now)
+    return bool(working.update(lease_until=now + _lease()))
+
+
+def tool_run_set_status_message(*, tenant_id: int, run_id: str, generation: int, message: str) -> None:
+    """What the running call says about itself (its progress, in the 2026-07-28 era)."""
+    with transaction.atomic():
+        run = _runs(tenant_id, run_id, generation).select_for_update().filter(status=ToolRun.Status.WORKING).first()
+        if run is None:
+            return
+        run.status_message = message[:1000]
+        run.save(update_fields=["status_message", "updated_at"])
+        _announce(run)
+
+
+def tool_run_finish(*, tenant_id: int, run_id: str, generation: int, outcome: TaskOutcome) -> ToolRun | None:
+    """Store what the run came to: its result, its JSON-RPC error, or its open questions. Discarded (None) when the
+    run stopped being this start's meanwhile (cancelled, expired)."""
+    with transaction.atomic():
+        run = _runs(tenant_id, run_id, generation).select_for_update().first()
+        if run is None or run.status != ToolRun.Status.WORKING:
+            return None
+        fields: dict[str, Any] = {"lease_until": None}
+        if outcome.event is TaskEvent.NEEDS_INPUT:
+            fields.update(input_requests=outcome.questions, status_message="Waiting for the client's answers")
+        elif outcome.event is TaskEvent.COMPLETE:
+            fields.update(result=outcome.result, status_message="")
+        else:
+            message = str((outcome.error or {}).get("message", "The call failed"))
+            fields.update(error=outcome.error, status_message=message)
+        _transition(run, outcome.event, **fields)
+        _announce(run)
+    return run
+
+
+def tool_runs_purge_expired() -> int:
+    """Delete runs past their lifetime; workers still running one are told to stop. The number deleted."""
+    with transaction.atomic():
+        expired = ToolRun.objects.select_for_update().filter(expires_at__lte=timezone.now())
+        running = list(expired.exclude(status__in=selectors.TERMINAL_STATUSES).values_list("tenant_id", "pk"))
+        deleted, _ = expired.delete()
+        transaction.on_commit(lambda: _stop_all(running))
+    return deleted
+
+
+def _stop_all(runs: list[tuple[int, str]]) -> None:
+    for tenant_id, task_id in runs:
+        _send(groups.task_control_group(tenant_id, task_id), {"kind": "cancel"})

@@ -1,0 +1,54 @@
+"""The Celery task bodies, called as a worker thread calls them: the run's coroutine goes to the process's event
+loop and the thread waits for it; a message that meets another worker's live lease is retried later."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from celery.exceptions import Retry
+from django.utils import timezone
+
+from mcp_core.tasks import TaskRequest
+from mcp_platform.jobs import services
+from mcp_platform.jobs.models import ToolRun
+from mcp_platform.jobs.selectors import Caller
+from mcp_platform.jobs.tasks import tool_run_execute, tool_runs_purge_expired
+from tenants.models import Backend
+from tests.factories import TenantFactory, ToolFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def run() -> ToolRun:
+    tenant = TenantFactory(slug="acme")
+    ToolFactory(tenant=tenant, name="greet", backend=Backend.PYTHON, config={"function": "conformance.greet"})
+    caller = Caller(tenant_id=tenant.pk, principal="anonymous", session_id="", protocol_version="2026-07-28")
+    request = TaskRequest(tool="greet", arguments={"name": "Ada"}, client_capabilities={})
+    return services.tool_run_create(caller=caller, request=request)
+
+
+def test_a_message_runs_the_call_to_its_result(run: ToolRun) -> None:
+    tool_run_execute.run(run.tenant_id, run.pk, run.generation)
+
+    run.refresh_from_db()
+    assert (run.status, run.result["content"][0]["text"], run.attempts) == ("completed", "Hello, Ada!", 1)
+
+
+def test_a_message_meeting_a_live_lease_is_retried_and_a_stale_one_does_nothing(run: ToolRun) -> None:
+    services.tool_run_claim(tenant_id=run.tenant_id, run_id=run.pk, generation=run.generation)
+
+    with pytest.raises(Retry):
+        tool_run_execute.run(run.tenant_id, run.pk, run.generation)
+    tool_run_execute.run(run.tenant_id, run.pk, run.generation + 1)
+
+    run.refresh_from_db()
+    assert (run.status, run.attempts) == ("working", 1)
+
+
+def test_the_purge_task_deletes_what_expired(run: ToolRun) -> None:
+    ToolRun.objects.filter(pk=run.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+
+    assert tool_runs_purge_expired.run() == 1
+    assert not ToolRun.objects.exists()
