@@ -32,7 +32,7 @@ def test_metadata_names_the_exact_endpoint_and_the_authorization_server(client, 
     document = response.json()
     assert document["resource"] == ACME_MCP
     assert document["authorization_servers"] == [BASE]
-    assert document["scopes_supported"] == ["mcp:prompts", "mcp:resources", "mcp:tools"]
+    assert document["scopes_supported"] == ["mcp:tools", "mcp:resources", "mcp:prompts"]
     assert document["bearer_methods_supported"] == ["header"]
     assert document["resource_name"] == "Acme"
 
@@ -154,7 +154,7 @@ async def test_public_tenant_needs_no_token(db):
 
 @pytest.mark.anyio
 @pytest.mark.django_db(transaction=True)
-async def test_the_principal_is_attached_to_the_scope(acme, member, client_app):
+async def test_the_principal_is_attached_to_the_scope_and_the_token_goes_no_further(acme, member, client_app):
     token = await token_for(user=member, application=client_app, resource=[ACME_MCP], scope="mcp:tools")
     seen: dict[str, Any] = {}
 
@@ -182,3 +182,5 @@ async def test_the_principal_is_attached_to_the_scope(acme, member, client_app):
     assert principal.user_id == member.pk
     assert principal.client_id == client_app.client_id
     assert principal.scopes == frozenset({"mcp:tools"})
+    # Nothing behind the middleware (consumers, tools, backends) can pass the client's token on.
+    assert all(name != b"authorization" for name, _ in seen["headers"])
