@@ -4,7 +4,8 @@ client's token may be used.
 ``PlatformScopes`` (``SCOPES_BACKEND_CLASS``): the platform's scopes plus those the tenant's tools require; a
 client whose admin granted it a list (``allowed_scopes``) gets at most that list. ``PlatformOAuth2Validator``
 (``OAUTH2_VALIDATOR_CLASS``): a client-credentials token is for the endpoint of the tenant its client is bound
-to, named or not in the request (RFC 8707); any other resource is ``invalid_target``.
+to, named or not in the request (RFC 8707), any other resource is ``invalid_target``; a machine client asking
+for more scopes than it was allowed gets the allowed part.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from oauth2_provider.oauth2_validators import OAuth2Validator
-from oauth2_provider.scopes import SettingsScopes
+from oauth2_provider.scopes import SettingsScopes, get_scopes_backend
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
@@ -79,6 +80,21 @@ class PlatformScopes(SettingsScopes):
 
 
 class PlatformOAuth2Validator(OAuth2Validator):
+    def validate_scopes(
+        self, client_id: str, scopes: list[str], client: Any, request: Any, *args: Any, **kwargs: Any
+    ) -> bool:
+        """DOT's check; for client credentials, a request for more than the admin allowed is narrowed to what
+        was allowed (RFC 6749 §3.3: the granted scope is returned), and refused only when nothing is left."""
+        if getattr(request, "grant_type", None) == "client_credentials":
+            available = set(get_scopes_backend().get_available_scopes(application=client, request=request))
+            granted = [scope for scope in scopes if scope in available]
+            if not granted:
+                return False
+            request.scopes = granted
+            return True
+        allowed: bool = super().validate_scopes(client_id, scopes, client, request, *args, **kwargs)
+        return allowed
+
     def _check_and_set_request_resource(self, request: Any) -> None:
         """DOT's RFC 8707 handling; a client-credentials token gets its tenant's endpoint as its one audience.
 
