@@ -90,3 +90,16 @@ def test_embedded_signing_key_is_generated_once_and_private(tmp_path, monkeypatc
     assert platform_settings_module._embedded_oidc_key() == first
     key_file = tmp_path / "oidc_rsa_private_key.pem"
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+
+
+def test_a_generated_key_is_flagged_where_several_processes_serve(settings, tmp_path, monkeypatch):
+    from mcp_platform.oauth.checks import check_signing_key_is_shared
+
+    monkeypatch.setattr(platform_settings_module, "VAR_DIR", tmp_path)
+    generated = platform_settings_module._embedded_oidc_key()
+    settings.VAR_DIR = tmp_path
+    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "OIDC_RSA_PRIVATE_KEY": generated}
+    settings.REDIS_URL = ""
+    assert check_signing_key_is_shared(None) == []
+    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
+    assert [message.id for message in check_signing_key_is_shared(None)] == ["mcp_platform.oauth.W001"]
