@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
@@ -48,12 +49,27 @@ class Challenge:
     www_authenticate: str
 
 
+def _scope_header(scope: dict[str, Any], name: bytes) -> str | None:
+    return next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == name), None)
+
+
 def base_url_from_scope(scope: dict[str, Any]) -> str:
-    """The platform's public origin as the client sees it (the Host header was checked before)."""
+    """The platform's public origin as the client sees it (the Host header was checked before).
+
+    Like Django's ``request.scheme``, it honours ``SECURE_PROXY_SSL_HEADER`` (``MCP_PROXY_SSL_HEADER``), so the
+    gateway and the authorization server agree on the endpoint URLs that tokens are bound to.
+    """
     if platform_settings.PUBLIC_BASE_URL:
         return str(platform_settings.PUBLIC_BASE_URL).rstrip("/")
-    host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), "localhost")
-    return f"{scope.get('scheme', 'http')}://{host}"
+    host = _scope_header(scope, b"host") or "localhost"
+    scheme = scope.get("scheme", "http")
+    proxy_header = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if proxy_header:
+        meta_name, secure_value = proxy_header
+        forwarded = _scope_header(scope, meta_name.removeprefix("HTTP_").lower().replace("_", "-").encode())
+        if forwarded is not None and forwarded.split(",", 1)[0].strip() == secure_value:
+            scheme = "https"
+    return f"{scheme}://{host}"
 
 
 def base_url_from_request(request: HttpRequest) -> str:

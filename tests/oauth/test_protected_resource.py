@@ -8,6 +8,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from mcp_platform.gateway.middleware import GatewayMiddleware
+from mcp_platform.oauth.resource import base_url_from_scope
 from tests.factories import MembershipFactory, OAuthClientFactory, TenantFactory, UserFactory, access_token_create
 from tests.gateway.conftest import INIT_PARAMS, request, rpc
 from tests.oauth.conftest import ACME_MCP, BASE
@@ -184,3 +185,14 @@ async def test_the_principal_is_attached_to_the_scope_and_the_token_goes_no_furt
     assert principal.scopes == frozenset({"mcp:tools"})
     # Nothing behind the middleware (consumers, tools, backends) can pass the client's token on.
     assert all(name != b"authorization" for name, _ in seen["headers"])
+
+
+@pytest.mark.parametrize(("forwarded", "scheme"), [("https", "https"), ("http", "http"), (None, "http")])
+def test_behind_a_tls_proxy_the_gateway_and_the_server_agree_on_the_scheme(client, acme, settings, forwarded, scheme):
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    headers = [(b"host", b"127.0.0.1:8000")] + ([(b"x-forwarded-proto", forwarded.encode())] if forwarded else [])
+    gateway_view = base_url_from_scope({"type": "http", "scheme": "http", "headers": headers})
+    extra = {"HTTP_X_FORWARDED_PROTO": forwarded} if forwarded else {}
+    document = client.get(METADATA, HTTP_HOST="127.0.0.1:8000", **extra).json()
+    assert gateway_view == f"{scheme}://127.0.0.1:8000"
+    assert document["resource"] == f"{gateway_view}/t/acme/mcp"
