@@ -11,13 +11,13 @@ for more scopes than it was allowed gets the allowed part.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.scopes import SettingsScopes, get_scopes_backend
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
+from mcp_platform.oauth.connections import tenant_slug_of
 from mcp_platform.oauth.resource import base_url_from_headers, endpoint_url
 from tenants.models import Tenant
 from tenants.selectors import tenant_get_servable, tool_scope_vocabulary
@@ -36,13 +36,9 @@ def _tenant_of(application: Any, request: Any) -> Tenant | None:
         tenant: Tenant = application.tenant
         return tenant
     resources = _requested_resources(request)
-    if len(resources) != 1:
-        return None
-    parts = urlsplit(resources[0]).path.split("/")
-    # /t/<slug>/mcp; which origin it names is the audience check's business, not the vocabulary's.
-    if len(parts) == 4 and parts[1] == "t" and parts[3] == "mcp" and parts[2]:
-        return tenant_get_servable(slug=parts[2])
-    return None
+    # Which origin the resource names is the audience check's business, not the vocabulary's.
+    slug = tenant_slug_of(resources[0]) if len(resources) == 1 else None
+    return tenant_get_servable(slug=slug) if slug else None
 
 
 def _allowed(application: Any) -> list[str]:

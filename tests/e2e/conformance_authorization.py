@@ -63,15 +63,19 @@ async def run_suite(command: list[str], authorize_prefix: str) -> tuple[int, str
     output: list[str] = []
     async with Person(USERNAME, PASSWORD) as person, await anyio.open_process(command, stderr=None) as process:
         assert process.stdout is not None
-        buffered = ""
-        async for chunk in process.stdout:
-            buffered += chunk.decode(errors="replace")
-            *lines, buffered = buffered.split("\n")
-            for line in lines:
-                print(line, flush=True)
-                output.append(line)
-                if line.startswith(authorize_prefix):
-                    await deliver(await person.authorize(line.strip()))
+        try:
+            buffered = ""
+            async for chunk in process.stdout:
+                buffered += chunk.decode(errors="replace")
+                *lines, buffered = buffered.split("\n")
+                for line in lines:
+                    print(line, flush=True)
+                    output.append(line)
+                    if line.startswith(authorize_prefix):
+                        await deliver(await person.authorize(line.strip()))
+        except BaseException:
+            process.kill()  # the suite would wait minutes for a callback that is not coming
+            raise
         status = await process.wait()
     return status, "\n".join(output)
 

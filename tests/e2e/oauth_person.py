@@ -42,13 +42,15 @@ class _PostForms(HTMLParser):
             self._current = None
 
 
-def post_form(html: str) -> dict[str, str]:
-    """The fields of the page's first POST form."""
+def post_form(html: str, *, with_field: str) -> dict[str, str]:
+    """The fields of the page's POST form that has a field called ``with_field`` (pages carry others, such as
+    sign-out in the header)."""
     parser = _PostForms()
     parser.feed(html)
-    if not parser.forms:
-        raise AssertionError(f"no form on the page:\n{html[:2000]}")
-    return parser.forms[0]
+    for form in parser.forms:
+        if with_field in form:
+            return form
+    raise AssertionError(f"no form with a {with_field!r} field on the page:\n{html[:2000]}")
 
 
 class Person:
@@ -91,14 +93,14 @@ class Person:
         raise AssertionError(f"more than {MAX_HOPS} redirects from {authorization_url}")
 
     async def _sign_in(self, url: str, page: str) -> str:
-        fields = {**post_form(page), "username": self.username, "password": self.password}
+        fields = {**post_form(page, with_field="password"), "username": self.username, "password": self.password}
         response = await self.browser.post(url, data=fields, headers={"referer": url})
         if not response.is_redirect:
             raise AssertionError(f"sign-in failed:\n{response.text[:2000]}")
         return urljoin(url, response.headers["location"])
 
     async def _consent(self, url: str, page: str) -> str:
-        fields = post_form(page)
+        fields = post_form(page, with_field="client_id")
         if self.allow:
             fields["allow"] = "on"
         response = await self.browser.post(url, data=fields, headers={"referer": url})
