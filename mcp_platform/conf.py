@@ -5,7 +5,9 @@ Reloaded when a test overrides the setting; validated by a system check at start
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -53,6 +55,22 @@ DEFAULTS: dict[str, Any] = {
     # Server name and version reported in serverInfo.
     "SERVER_NAME": "mcp-platform",
     "SERVER_VERSION": "0.1.0",
+    # Reverse proxies (addresses or CIDR networks) whose X-Forwarded-For is believed when finding a client's
+    # address (rate limits). Empty: the peer address is the client's.
+    "TRUSTED_PROXIES": [],
+    # Anonymous client registrations (RFC 7591) and first fetches of client metadata documents allowed per
+    # client address, and registrations platform-wide, per hour.
+    "DCR_PER_ADDRESS_PER_HOUR": 20,
+    "DCR_PLATFORM_PER_HOUR": 1000,
+    # A self-registered client that never obtained a token (or whose tokens are all gone) is deleted this long
+    # after it registered (seconds); clients register again when told their client_id is unknown.
+    "DCR_UNUSED_CLIENT_LIFETIME": 24 * 3600,
+    # Networks the client-metadata-document fetcher may reach although they are not public (loopback for tests
+    # and local development, e.g. ["127.0.0.1/32"]). Empty: only globally routable addresses.
+    "CIMD_ALLOWED_NETWORKS": [],
+    # A PEM file of extra certificate authorities trusted when fetching client metadata documents (a local test
+    # CA); empty: the system trust store only.
+    "CIMD_CA_BUNDLE": "",
 }
 
 
@@ -78,6 +96,12 @@ class PlatformSettings:
     TASK_LEASE_SECONDS: int
     SERVER_NAME: str
     SERVER_VERSION: str
+    TRUSTED_PROXIES: list[str]
+    DCR_PER_ADDRESS_PER_HOUR: int
+    DCR_PLATFORM_PER_HOUR: int
+    DCR_UNUSED_CLIENT_LIFETIME: int
+    CIMD_ALLOWED_NETWORKS: list[str]
+    CIMD_CA_BUNDLE: str
 
 
 def _load() -> PlatformSettings:
@@ -152,4 +176,18 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
         errors.append(
             Error("MCP_PLATFORM['TASK_DEFAULT_TTL_MS'] must not exceed TASK_MAX_TTL_MS.", id="mcp_platform.E010")
         )
+    for name in ("TRUSTED_PROXIES", "CIMD_ALLOWED_NETWORKS"):
+        for network in getattr(loaded, name):
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError:
+                errors.append(
+                    Error(f"MCP_PLATFORM['{name}']: {network!r} is not an address or network.", id="mcp_platform.E011")
+                )
+    for name in ("DCR_PER_ADDRESS_PER_HOUR", "DCR_PLATFORM_PER_HOUR", "DCR_UNUSED_CLIENT_LIFETIME"):
+        value = getattr(loaded, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            errors.append(Error(f"MCP_PLATFORM['{name}'] must be an integer > 0.", id="mcp_platform.E012"))
+    if loaded.CIMD_CA_BUNDLE and not Path(loaded.CIMD_CA_BUNDLE).is_file():
+        errors.append(Error("MCP_PLATFORM['CIMD_CA_BUNDLE'] must name a PEM file.", id="mcp_platform.E013"))
     return errors

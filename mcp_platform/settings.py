@@ -38,10 +38,39 @@ def _embedded_secret_key() -> str:
     return path.read_text().strip()
 
 
+def _embedded_oidc_key() -> str:
+    """An RSA key for signing ID tokens, generated once under var/ (0600) for embedded runs.
+
+    Every process must sign with the same key: set ``MCP_OIDC_RSA_PRIVATE_KEY`` (PEM) on the production path.
+    """
+    path = VAR_DIR / "oidc_rsa_private_key.pem"
+    if not path.exists():
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        pem = (
+            rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            .private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+            .decode()
+        )
+        # Created with its final mode and exclusively: a concurrent first start keeps whichever key won.
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(pem)
+    return path.read_text()
+
+
 SECRET_KEY = os.environ.get("SECRET_KEY") or _embedded_secret_key()
 DEBUG = _env_bool("DEBUG", False)
 ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", [])
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto (and strips it from clients): opt in.
+if _env_bool("MCP_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
     "daphne",
@@ -157,6 +186,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "mcp_platform.jobs.tasks.tool_runs_purge_expired",
         "schedule": 60.0,
     },
+    "purge-expired-oauth-rows": {
+        "task": "mcp_platform.oauth.tasks.oauth_purge_expired",
+        "schedule": 3600.0,
+    },
 }
 
 
@@ -165,17 +198,22 @@ LOGIN_REDIRECT_URL = "/account/apps/"
 
 # OAuth 2.1 authorization server (django-oauth-toolkit) for the tenants' MCP endpoints.
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth.TenantApplication"
+MCP_SCOPES = {
+    "mcp:tools": "See and run this workspace's tools",
+    "mcp:resources": "Read this workspace's resources",
+    "mcp:prompts": "Use this workspace's prompts",
+}
 OAUTH2_PROVIDER = {
-    "SCOPES": {
-        "mcp:tools": "See and run this workspace's tools",
-        "mcp:resources": "Read this workspace's resources",
-        "mcp:prompts": "Use this workspace's prompts",
-    },
-    "DEFAULT_SCOPES": ["__all__"],
-    # Authorization code + PKCE (S256 only) and refresh tokens; nothing else is offered.
+    "SCOPES": {**MCP_SCOPES, "openid": "Know who you are on this platform (your user id)"},
+    # A request that names no scope gets the MCP scopes; "openid" is for clients that ask for it.
+    "DEFAULT_SCOPES": list(MCP_SCOPES),
+    "SCOPES_BACKEND_CLASS": "mcp_platform.oauth.validators.PlatformScopes",
+    "OAUTH2_VALIDATOR_CLASS": "mcp_platform.oauth.validators.PlatformOAuth2Validator",
+    # Authorization code + PKCE (S256 only) and refresh tokens for people's clients; client credentials for
+    # machine clients an admin registers. Nothing else is offered.
     "PKCE_REQUIRED": True,
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
-    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token", "client_credentials"],
     "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
     "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
     "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
@@ -199,8 +237,23 @@ OAUTH2_PROVIDER = {
     "DCR_ENABLED": True,
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
     "DCR_REGISTRATION_TOKEN_EXPIRE_SECONDS": 24 * 3600,
+    # Client ID Metadata Documents: an https client_id is fetched (mcp_platform.oauth.cimd sets the policy).
+    "CIMD_ENABLED": True,
+    "CIMD_METADATA_FETCHER": "mcp_platform.oauth.cimd.PlatformMetadataFetcher",
+    "CIMD_REGISTRATION_PERMISSION_CLASSES": ("mcp_platform.oauth.cimd.RateLimitedCIMDPermission",),
+    "CIMD_FETCH_TIMEOUT_SECONDS": 3,
+    "CIMD_MAX_DOCUMENT_SIZE": 8 * 1024,
+    "CIMD_METADATA_MIN_AGE_SECONDS": 300,
+    "CIMD_METADATA_MAX_AGE_SECONDS": 24 * 3600,
+    "CIMD_FAILURE_BACKOFF_SECONDS": 60,
+    # OpenID Connect discovery and ID tokens (RS256) for clients that ask for "openid".
+    "OIDC_ENABLED": True,
+    "OIDC_RSA_PRIVATE_KEY": os.environ.get("MCP_OIDC_RSA_PRIVATE_KEY") or _embedded_oidc_key(),
+    "OIDC_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OIDC_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
     # The issuer is where the metadata is served: the public base URL when set, else the request's origin.
     "OIDC_ISS_ENDPOINT": os.environ.get("MCP_PUBLIC_BASE_URL", "").rstrip("/"),
+    "APPLICATION_ADMIN_CLASS": "mcp_platform.oauth.admin.OAuthClientAdmin",
 }
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -241,4 +294,7 @@ MCP_PLATFORM = {
     "PUBLIC_BASE_URL": os.environ.get("MCP_PUBLIC_BASE_URL", ""),
     "ALLOWED_HOSTS": _env_list("MCP_ALLOWED_HOSTS", ALLOWED_HOSTS),
     "MAX_REQUEST_BYTES": int(os.environ.get("MCP_MAX_REQUEST_BYTES", str(4 * 1024 * 1024))),
+    "TRUSTED_PROXIES": _env_list("MCP_TRUSTED_PROXIES", []),
+    "CIMD_ALLOWED_NETWORKS": _env_list("MCP_CIMD_ALLOWED_NETWORKS", []),
+    "CIMD_CA_BUNDLE": os.environ.get("MCP_CIMD_CA_BUNDLE", ""),
 }

@@ -91,20 +91,25 @@ def _prefixed(candidates: list[str], prefix: str) -> list[str]:
 
 
 class TenantCatalog:
-    """The ``mcp_core.catalog.Catalog`` of one tenant. Cheap to build: one per request is fine."""
+    """The ``mcp_core.catalog.Catalog`` of one tenant as one caller sees it. Cheap to build: one per request.
 
-    def __init__(self, tenant: Tenant) -> None:
+    ``granted`` are the OAuth scopes of the caller's token (None where no authorization is in play): tools that
+    require scopes beyond them are neither listed nor found.
+    """
+
+    def __init__(self, tenant: Tenant, granted: frozenset[str] | None = None) -> None:
         self.tenant = tenant
+        self.granted = granted
 
     # ---- tools -------------------------------------------------------------------------------------
 
     async def list_tools(self, *, after: str | None, limit: int) -> Page:
-        found = await selectors.atool_list(tenant=self.tenant, after=after, limit=limit)
+        found = await selectors.atool_list(tenant=self.tenant, after=after, limit=limit, granted=self.granted)
         return Page([tool_wire(t) for t in found.items], found.has_more, found.items[-1].name if found.items else None)
 
     async def get_tool(self, name: str) -> ToolDefinition | None:
         tool = await selectors.atool_get(tenant=self.tenant, name=name)
-        if tool is None:
+        if tool is None or not selectors.tool_visible(tool, self.granted):
             return None
         return ToolDefinition(
             wire=tool_wire(tool),

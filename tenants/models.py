@@ -21,6 +21,15 @@ name_validator = RegexValidator(
 )
 
 
+# OAuth scope tokens (RFC 6749 §3.3, narrowed to what reads well in a consent page), space separated.
+SCOPE_LIST_PATTERN = r"^\s*[A-Za-z0-9:._/\-]{1,64}(\s+[A-Za-z0-9:._/\-]{1,64})*\s*$"
+scope_list_validator = RegexValidator(
+    SCOPE_LIST_PATTERN,
+    "Use OAuth scope names (letters, digits and : . _ / -), separated by spaces.",
+    code="invalid_scopes",
+)
+
+
 def default_input_schema() -> dict[str, Any]:
     return {"type": "object"}
 
@@ -118,6 +127,13 @@ class Tool(models.Model):
         help_text="Long tools: run calls as tasks the client polls (run by the Celery workers).",
     )
     enabled = models.BooleanField(default=True)
+    required_scopes = models.CharField(
+        max_length=500,
+        blank=True,
+        validators=[scope_list_validator],
+        help_text="OAuth scopes, separated by spaces, a token needs besides mcp:tools to see and call this tool "
+        "(on tenants that require authorization), e.g. billing:write.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -77,13 +77,31 @@ def _tools(tenant: Tenant, after: str | None, limit: int) -> QuerySet[Tool]:
     return _after(Tool.objects.filter(tenant_id=tenant.pk, enabled=True), "name", after, limit)
 
 
+def tool_visible(tool: Tool, granted: frozenset[str] | None) -> bool:
+    """Whether a caller holding ``granted`` scopes may see and call ``tool`` (None: no authorization in play)."""
+    return granted is None or set(tool.required_scopes.split()) <= granted
+
+
 def tool_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[Tool]:
     """Enabled tools named after ``after``, by name. Raises ValueError for a limit below 1."""
     return _slice(list(_tools(tenant, after, limit)), limit)
 
 
-async def atool_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[Tool]:
-    return _slice([tool async for tool in _tools(tenant, after, limit)], limit)
+async def atool_list(
+    *, tenant: Tenant, after: str | None, limit: int, granted: frozenset[str] | None = None
+) -> Slice[Tool]:
+    """Enabled tools named after ``after`` that a caller holding ``granted`` scopes may use (all when None).
+
+    Hidden tools are skipped without shortening the page: batches continue after the last row read until the
+    page is full or the catalog ends (one query when nothing is hidden).
+    """
+    visible: list[Tool] = []
+    while True:
+        batch = [tool async for tool in _tools(tenant, after, limit)]
+        visible.extend(tool for tool in batch if tool_visible(tool, granted))
+        if len(visible) > limit or len(batch) <= limit:
+            return _slice(visible, limit)
+        after = batch[-1].name
 
 
 def tool_get(*, tenant: Tenant, name: str) -> Tool | None:
@@ -93,6 +111,20 @@ def tool_get(*, tenant: Tenant, name: str) -> Tool | None:
 
 async def atool_get(*, tenant: Tenant, name: str) -> Tool | None:
     return await Tool.objects.filter(tenant_id=tenant.pk, name=name, enabled=True).afirst()
+
+
+async def atool_required_scopes(*, tenant: Tenant, names: set[str]) -> set[str]:
+    """The scopes the enabled tools called ``names`` require, together."""
+    rows = Tool.objects.filter(tenant_id=tenant.pk, name__in=names, enabled=True).exclude(required_scopes="")
+    return {scope async for value in rows.values_list("required_scopes", flat=True) for scope in value.split()}
+
+
+def tool_scope_vocabulary(*, tenant: Tenant | None) -> set[str]:
+    """Every scope some enabled tool requires: of ``tenant``, or of every tenant when None."""
+    rows = Tool.objects.filter(enabled=True).exclude(required_scopes="")
+    if tenant is not None:
+        rows = rows.filter(tenant_id=tenant.pk)
+    return {scope for value in rows.values_list("required_scopes", flat=True).distinct() for scope in value.split()}
 
 
 # ---- resources and templates -------------------------------------------------------------------------

@@ -72,6 +72,7 @@ TOOL_FIELDS = frozenset(
         "config",
         "task_support",
         "enabled",
+        "required_scopes",
     }
 )
 RESOURCE_FIELDS = frozenset({"uri", "name", "title", "description", "mime_type", "text", "blob", "annotations"})
@@ -273,6 +274,7 @@ def tool_create(
     config: JSONObject | None = None,
     task_support: str = TaskSupport.FORBIDDEN,
     enabled: bool = True,
+    required_scopes: str = "",
 ) -> Tool:
     """Add a tool; ``input_schema`` defaults to ``{"type": "object"}``. Raises ``ValidationError``."""
     tool = Tool(
@@ -288,6 +290,7 @@ def tool_create(
         config={} if config is None else config,
         task_support=task_support,
         enabled=enabled,
+        required_scopes=required_scopes,
     )
     return _create(tool, tool_validate, "tools")
 

@@ -55,6 +55,7 @@ class ToolFactory(factory.django.DjangoModelFactory):
     input_schema = factory.LazyFunction(lambda: {"type": "object", "properties": {}})
     backend = Backend.STATIC
     config = factory.LazyAttribute(lambda t: _text_result(f"{t.name} answered"))
+    required_scopes = ""
 
 
 class ResourceFactory(factory.django.DjangoModelFactory):

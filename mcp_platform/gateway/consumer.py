@@ -34,7 +34,7 @@ from mcp_platform.gateway import groups, sessions
 from mcp_platform.gateway.identity import server_identity
 from mcp_platform.gateway.listen import serve_listen
 from mcp_platform.gateway.mailbox import Inbox, send_to_group
-from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY
+from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.responses import (
     header_list,
@@ -85,7 +85,13 @@ class SessionHooksImpl:
 
 
 def session_env(
-    *, tenant: Tenant, session: LegacySession, sink: Sink, request: jsonrpc.Request, principal: str = ANONYMOUS
+    *,
+    tenant: Tenant,
+    session: LegacySession,
+    sink: Sink,
+    request: jsonrpc.Request,
+    principal: str = ANONYMOUS,
+    granted: frozenset[str] | None = None,
 ) -> Env:
     params = request.params or {}
     meta = params.get("_meta")
@@ -97,7 +103,7 @@ def session_env(
         )
     return Env(
         version=session.protocol_version,
-        catalog=TenantCatalog(tenant),
+        catalog=TenantCatalog(tenant, granted),
         outbound=SinkOutbound(sink=sink, tenant_id=tenant.pk, session_id=session.pk),
         server=server_identity(tenant),
         client_capabilities=session.client_capabilities,
@@ -255,7 +261,12 @@ class McpConsumer(SessionStreamMixin, AsyncConsumer):
             await stream.response(jsonrpc.encode_error(bad.id, error_to_wire(bad.error)[1]))
         for request in requests:
             env = session_env(
-                tenant=self.tenant, session=session, sink=stream, request=request, principal=principal_label(self.scope)
+                tenant=self.tenant,
+                session=session,
+                sink=stream,
+                request=request,
+                principal=principal_label(self.scope),
+                granted=granted_scopes(self.scope),
             )
             start_run(request=request, env=env, sink=stream, tenant_id=self.tenant.pk, session_id=session.pk)
         self._sse_open = True
@@ -276,6 +287,7 @@ class McpConsumer(SessionStreamMixin, AsyncConsumer):
             headers=self.headers,
             request=message,
             principal=principal_label(self.scope),
+            granted=granted_scopes(self.scope),
         )
 
     async def _listen(self, request: jsonrpc.Request) -> None:

@@ -27,7 +27,7 @@ from mcp_platform.gateway.consumer import (
     session_env,
 )
 from mcp_platform.gateway.mailbox import Inbox
-from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY
+from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.responses import send_body, send_chunk, send_empty, send_error, start_sse
 from mcp_platform.gateway.session_streams import SessionStreamMixin
@@ -148,7 +148,12 @@ class LegacyMessagesConsumer(AsyncConsumer):
                     await sink.message(jsonrpc.encode_error(message.id, error))
                     continue
                 env = session_env(
-                    tenant=tenant, session=session, sink=sink, request=message, principal=principal_label(self.scope)
+                    tenant=tenant,
+                    session=session,
+                    sink=sink,
+                    request=message,
+                    principal=principal_label(self.scope),
+                    granted=granted_scopes(self.scope),
                 )
                 start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk)
             elif not isinstance(message, jsonrpc.Invalid):

@@ -3,7 +3,8 @@ bearer token (401/403).
 
 Channels offers none of these for plain HTTP. Only paths under ``/t/`` are guarded here; Django guards the
 rest. The tenant is resolved once, here, and handed on in ``scope["mcp.tenant"]``; a tenant that requires
-authorization also gets the caller's ``Principal`` in ``scope["mcp.principal"]``.
+authorization also gets the caller's ``Principal`` in ``scope["mcp.principal"]``, and the ``Authorization``
+header is dropped from the scope once checked, so no later code can pass the client's token on.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from mcp_core import jsonrpc
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.responses import send_json
 from mcp_platform.oauth import resource
-from mcp_platform.oauth.scopes import required_scopes
+from mcp_platform.oauth.scopes import arequired_scopes
 from tenants.selectors import atenant_get_servable
 
 Scope = dict[str, Any]
@@ -34,6 +35,12 @@ def _tenant_slug(path: str) -> str | None:
 
 
 TENANT_SCOPE_KEY = "mcp.tenant"
+
+
+def granted_scopes(scope: Scope) -> frozenset[str] | None:
+    """The scopes the caller's token grants; None on a tenant that does not require authorization."""
+    principal = scope.get(resource.PRINCIPAL_SCOPE_KEY)
+    return principal.scopes if isinstance(principal, resource.Principal) else None
 
 
 class GatewayMiddleware:
@@ -75,7 +82,8 @@ class GatewayMiddleware:
                 message = "Unauthorized" if outcome.status == 401 else "Forbidden"
                 await reject(outcome.status, message, [(b"www-authenticate", outcome.www_authenticate.encode())])
                 return
-            scope = {**scope, resource.PRINCIPAL_SCOPE_KEY: outcome}
+            headers = [(key, value) for key, value in scope.get("headers", []) if key != b"authorization"]
+            scope = {**scope, "headers": headers, resource.PRINCIPAL_SCOPE_KEY: outcome}
 
         limit = platform_settings.MAX_REQUEST_BYTES
         declared = _header(scope, b"content-length")
@@ -96,7 +104,7 @@ class GatewayMiddleware:
                 break
         principal = scope.get(resource.PRINCIPAL_SCOPE_KEY)
         if isinstance(principal, resource.Principal):
-            missing = required_scopes(bytes(body)) - principal.scopes
+            missing = await arequired_scopes(bytes(body), tenant=tenant) - principal.scopes
             if missing:
                 # Name everything the client needs, not only what is missing, so a client that asks
                 # for exactly this set keeps what it already had.

@@ -123,10 +123,11 @@ def stateless_env(
     stream: RequestStream,
     headers: Mapping[str, str],
     principal: str = ANONYMOUS,
+    granted: frozenset[str] | None = None,
 ) -> Env:
     return Env(
         version=envelope.version,
-        catalog=TenantCatalog(tenant),
+        catalog=TenantCatalog(tenant, granted),
         outbound=stream,
         server=server,
         client_capabilities=envelope.client_capabilities,
@@ -148,14 +149,22 @@ async def serve_stateless(
     headers: Mapping[str, str],
     request: jsonrpc.Request,
     principal: str = ANONYMOUS,
+    granted: frozenset[str] | None = None,
 ) -> None:
-    """Answer one stateless request for ``principal`` (``principal_label``: ``anonymous`` on a public tenant); every
-    error goes out with the request's id and its HTTP status."""
+    """Answer one stateless request for ``principal`` (``principal_label``: ``anonymous`` on a public tenant), who
+    holds ``granted`` scopes (None on a public tenant); every error goes out with the request's id and its HTTP
+    status."""
     stream = RequestStream(send)
     try:
         envelope = open_envelope(method=request.method, params=request.params, headers=headers)
         env = stateless_env(
-            tenant=tenant, server=server, envelope=envelope, stream=stream, headers=headers, principal=principal
+            tenant=tenant,
+            server=server,
+            envelope=envelope,
+            stream=stream,
+            headers=headers,
+            principal=principal,
+            granted=granted,
         )
         result = await dispatch(request.method, request.params, env)
         await stream.finish(jsonrpc.encode_result(request.id, result), 200)

@@ -8,3 +8,6 @@ class OAuthConfig(AppConfig):
     label = "oauth"
     verbose_name = "OAuth"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from mcp_platform.oauth import checks  # noqa: F401  (registers the system checks)

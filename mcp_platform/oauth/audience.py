@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from mcp_platform.oauth.models import TenantApplication
-from mcp_platform.oauth.resource import endpoint_url
+from mcp_platform.oauth.resource import endpoint_url, slug_from_endpoint
 from tenants.models import Tenant
 from tenants.selectors import membership_get, tenant_get_servable
 
@@ -37,10 +37,9 @@ def grant_tenant(
     """
     if len(resources) != 1:
         raise AudienceRefused("invalid_target", "Name exactly one MCP endpoint in the resource parameter (RFC 8707).")
-    prefix = f"{base_url}/t/"
     resource = resources[0]
-    slug = resource[len(prefix) : -len("/mcp")] if resource.startswith(prefix) and resource.endswith("/mcp") else ""
-    tenant = tenant_get_servable(slug=slug) if slug and "/" not in slug else None
+    slug = slug_from_endpoint(base_url, resource)
+    tenant = tenant_get_servable(slug=slug) if slug else None
     if tenant is None or endpoint_url(base_url, tenant.slug) != resource:
         raise AudienceRefused("invalid_target", f"{resource} is not an MCP endpoint of this platform.")
     if application.tenant_id not in (None, tenant.pk):

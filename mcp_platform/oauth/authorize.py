@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from oauth2_provider.exceptions import OAuthToolkitError
+from oauth2_provider.cimd import is_cimd_client_id
+from oauth2_provider.exceptions import FatalClientError, OAuthToolkitError
 from oauth2_provider.models import get_application_model
 from oauth2_provider.views import AuthorizationView
-from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
+from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error, InvalidClientIdError
 
 from mcp_platform.oauth.audience import AudienceRefused, grant_tenant
 from mcp_platform.oauth.headers import apply_page_policy, form_target
@@ -17,12 +19,19 @@ from mcp_platform.oauth.models import TenantApplication
 from mcp_platform.oauth.presentation import client_face, redirect_host
 from mcp_platform.oauth.resource import base_url_from_request
 
+UNKNOWN_CLIENT = (
+    "This app is not registered here, or its registration expired. Go back to the app and connect again: "
+    "it will register itself anew."
+)
+
 
 class TenantAuthorizationView(AuthorizationView):
-    """DOT's ``AuthorizationView`` (PKCE, exact redirect URIs, ``iss``) plus the audience rules.
+    """DOT's ``AuthorizationView`` (PKCE, exact redirect URIs, ``iss``, client metadata documents) plus the
+    audience rules.
 
     The resource is checked when the consent page is shown and again when it is submitted (the hidden
-    field can be tampered with).
+    field can be tampered with). An unknown ``client_id`` is ``invalid_client``, shown to the person (never a
+    redirect, RFC 6749 §4.1.2.1).
     """
 
     template_name = "oauth/consent.html"
@@ -39,7 +48,14 @@ class TenantAuthorizationView(AuthorizationView):
         return found
 
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        application = self._application(request.GET.get("client_id"))
+        client_id = request.GET.get("client_id")
+        application = self._application(client_id)
+        if application is None and client_id and is_cimd_client_id(client_id):
+            # First sight of a client metadata document: DOT's validation fetches and stores it, so the
+            # audience rules below apply to it like to any client. Its errors are reported by DOT's get().
+            with contextlib.suppress(OAuthToolkitError):
+                self.validate_authorization_request(request)
+            application = self._application(client_id)
         if application is not None:
             try:
                 self.tenant = grant_tenant(
@@ -53,6 +69,12 @@ class TenantAuthorizationView(AuthorizationView):
                 context = {"application": application, "face": client_face(application), "error": refused}
                 return render(request, "oauth/refused.html", context, status=403)
         return super().get(request, *args, **kwargs)
+
+    def error_response(self, error: OAuthToolkitError, application: Any, **kwargs: Any) -> HttpResponse:
+        if isinstance(error.oauthlib_error, InvalidClientIdError):
+            error = FatalClientError(error=CustomOAuth2Error(error="invalid_client", description=UNKNOWN_CLIENT))
+        response: HttpResponse = super().error_response(error, application, **kwargs)
+        return response
 
     def form_valid(self, form: Any) -> HttpResponse:
         application = self._application(form.cleaned_data.get("client_id"))

@@ -1,29 +1,52 @@
-"""RFC 9728 protected-resource metadata for each tenant endpoint, on django-oauth-toolkit's view."""
+"""Discovery documents: RFC 9728 protected-resource metadata for each tenant endpoint, and OpenID Connect
+discovery consistent with the RFC 8414 authorization-server metadata, both on django-oauth-toolkit's views."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse
-from oauth2_provider.views import OAuthProtectedResourceMetadataView
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from oauth2_provider.views import ConnectDiscoveryInfoView, OAuthProtectedResourceMetadataView, OAuthServerMetadataView
 
 from mcp_platform.oauth.resource import base_url_from_request, endpoint_url
-from tenants.selectors import tenant_get_servable
+from mcp_platform.oauth.scopes import SCOPES, ordered
+from tenants.models import Tenant
+from tenants.selectors import tenant_get_servable, tool_scope_vocabulary
 
 
 class TenantResourceMetadataView(OAuthProtectedResourceMetadataView):
-    """``/.well-known/oauth-protected-resource/t/<tenant>/mcp``: DOT's document with ``resource`` = the endpoint."""
+    """``/.well-known/oauth-protected-resource/t/<tenant>/mcp``: DOT's document with ``resource`` = the endpoint
+    and ``scopes_supported`` = the platform's MCP scopes plus those the tenant's tools require."""
+
+    tenant: Tenant
 
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         tenant = tenant_get_servable(slug=kwargs["tenant"])
         if tenant is None:
             raise Http404("No such tenant.")
+        self.tenant = tenant
         self.resource = endpoint_url(base_url_from_request(request), tenant.slug)
-        self.resource_name = tenant.name
         return super().get(request, *args, **kwargs)
 
     def get_resource(self, request: HttpRequest) -> str:
         return self.resource
 
     def get_resource_name(self) -> str:
-        return self.resource_name
+        return self.tenant.name
+
+    def get_scopes_supported(self) -> list[str]:
+        return ordered({*SCOPES, *tool_scope_vocabulary(tenant=self.tenant)})
+
+
+class OpenIDConfigurationView(ConnectDiscoveryInfoView):
+    """``/.well-known/openid-configuration``: DOT's OpenID Provider metadata plus everything the RFC 8414
+    document says (registration, revocation, grant types), with the same values wherever both speak."""
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        openid = json.loads(super().get(request, *args, **kwargs).content)
+        oauth = json.loads(OAuthServerMetadataView().get(request).content)
+        # The RFC 8414 view derives its issuer from its own well-known path; here the issuer is OIDC's.
+        response = JsonResponse({**openid, **oauth, "issuer": openid["issuer"]})
+        response["Access-Control-Allow-Origin"] = "*"
+        return response

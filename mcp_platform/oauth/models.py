@@ -1,8 +1,10 @@
 """The OAuth client model swapped into django-oauth-toolkit (``OAUTH2_PROVIDER_APPLICATION_MODEL``).
 
 A client may be bound to one tenant (then it gets tokens for that tenant's endpoint only); clients that
-register themselves (RFC 7591) are unbound and every token they get is still bound to one tenant endpoint.
-A client's logo is kept only as an https URL that is safe to put in an ``<img>``.
+register themselves (RFC 7591) or describe themselves (client metadata documents) are unbound and every token
+they get is still bound to one tenant endpoint. A machine client is a confidential client-credentials client
+an admin registered for one tenant; it acts for itself, within the scopes the admin allowed. A client's logo
+is kept only as an https URL that is safe to put in an ``<img>``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ValidationError
 from django.db import models
 from oauth2_provider.models import AbstractApplication, ApplicationManager
+
+from tenants.models import scope_list_validator
 
 # Never a redirect target, whatever a client registers.
 FORBIDDEN_REDIRECT_SCHEMES = frozenset({"javascript", "data", "file", "vbscript", "about", "blob", "ftp", "ws", "wss"})
@@ -53,6 +57,20 @@ class TenantApplication(AbstractApplication):
         max_length=MAX_LOGO_URI_LENGTH,
         blank=True,
         help_text="https URL of the client's logo, shown on the consent page (RFC 7591 logo_uri).",
+    )
+    allowed_scopes = models.CharField(
+        max_length=1000,
+        blank=True,
+        validators=[scope_list_validator],
+        help_text="Scopes the client may be granted, separated by spaces. Empty: any scope.",
+    )
+    # ID tokens (OpenID Connect) are signed with the platform's RSA key: a public client has no secret to
+    # sign with, and every self-registered client is public.
+    algorithm = models.CharField(
+        max_length=5,
+        choices=AbstractApplication.ALGORITHM_TYPES,
+        default=AbstractApplication.RS256_ALGORITHM,
+        blank=True,
     )
 
     objects = ApplicationManager()
@@ -103,3 +121,19 @@ class TenantApplication(AbstractApplication):
             raise ValidationError({"redirect_uris": problems})
         if self.logo_uri and safe_logo_uri(self.logo_uri) is None:
             raise ValidationError({"logo_uri": "The logo must be an https URL without credentials or quotes."})
+
+
+class MachineClientManager(ApplicationManager):
+    def get_queryset(self) -> models.QuerySet[TenantApplication]:
+        grant = AbstractApplication.GRANT_CLIENT_CREDENTIALS
+        return super().get_queryset().filter(authorization_grant_type=grant, tenant__isnull=False)
+
+
+class MachineClient(TenantApplication):
+    """The admin's view of machine clients (client credentials, bound to a tenant)."""
+
+    objects = MachineClientManager()
+
+    class Meta:
+        proxy = True
+        verbose_name = "machine client"

@@ -8,19 +8,22 @@ check is async and costs one query (plus a "last used" write at most once a minu
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
+from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
-from oauth2_provider.models import get_access_token_model
+from oauth2_provider.models import AbstractApplication, get_access_token_model
 from oauth2_provider.www_authenticate import build_bearer_challenge
 
 from mcp_platform.conf import platform_settings
+from mcp_platform.oauth.scopes import SCOPES, ordered
 from tenants.models import Tenant
 
-SCOPES = ("mcp:tools", "mcp:resources", "mcp:prompts")
 # "Last used" on the connected-apps page is kept to this resolution: at most one write per token per minute.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 PRINCIPAL_SCOPE_KEY = "mcp.principal"
@@ -30,9 +33,9 @@ ANONYMOUS = "anonymous"
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling: the resource owner, through which client, allowed to do what."""
+    """Who is calling: a person through a client, or a machine client on its own; allowed to do what."""
 
-    user_id: int
+    user_id: int | None  # None: a machine client (client credentials) acting for itself
     client_id: str
     scopes: frozenset[str]
     token_id: int
@@ -46,12 +49,27 @@ class Challenge:
     www_authenticate: str
 
 
+def _scope_header(scope: dict[str, Any], name: bytes) -> str | None:
+    return next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == name), None)
+
+
 def base_url_from_scope(scope: dict[str, Any]) -> str:
-    """The platform's public origin as the client sees it (the Host header was checked before)."""
+    """The platform's public origin as the client sees it (the Host header was checked before).
+
+    Like Django's ``request.scheme``, it honours ``SECURE_PROXY_SSL_HEADER`` (``MCP_PROXY_SSL_HEADER``), so the
+    gateway and the authorization server agree on the endpoint URLs that tokens are bound to.
+    """
     if platform_settings.PUBLIC_BASE_URL:
         return str(platform_settings.PUBLIC_BASE_URL).rstrip("/")
-    host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), "localhost")
-    return f"{scope.get('scheme', 'http')}://{host}"
+    host = _scope_header(scope, b"host") or "localhost"
+    scheme = scope.get("scheme", "http")
+    proxy_header = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if proxy_header:
+        meta_name, secure_value = proxy_header
+        forwarded = _scope_header(scope, meta_name.removeprefix("HTTP_").lower().replace("_", "-").encode())
+        if forwarded is not None and forwarded.split(",", 1)[0].strip() == secure_value:
+            scheme = "https"
+    return f"{scheme}://{host}"
 
 
 def base_url_from_request(request: HttpRequest) -> str:
@@ -60,9 +78,28 @@ def base_url_from_request(request: HttpRequest) -> str:
     return f"{request.scheme}://{request.get_host()}"
 
 
+def base_url_from_headers(headers: Mapping[str, Any]) -> str:
+    """The public origin from an oauthlib request's headers (DOT copies Django's ``META`` into them)."""
+    if platform_settings.PUBLIC_BASE_URL:
+        return str(platform_settings.PUBLIC_BASE_URL).rstrip("/")
+    django_request = HttpRequest()
+    django_request.META = dict(headers)
+    scheme = "https" if headers.get("X_DJANGO_OAUTH_TOOLKIT_SECURE") else "http"
+    return f"{scheme}://{django_request.get_host()}"
+
+
 def endpoint_url(base_url: str, slug: str) -> str:
     """The resource identifier of a tenant: its MCP endpoint URL."""
     return f"{base_url}/t/{slug}/mcp"
+
+
+def slug_from_endpoint(base_url: str, resource: str) -> str | None:
+    """The tenant slug ``resource`` names if it has the shape of one of our endpoints (existence unchecked)."""
+    prefix, suffix = f"{base_url}/t/", "/mcp"
+    if not (resource.startswith(prefix) and resource.endswith(suffix)):
+        return None
+    slug = resource[len(prefix) : -len(suffix)]
+    return slug if slug and "/" not in slug else None
 
 
 def metadata_url(base_url: str, slug: str) -> str:
@@ -85,7 +122,7 @@ def challenge(
     if description:
         details["error_description"] = description
     value = build_bearer_challenge(None, details or None, resource_metadata_url=metadata_url(base_url, slug))
-    value += f',scope="{" ".join(s for s in SCOPES if s in scopes)}"'
+    value += f',scope="{" ".join(ordered(scopes))}"'
     return Challenge(403 if error == "insufficient_scope" else 401, value)
 
 
@@ -103,23 +140,25 @@ def bearer_token(authorization: str | None) -> str | None:
 async def aauthenticate(*, tenant: Tenant, authorization: str | None, base_url: str) -> Principal | Challenge:
     """Check the bearer token of a request to ``tenant``'s endpoint in one query.
 
-    Valid means: known, not expired, its audience is exactly this endpoint, issued to a client allowed for
-    this tenant, and its user is active and still a member of the tenant. Anything else is ``invalid_token``
-    (a missing token gets a challenge without an error code, RFC 6750 §3.1). A used token's ``updated`` is
-    moved forward (to the minute): it is the "last used" of the connected-apps page.
+    Valid means: known, not expired, its audience is exactly this endpoint, and either its user is active and
+    still a member of the tenant (through a client allowed for this tenant), or it has no user and was issued
+    by client credentials to a machine client bound to this tenant. Anything else is ``invalid_token`` (a
+    missing token gets a challenge without an error code, RFC 6750 §3.1). A used token's ``updated`` is moved
+    forward (to the minute): it is the "last used" of the connected-apps page.
     """
     token = bearer_token(authorization)
     if token is None:
         return challenge(base_url=base_url, slug=tenant.slug)
     checksum = hashlib.sha256(token.encode()).hexdigest()
+    person = Q(user__is_active=True, user__tenant_memberships__tenant=tenant)
+    machine = Q(
+        user__isnull=True,
+        application__tenant=tenant,
+        application__authorization_grant_type=AbstractApplication.GRANT_CLIENT_CREDENTIALS,
+    )
     row = (
         await get_access_token_model()
-        .objects.filter(
-            token_checksum=checksum,
-            expires__gt=timezone.now(),
-            user__is_active=True,
-            user__tenant_memberships__tenant=tenant,
-        )
+        .objects.filter(person | machine, token_checksum=checksum, expires__gt=timezone.now())
         .select_related("application")
         .only("id", "user_id", "scope", "resource", "updated", "application__client_id", "application__tenant_id")
         .afirst()
@@ -127,7 +166,6 @@ async def aauthenticate(*, tenant: Tenant, authorization: str | None, base_url: 
     audience = endpoint_url(base_url, tenant.slug)
     if (
         row is None
-        or row.user_id is None
         or row.application is None
         or list(row.resource) != [audience]
         or row.application.tenant_id not in (None, tenant.pk)
@@ -152,8 +190,11 @@ async def aauthenticate(*, tenant: Tenant, authorization: str | None, base_url: 
 def principal_label(scope: dict[str, Any]) -> str:
     """Whom the request in an ASGI ``scope`` acts for, as tasks and sealed request states record it: the bearer
     token's subject, one user acting through one client (``user:<id> client:<id>``; a refreshed token keeps it,
-    another user or the same user through another app does not), or ``anonymous`` on a public tenant."""
+    another user or the same user through another app does not), a machine client acting for itself
+    (``client:<id>``), or ``anonymous`` on a public tenant."""
     principal = scope.get(PRINCIPAL_SCOPE_KEY)
     if not isinstance(principal, Principal):
         return ANONYMOUS
+    if principal.user_id is None:
+        return f"client:{principal.client_id}"
     return f"user:{principal.user_id} client:{principal.client_id}"

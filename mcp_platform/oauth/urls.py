@@ -1,14 +1,15 @@
 """The authorization server's routes, in django-oauth-toolkit's ``oauth2_provider`` namespace.
 
-Mounted at the site root: the well-known documents must sit at the origin (RFC 8414, RFC 9728).
+Mounted at the site root: the well-known documents must sit at the origin (RFC 8414, RFC 9728, OpenID Connect
+discovery).
 """
 
 from django.urls import path
 from oauth2_provider import views as dot_views
 
 from mcp_platform.oauth.authorize import TenantAuthorizationView
-from mcp_platform.oauth.metadata import TenantResourceMetadataView
-from mcp_platform.oauth.registration import LimitedRegistrationView
+from mcp_platform.oauth.metadata import OpenIDConfigurationView, TenantResourceMetadataView
+from mcp_platform.oauth.registration import LimitedRegistrationManagementView, LimitedRegistrationView
 
 app_name = "oauth2_provider"
 
@@ -19,6 +20,11 @@ urlpatterns = [
         name="oauth-server-metadata",
     ),
     path(
+        ".well-known/openid-configuration",
+        OpenIDConfigurationView.as_view(),
+        name="oidc-connect-discovery-info",
+    ),
+    path(
         ".well-known/oauth-protected-resource/t/<slug:tenant>/mcp",
         TenantResourceMetadataView.as_view(),
         name="tenant-resource-metadata",
@@ -26,10 +32,12 @@ urlpatterns = [
     path("oauth/authorize/", TenantAuthorizationView.as_view(), name="authorize"),
     path("oauth/token/", dot_views.TokenView.as_view(), name="token"),
     path("oauth/revoke/", dot_views.RevokeTokenView.as_view(), name="revoke-token"),
+    path("oauth/jwks/", dot_views.JwksInfoView.as_view(), name="jwks-info"),
+    path("oauth/userinfo/", dot_views.UserInfoView.as_view(), name="user-info"),
     path("oauth/register/", LimitedRegistrationView.as_view(), name="dcr-register"),
     path(
         "oauth/register/<str:client_id>/",
-        dot_views.DynamicClientRegistrationManagementView.as_view(),
+        LimitedRegistrationManagementView.as_view(),
         name="dcr-register-management",
     ),
 ]

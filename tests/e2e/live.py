@@ -2,7 +2,8 @@
 
 Embedded by default (one ``manage.py serve`` with SQLite, in-memory channel layer and in-process Celery
 worker). With ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL`` set, the production topology instead: two
-web processes and a Celery worker sharing a fresh database and a flushed Redis database.
+web processes and a Celery worker sharing a fresh database and a flushed Redis database. Either way the
+platform trusts a test CA for client metadata documents served on loopback (see ``tests/https_documents.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import pytest
+
+from tests.https_documents import make_test_pki
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = REPO / ".venv" / "bin" / "python"
@@ -150,6 +153,15 @@ def run_command(argv: list[str], env: dict[str, str]) -> str:
 # ---- the live platform ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class LivePki:
+    """The CA the platform trusts for client metadata documents, and a server certificate it signed."""
+
+    ca: Path
+    cert: Path
+    key: Path
+
+
 @dataclass
 class LiveServer:
     """Base URLs of the running web processes, and a way to run ``manage.py`` against the same data."""
@@ -158,6 +170,7 @@ class LiveServer:
     processes: list[ManagedProcess]
     command_env: dict[str, str]
     production: bool
+    pki: LivePki
 
     def endpoint(self, tenant: str = CONFORMANCE_TENANT, *, web: int = 0) -> str:
         """The Streamable HTTP endpoint of ``tenant`` on web process ``web``."""
@@ -186,10 +199,26 @@ class LiveServer:
         return "\n\n".join(process.tail() for process in self.processes)
 
 
-def base_env(var_dir: Path, secret_key: str) -> dict[str, str]:
+def base_env(var_dir: Path, secret_key: str, pki: LivePki) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")}
     env.update({"MCP_VAR_DIR": str(var_dir), "SECRET_KEY": secret_key, "PYTHONUNBUFFERED": "1"})
+    # What a developer sets to let the platform fetch client metadata documents from their own machine.
+    env.update({"MCP_CIMD_ALLOWED_NETWORKS": "127.0.0.1/32", "MCP_CIMD_CA_BUNDLE": str(pki.ca)})
     return env
+
+
+def live_pki(tmp: Path) -> LivePki:
+    return LivePki(*make_test_pki(tmp / "pki"))
+
+
+def oidc_signing_key() -> str:
+    """One RSA key for every process of a topology, as ``MCP_OIDC_RSA_PRIVATE_KEY`` is set in production."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return pem.decode()
 
 
 def prepare_data(env: dict[str, str]) -> None:
@@ -207,12 +236,13 @@ def start_web(name: str, env: dict[str, str], log_dir: Path, *extra: str) -> tup
 
 
 def embedded_server(stack: ExitStack, tmp: Path) -> LiveServer:
-    env = base_env(tmp / "var", secrets.token_urlsafe(32))
+    pki = live_pki(tmp)
+    env = base_env(tmp / "var", secrets.token_urlsafe(32), pki)
     prepare_data(env)
     process, url = start_web("web", env, tmp)
     stack.callback(process.stop)
     wait_for_port(process, int(urlsplit(url).port or 0))
-    return LiveServer(web_urls=[url], processes=[process], command_env=env, production=False)
+    return LiveServer(web_urls=[url], processes=[process], command_env=env, production=False, pki=pki)
 
 
 def fresh_database(stack: ExitStack) -> str:
@@ -248,10 +278,12 @@ def production_server(stack: ExitStack, tmp: Path) -> LiveServer:
     database_url = fresh_database(stack)
     redis_url = flushed_redis(stack)
     secret_key = secrets.token_urlsafe(32)
+    signing_key = oidc_signing_key()
+    pki = live_pki(tmp)
 
     def env_for(name: str) -> dict[str, str]:
-        env = base_env(tmp / f"var-{name}", secret_key)
-        env.update({"DATABASE_URL": database_url, "REDIS_URL": redis_url})
+        env = base_env(tmp / f"var-{name}", secret_key, pki)
+        env.update({"DATABASE_URL": database_url, "REDIS_URL": redis_url, "MCP_OIDC_RSA_PRIVATE_KEY": signing_key})
         return env
 
     command_env = env_for("commands")
@@ -270,7 +302,7 @@ def production_server(stack: ExitStack, tmp: Path) -> LiveServer:
         stack.callback(process.stop)
         processes.append(process)
         urls.append(url)
-    server = LiveServer(web_urls=urls, processes=processes, command_env=command_env, production=True)
+    server = LiveServer(web_urls=urls, processes=processes, command_env=command_env, production=True, pki=pki)
     for process, url in zip(processes[1:], urls, strict=True):
         wait_for_port(process, int(urlsplit(url).port or 0))
     server.check_alive()

@@ -503,3 +503,13 @@ async def test_discover_promises_what_listen_delivers(conformance):
     capabilities = (await call("server/discover")).json()["result"]["capabilities"]
     assert capabilities["tools"] == {"listChanged": True} and capabilities["prompts"] == {"listChanged": True}
     assert capabilities["resources"] == {"subscribe": True, "listChanged": True}
+
+
+def test_a_machine_client_acts_for_itself_in_tasks_and_request_states():
+    from mcp_platform.oauth.resource import PRINCIPAL_SCOPE_KEY, Principal, principal_label
+
+    machine = Principal(user_id=None, client_id="nightly", scopes=frozenset({"mcp:tools"}), token_id=1)
+    person = Principal(user_id=7, client_id="nightly", scopes=frozenset({"mcp:tools"}), token_id=2)
+    assert principal_label({PRINCIPAL_SCOPE_KEY: machine}) == "client:nightly"
+    assert principal_label({PRINCIPAL_SCOPE_KEY: person}) == "user:7 client:nightly"
+    assert principal_label({}) == "anonymous"

@@ -1,7 +1,9 @@
-"""Fixtures for the OAuth tests: tenants that require authorization, a member (signed in), a client."""
+"""Fixtures for the OAuth tests: tenants that require authorization, a member (signed in), a client, and an
+HTTPS server for client metadata documents."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -9,6 +11,7 @@ from django.core.cache import cache
 from django.test import Client
 
 from tests.factories import MembershipFactory, OAuthClientFactory, TenantFactory, UserFactory
+from tests.https_documents import DocumentServer, make_test_pki
 
 BASE = "http://127.0.0.1:8000"
 ACME_MCP = f"{BASE}/t/acme/mcp"
@@ -48,3 +51,27 @@ def browser(member: Any) -> Client:
     browser = Client()
     browser.force_login(member)
     return browser
+
+
+@pytest.fixture(scope="session")
+def test_pki(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, Any]:
+    """A test CA and a server certificate for 127.0.0.1 (see tests/https_documents.py)."""
+    return make_test_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture
+def documents(test_pki: tuple[Any, Any, Any]) -> Iterator[DocumentServer]:
+    """An HTTPS server on loopback publishing client metadata documents."""
+    _, cert, key = test_pki
+    with DocumentServer(cert, key) as server:
+        yield server
+
+
+@pytest.fixture
+def loopback_documents_trusted(settings: Any, test_pki: tuple[Any, Any, Any]) -> None:
+    """The explicit allow-list a developer sets to let the platform fetch documents from their own machine."""
+    settings.MCP_PLATFORM = {
+        **settings.MCP_PLATFORM,
+        "CIMD_ALLOWED_NETWORKS": ["127.0.0.1/32"],
+        "CIMD_CA_BUNDLE": str(test_pki[0]),
+    }

@@ -27,7 +27,8 @@ class Pkce:
         return cls(verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode())
 
 
-def register(client: Client, **metadata: Any) -> Any:
+def register(client: Client, *, meta: dict[str, str] | None = None, **metadata: Any) -> Any:
+    """POST a registration with ``metadata``; ``meta`` adds request META (REMOTE_ADDR, HTTP_* headers)."""
     body = {
         "client_name": "Test client",
         "redirect_uris": [REDIRECT],
@@ -36,7 +37,7 @@ def register(client: Client, **metadata: Any) -> Any:
         "token_endpoint_auth_method": "none",
         **metadata,
     }
-    return client.post("/oauth/register/", body, content_type="application/json", HTTP_HOST=HOST)
+    return client.post("/oauth/register/", body, content_type="application/json", HTTP_HOST=HOST, **(meta or {}))
 
 
 def authorize_query(client_id: str, pkce: Pkce, **overrides: Any) -> dict[str, Any]:

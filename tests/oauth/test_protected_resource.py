@@ -8,6 +8,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from mcp_platform.gateway.middleware import GatewayMiddleware
+from mcp_platform.oauth.resource import base_url_from_scope
 from tests.factories import MembershipFactory, OAuthClientFactory, TenantFactory, UserFactory, access_token_create
 from tests.gateway.conftest import INIT_PARAMS, request, rpc
 from tests.oauth.conftest import ACME_MCP, BASE
@@ -32,7 +33,7 @@ def test_metadata_names_the_exact_endpoint_and_the_authorization_server(client, 
     document = response.json()
     assert document["resource"] == ACME_MCP
     assert document["authorization_servers"] == [BASE]
-    assert document["scopes_supported"] == ["mcp:prompts", "mcp:resources", "mcp:tools"]
+    assert document["scopes_supported"] == ["mcp:tools", "mcp:resources", "mcp:prompts"]
     assert document["bearer_methods_supported"] == ["header"]
     assert document["resource_name"] == "Acme"
 
@@ -154,7 +155,7 @@ async def test_public_tenant_needs_no_token(db):
 
 @pytest.mark.anyio
 @pytest.mark.django_db(transaction=True)
-async def test_the_principal_is_attached_to_the_scope(acme, member, client_app):
+async def test_the_principal_is_attached_to_the_scope_and_the_token_goes_no_further(acme, member, client_app):
     token = await token_for(user=member, application=client_app, resource=[ACME_MCP], scope="mcp:tools")
     seen: dict[str, Any] = {}
 
@@ -182,3 +183,16 @@ async def test_the_principal_is_attached_to_the_scope(acme, member, client_app):
     assert principal.user_id == member.pk
     assert principal.client_id == client_app.client_id
     assert principal.scopes == frozenset({"mcp:tools"})
+    # Nothing behind the middleware (consumers, tools, backends) can pass the client's token on.
+    assert all(name != b"authorization" for name, _ in seen["headers"])
+
+
+@pytest.mark.parametrize(("forwarded", "scheme"), [("https", "https"), ("http", "http"), (None, "http")])
+def test_behind_a_tls_proxy_the_gateway_and_the_server_agree_on_the_scheme(client, acme, settings, forwarded, scheme):
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    headers = [(b"host", b"127.0.0.1:8000")] + ([(b"x-forwarded-proto", forwarded.encode())] if forwarded else [])
+    gateway_view = base_url_from_scope({"type": "http", "scheme": "http", "headers": headers})
+    extra = {"HTTP_X_FORWARDED_PROTO": forwarded} if forwarded else {}
+    document = client.get(METADATA, HTTP_HOST="127.0.0.1:8000", **extra).json()
+    assert gateway_view == f"{scheme}://127.0.0.1:8000"
+    assert document["resource"] == f"{gateway_view}/t/acme/mcp"

@@ -1,14 +1,23 @@
-"""Scopes on the MCP endpoint: each feature needs its scope; a missing one is 403 insufficient_scope."""
+"""Scopes on the MCP endpoint: each feature needs its scope, a tool may need more; a missing one is 403."""
 
 from __future__ import annotations
 
+from typing import Any
+from urllib.parse import urlencode
+
 import pytest
 from asgiref.sync import sync_to_async
+from django.core.exceptions import ValidationError
+from django.test import Client
 
 from mcp_platform.oauth.scopes import required_scopes
-from tests.factories import access_token_create
+from tenants.services import tool_create
+from tests.factories import ToolFactory, access_token_create
 from tests.gateway.conftest import INIT_PARAMS, request, rpc
 from tests.oauth.conftest import ACME_MCP
+from tests.oauth.flow import HOST, Pkce, authorize_query, redirect_params, register
+
+TEXT_RESULT = {"content": [{"type": "text", "text": "ok"}]}
 
 MCP = "/t/acme/mcp"
 
@@ -85,3 +94,88 @@ async def test_missing_scope_is_403_naming_every_scope_needed(acme, member, clie
     assert 'error="insufficient_scope"' in challenge
     assert 'scope="mcp:tools mcp:prompts"' in challenge
     assert 'resource_metadata="http://127.0.0.1:8000/.well-known/oauth-protected-resource/t/acme/mcp"' in challenge
+
+
+# ---- scopes a tool requires --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def billing_tool(acme: Any) -> Any:
+    return ToolFactory(tenant=acme, name="charge_card", required_scopes="billing:write")
+
+
+async def _tools_call(token: str, name: str) -> Any:
+    session_id = await _session(token)
+    headers = {"authorization": f"Bearer {token}", "mcp-session-id": session_id}
+    return await request("POST", MCP, body=rpc("tools/call", {"name": name, "arguments": {}}, id=3), headers=headers)
+
+
+async def _tool_names(token: str) -> list[str]:
+    session_id = await _session(token)
+    headers = {"authorization": f"Bearer {token}", "mcp-session-id": session_id}
+    reply = await request("POST", MCP, body=rpc("tools/list", id=2), headers=headers)
+    return [tool["name"] for tool in reply.json()["result"]["tools"]]
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_a_tool_requiring_a_scope_the_token_lacks_is_not_listed(acme, member, client_app, billing_tool):
+    await sync_to_async(ToolFactory)(tenant=acme, name="echo")
+    plain = await sync_to_async(access_token_create)(
+        user=member, application=client_app, resource=[ACME_MCP], scope="mcp:tools"
+    )
+    both = await sync_to_async(access_token_create)(
+        user=member, application=client_app, resource=[ACME_MCP], scope="mcp:tools billing:write"
+    )
+    assert await _tool_names(plain) == ["echo"]
+    assert await _tool_names(both) == ["charge_card", "echo"]
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_calling_it_without_the_scope_is_403_naming_every_scope_needed(acme, member, client_app, billing_tool):
+    token = await sync_to_async(access_token_create)(
+        user=member, application=client_app, resource=[ACME_MCP], scope="mcp:tools mcp:prompts"
+    )
+    reply = await _tools_call(token, "charge_card")
+    assert reply.status == 403
+    challenge = reply.headers["www-authenticate"]
+    assert 'error="insufficient_scope"' in challenge
+    assert 'scope="mcp:tools mcp:prompts billing:write"' in challenge
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_calling_it_with_the_scope_runs_it(acme, member, client_app, billing_tool):
+    token = await sync_to_async(access_token_create)(
+        user=member, application=client_app, resource=[ACME_MCP], scope="mcp:tools billing:write"
+    )
+    reply = await _tools_call(token, "charge_card")
+    assert reply.status == 200
+    assert reply.messages()[-1]["result"]["content"][0]["text"] == "charge_card answered"
+
+
+def test_protected_resource_metadata_lists_the_scopes_tools_require(client, acme, billing_tool):
+    document = client.get("/.well-known/oauth-protected-resource/t/acme/mcp", HTTP_HOST=HOST).json()
+    assert document["scopes_supported"] == ["mcp:tools", "mcp:resources", "mcp:prompts", "billing:write"]
+
+
+def test_a_client_may_ask_for_a_tool_scope_and_the_person_sees_it(client, acme, member, billing_tool):
+    client_id = register(client).json()["client_id"]
+    browser = Client()
+    browser.force_login(member)
+    query = authorize_query(client_id, Pkce.new(), scope="mcp:tools billing:write")
+    page = browser.get(f"/oauth/authorize/?{urlencode(query)}", HTTP_HOST=HOST)
+    assert page.status_code == 200
+    assert "tools that require “billing:write”" in page.content.decode()
+    unknown = authorize_query(client_id, Pkce.new(), scope="mcp:tools payroll:read")
+    assert redirect_params(browser.get(f"/oauth/authorize/?{urlencode(unknown)}", HTTP_HOST=HOST))["error"] == (
+        "invalid_scope"
+    )
+
+
+def test_required_scopes_must_be_scope_names(acme):
+    with pytest.raises(ValidationError) as refused:
+        tool_create(tenant=acme, name="bad", required_scopes='billing "write"', config=TEXT_RESULT)
+    assert "required_scopes" in refused.value.message_dict
+    assert tool_create(tenant=acme, name="good", required_scopes="billing:write  audit.read", config=TEXT_RESULT)

@@ -109,3 +109,21 @@ def test_templates_are_matched_in_name_order(tenant: Tenant) -> None:
 def test_limit_below_one_is_a_programming_error(tenant: Tenant) -> None:
     with pytest.raises(ValueError, match="limit must be at least 1"):
         selectors.tool_list(tenant=tenant, after=None, limit=0)
+
+
+def test_tools_a_caller_may_not_use_are_skipped_without_shortening_pages(tenant: Tenant) -> None:
+    for name in ["a", "b", "c", "d", "e", "f"]:
+        ToolFactory(tenant=tenant, name=name, required_scopes="billing:write" if name in "bcd" else "")
+
+    def pages(granted: frozenset[str] | None) -> list[list[str]]:
+        found, after = [], None
+        while True:
+            page = async_to_sync(selectors.atool_list)(tenant=tenant, after=after, limit=2, granted=granted)
+            found.append([t.name for t in page.items])
+            if not page.has_more:
+                return found
+            after = page.items[-1].name
+
+    assert pages(frozenset({"mcp:tools"})) == [["a", "e"], ["f"]]
+    assert pages(frozenset({"mcp:tools", "billing:write"})) == [["a", "b"], ["c", "d"], ["e", "f"]]
+    assert pages(None) == [["a", "b"], ["c", "d"], ["e", "f"]]

@@ -1,0 +1,74 @@
+"""Machine clients: confidential client-credentials clients a tenant admin registers for one tenant.
+
+The secret is generated here, handed back once, and stored hashed (django-oauth-toolkit hashes it on save).
+A token such a client obtains is for its tenant's endpoint, its principal is the client, and its scopes are at
+most those the admin allowed.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from oauth2_provider.generators import generate_client_secret
+from oauth2_provider.models import AbstractApplication, get_access_token_model
+
+from mcp_platform.oauth.models import TenantApplication
+from mcp_platform.oauth.scopes import SCOPES, ordered
+from tenants.models import Tenant
+from tenants.selectors import tool_scope_vocabulary
+
+
+def checked_scopes(tenant: Tenant, scopes: list[str]) -> str:
+    """``scopes`` as stored: each a platform scope or one a tool of ``tenant`` requires. Raises ``ValidationError``."""
+    if not scopes:
+        raise ValidationError({"allowed_scopes": ["Allow the client at least one scope."]})
+    known = {*SCOPES, *tool_scope_vocabulary(tenant=tenant)}
+    unknown = sorted(set(scopes) - known)
+    if unknown:
+        raise ValidationError(
+            {"allowed_scopes": [f"{' '.join(unknown)}: neither a platform scope nor one a tool of {tenant} requires."]}
+        )
+    return " ".join(ordered(scopes))
+
+
+def machine_client_create(*, tenant: Tenant, name: str, scopes: list[str]) -> tuple[TenantApplication, str]:
+    """Register a machine client for ``tenant``; returns it and its secret, which is not stored in the clear.
+
+    Raises ``ValidationError`` keyed by field.
+    """
+    secret = generate_client_secret()
+    client = TenantApplication(
+        tenant=tenant,
+        name=name,
+        client_type=AbstractApplication.CLIENT_CONFIDENTIAL,
+        authorization_grant_type=AbstractApplication.GRANT_CLIENT_CREDENTIALS,
+        client_secret=secret,
+        hash_client_secret=True,
+        allowed_scopes=checked_scopes(tenant, scopes),
+        algorithm=AbstractApplication.NO_ALGORITHM,  # no person, no ID token
+    )
+    client.full_clean()
+    client.save()
+    return client, secret
+
+
+def machine_client_update(*, client: TenantApplication, name: str, scopes: list[str]) -> TenantApplication:
+    """Rename a machine client or change its scopes; tokens it holds keep the scopes they were issued with
+    until they expire (an hour at most). Raises ``ValidationError``."""
+    if client.tenant is None:
+        raise ValidationError("A machine client belongs to a tenant.")
+    client.name = name
+    client.allowed_scopes = checked_scopes(client.tenant, scopes)
+    client.full_clean(exclude=["client_secret"])
+    client.save(update_fields=["name", "allowed_scopes", "updated"])
+    return client
+
+
+def machine_client_rotate_secret(*, client: TenantApplication) -> str:
+    """Give the client a new secret and revoke every token it holds; returns the new secret."""
+    secret = generate_client_secret()
+    with transaction.atomic():
+        client.client_secret = secret
+        client.save(update_fields=["client_secret", "updated"])
+        get_access_token_model().objects.filter(application=client).delete()
+    return secret
