@@ -236,4 +236,5 @@ MCP_PLATFORM = {
     "PUBLIC_BASE_URL": os.environ.get("MCP_PUBLIC_BASE_URL", ""),
     "ALLOWED_HOSTS": _env_list("MCP_ALLOWED_HOSTS", ALLOWED_HOSTS),
     "MAX_REQUEST_BYTES": int(os.environ.get("MCP_MAX_REQUEST_BYTES", str(4 * 1024 * 1024))),
+    "TENANT_CACHE_TTL": float(os.environ.get("MCP_TENANT_CACHE_SECONDS", "5")),
 }

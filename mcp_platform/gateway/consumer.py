@@ -46,7 +46,7 @@ from mcp_platform.gateway.responses import (
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.stateless import serve_stateless
 from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_run
-from tenants.catalog import TenantCatalog
+from tenants.cache import tenant_cache
 from tenants.events import catalog_group
 from tenants.models import Tenant
 
@@ -95,7 +95,7 @@ def session_env(*, tenant: Tenant, session: LegacySession, sink: Sink, request: 
     meta = params.get("_meta")
     return Env(
         version=session.protocol_version,
-        catalog=TenantCatalog(tenant),
+        catalog=tenant_cache.catalog(tenant),
         outbound=SinkOutbound(sink=sink, tenant_id=tenant.pk, session_id=session.pk),
         server=server_identity(tenant),
         client_capabilities=session.client_capabilities,

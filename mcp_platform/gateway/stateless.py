@@ -26,7 +26,7 @@ from mcp_core.request_state import derive_key
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.responses import Send, send_chunk, send_json, start_sse
 from mcp_platform.oauth.resource import Principal
-from tenants.catalog import TenantCatalog
+from tenants.cache import tenant_cache
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ def stateless_env(
 ) -> Env:
     return Env(
         version=envelope.version,
-        catalog=TenantCatalog(tenant),
+        catalog=tenant_cache.catalog(tenant),
         outbound=stream,
         server=server,
         client_capabilities=envelope.client_capabilities,
