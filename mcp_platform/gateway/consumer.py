@@ -11,7 +11,6 @@ import contextlib
 import logging
 from typing import Any
 
-from channels.consumer import AsyncConsumer
 from channels.exceptions import StopConsumer
 
 from mcp_core import http as mcp_http
@@ -31,6 +30,7 @@ from mcp_core.versions import (
 )
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups, sessions
+from mcp_platform.gateway.base import GatewayConsumer
 from mcp_platform.gateway.listen import serve_listen
 from mcp_platform.gateway.mailbox import Inbox, send_to_group
 from mcp_platform.gateway.middleware import PRINCIPAL_SCOPE_KEY, TENANT_SCOPE_KEY
@@ -126,12 +126,8 @@ async def deliver_client_messages(*, tenant_id: int, session: LegacySession, mes
             await send_to_group(group, body)
 
 
-class McpConsumer(SessionStreamMixin, AsyncConsumer):
+class McpConsumer(SessionStreamMixin, GatewayConsumer):
     """One HTTP request to a tenant's MCP endpoint."""
-
-    # No channel of its own: group messages arrive through the process mailbox (see mailbox.py). Channels
-    # recycles database connections before each handler (aclose_old_connections), as Django does per request.
-    channel_layer_alias = None
 
     async def http_request(self, message: dict[str, Any]) -> None:
         if not hasattr(self, "_body"):

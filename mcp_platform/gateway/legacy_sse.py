@@ -11,7 +11,6 @@ import logging
 from typing import Any
 from urllib.parse import parse_qs
 
-from channels.consumer import AsyncConsumer
 from channels.exceptions import StopConsumer
 
 from mcp_core import http as mcp_http
@@ -20,6 +19,7 @@ from mcp_core.errors import InvalidRequest, McpError, TransportError, error_to_w
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.session import SessionState, SessionStateError
 from mcp_platform.gateway import groups, sessions
+from mcp_platform.gateway.base import GatewayConsumer
 from mcp_platform.gateway.consumer import (
     deliver_client_messages,
     scope_headers,
@@ -38,11 +38,8 @@ from tenants.models import Tenant
 logger = logging.getLogger(__name__)
 
 
-class LegacySseConsumer(SessionStreamMixin, AsyncConsumer):
+class LegacySseConsumer(SessionStreamMixin, GatewayConsumer):
     """``GET /t/<tenant>/sse``: opens a session and carries all of its server-to-client messages."""
-
-    # Group messages arrive through the process mailbox, not a channel of this consumer (see mailbox.py).
-    channel_layer_alias = None
 
     async def http_request(self, message: dict[str, Any]) -> None:
         if message.get("more_body"):
@@ -98,10 +95,8 @@ class LegacySseConsumer(SessionStreamMixin, AsyncConsumer):
             await send_chunk(self.send, b"", more=False)
 
 
-class LegacyMessagesConsumer(AsyncConsumer):
+class LegacyMessagesConsumer(GatewayConsumer):
     """``POST /t/<tenant>/messages?session_id=…``: accepted at once, answered on the session's stream."""
-
-    channel_layer_alias = None
 
     async def http_request(self, message: dict[str, Any]) -> None:
         if not hasattr(self, "_body"):
