@@ -25,10 +25,15 @@ class Page:
 
 @dataclass(frozen=True)
 class ToolDefinition:
-    """A tool as the protocol needs it: its wire definition plus an opaque handle for the shell."""
+    """A tool as the protocol needs it: its wire definition plus an opaque handle for the shell.
+
+    ``validators`` remembers the compiled schemas of this definition, so a shell that hands out the same
+    definition again (a cache keyed by the catalog's revision) compiles and serialises each schema once.
+    """
 
     wire: JSONObject
     handle: Any = None
+    validators: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
