@@ -43,8 +43,9 @@ DEBUG = _env_bool("DEBUG", False)
 ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# Not "daphne": its app config installs a Twisted reactor in every process at start-up, and ``manage.py serve``
+# starts whichever server is chosen (see mcp_platform/servers.py).
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -237,4 +238,5 @@ MCP_PLATFORM = {
     "ALLOWED_HOSTS": _env_list("MCP_ALLOWED_HOSTS", ALLOWED_HOSTS),
     "MAX_REQUEST_BYTES": int(os.environ.get("MCP_MAX_REQUEST_BYTES", str(4 * 1024 * 1024))),
     "TENANT_CACHE_TTL": float(os.environ.get("MCP_TENANT_CACHE_SECONDS", "5")),
+    "SSE_KEEPALIVE": float(os.environ.get("MCP_SSE_KEEPALIVE", "15")),
 }
