@@ -327,7 +327,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         assert session is not None
         self.session = session
         last_event_id = mcp_http.parse_last_event_id(self.headers.get("last-event-id"))
-        self._closed = asyncio.Event()
+        self._closed = False
         self._inbox = Inbox()
         try:
             await self._get_stream(session, last_event_id)
@@ -376,8 +376,8 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         return False
 
     async def _close_stream(self) -> None:
-        if not self._closed.is_set():
-            self._closed.set()
+        if not self._closed:
+            self._closed = True
             await send_chunk(self.send, b"", more=False)
 
     async def _standalone(self, stream_id: str, after: int | None) -> None:
@@ -417,7 +417,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
 
     async def _push(self, method: str, params: dict[str, Any]) -> None:
         """Store and send one unrelated server message on the standalone stream."""
-        if self._closed.is_set():
+        if self._closed:
             return
         self._seq += 1
         payload = jsonrpc.encode_notification(method, params).decode()
@@ -428,7 +428,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
 
     async def mailbox_message(self, message: dict[str, Any]) -> None:
         """The session ended (standalone stream), or a live event of the resumed stream arrived."""
-        if self._closed.is_set():
+        if self._closed:
             return
         if message.get("kind") == "closed":
             await self._close_stream()

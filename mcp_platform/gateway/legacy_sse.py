@@ -44,7 +44,7 @@ class LegacySseConsumer(SessionStreamMixin, GatewayConsumer):
     async def http_request(self, message: dict[str, Any]) -> None:
         if message.get("more_body"):
             return
-        self._closed = asyncio.Event()
+        self._closed = False
         self._task = asyncio.create_task(self._serve())
 
     async def http_disconnect(self, message: dict[str, Any]) -> None:
@@ -78,7 +78,7 @@ class LegacySseConsumer(SessionStreamMixin, GatewayConsumer):
             await inbox.leave()
 
     async def _write(self, payload: str) -> None:
-        if not self._closed.is_set():
+        if not self._closed:
             await send_chunk(self.send, sse.event(payload, event="message"))
 
     async def _push(self, method: str, params: dict[str, Any]) -> None:
@@ -90,8 +90,8 @@ class LegacySseConsumer(SessionStreamMixin, GatewayConsumer):
     async def mailbox_message(self, message: dict[str, Any]) -> None:
         if message.get("kind") == "message":
             await self._write(message["payload"])
-        elif message.get("kind") == "closed" and not self._closed.is_set():
-            self._closed.set()
+        elif message.get("kind") == "closed" and not self._closed:
+            self._closed = True
             await send_chunk(self.send, b"", more=False)
 
 

@@ -93,14 +93,20 @@ async def send_to_group(group: str, message: dict[str, Any]) -> None:
 
 
 class Inbox:
-    """A stream's queue of the messages of the groups it subscribed, drained by the stream's own task."""
+    """A stream's queue of the messages of the groups it subscribed, drained by the stream's own task.
+
+    Every idle stream holds one, so it is small: a list and, only while the stream waits, one future and one
+    timer (an ``asyncio.Queue`` is four deques and an Event; ``asyncio.timeout`` adds an object per wait).
+    """
 
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._messages: list[dict[str, Any]] = []
+        self._waiter: asyncio.Future[None] | None = None
         self._groups: list[str] = []
 
     def _put(self, message: dict[str, Any]) -> None:
-        self.queue.put_nowait(message)
+        self._messages.append(message)
+        _wake(self._waiter)
 
     async def join(self, *groups: str) -> None:
         box = mailbox()
@@ -117,10 +123,23 @@ class Inbox:
 
     async def next(self, timeout: float) -> dict[str, Any] | None:
         """The next message, or None when ``timeout`` passes first (time for a keep-alive)."""
-        try:
-            return await asyncio.wait_for(self.queue.get(), timeout)
-        except TimeoutError:
-            return None
+        if not self._messages:
+            loop = asyncio.get_running_loop()
+            self._waiter = waiter = loop.create_future()
+            timer = loop.call_later(timeout, _wake, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+            if not self._messages:
+                return None
+        return self._messages.pop(0)
+
+
+def _wake(waiter: asyncio.Future[None] | None) -> None:
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)
 
 
 _mailboxes: dict[asyncio.AbstractEventLoop, Mailbox] = {}
