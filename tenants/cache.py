@@ -30,6 +30,13 @@ MAX_TENANTS = 1024
 MAX_MEMO_ENTRIES = 4096
 
 
+@dataclass(frozen=True)
+class CacheConfig:
+    ttl: Callable[[], float]
+    listen: Listen | None
+    unlisten: Listen | None
+
+
 @dataclass
 class _Entry:
     tenant: Tenant
@@ -56,6 +63,10 @@ class TenantCache:
         """How long an entry is trusted without a nudge, and how to hear other processes' commits (the gateway
         passes its settings and its channel-layer mailbox)."""
         self._ttl, self._listen, self._unlisten = ttl, listen, unlisten
+
+    @property
+    def config(self) -> CacheConfig:
+        return CacheConfig(ttl=self._ttl, listen=self._listen, unlisten=self._unlisten)
 
     # ---- tenants -----------------------------------------------------------------------------------------
 

@@ -42,10 +42,23 @@ class Mailbox:
             ]
         return self._channel
 
+    async def _receive(self, channel: str) -> dict[str, Any]:
+        """One receive, in a task of its own that this loop's cancellation always ends. redis-py can turn the
+        cancellation of a blocked read into a connection error that it retries, and channels-redis then keeps
+        reading: a single cancel would leave it (and the loop's shutdown) waiting forever."""
+        receive = asyncio.ensure_future(self._layer.receive(channel))
+        try:
+            return await asyncio.shield(receive)
+        except asyncio.CancelledError:
+            while not receive.done():
+                receive.cancel()
+                await asyncio.wait({receive}, timeout=0.1)
+            raise
+
     async def _receive_forever(self, channel: str) -> None:
         while True:
             try:
-                message = await self._layer.receive(channel)
+                message = await self._receive(channel)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -93,20 +106,14 @@ async def send_to_group(group: str, message: dict[str, Any]) -> None:
 
 
 class Inbox:
-    """A stream's queue of the messages of the groups it subscribed, drained by the stream's own task.
-
-    Every idle stream holds one, so it is small: a list and, only while the stream waits, one future and one
-    timer (an ``asyncio.Queue`` is four deques and an Event; ``asyncio.timeout`` adds an object per wait).
-    """
+    """A stream's queue of the messages of the groups it subscribed, drained by the stream's own task."""
 
     def __init__(self) -> None:
-        self._messages: list[dict[str, Any]] = []
-        self._waiter: asyncio.Future[None] | None = None
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._groups: list[str] = []
 
     def _put(self, message: dict[str, Any]) -> None:
-        self._messages.append(message)
-        _wake(self._waiter)
+        self.queue.put_nowait(message)
 
     async def join(self, *groups: str) -> None:
         box = mailbox()
@@ -123,23 +130,12 @@ class Inbox:
 
     async def next(self, timeout: float) -> dict[str, Any] | None:
         """The next message, or None when ``timeout`` passes first (time for a keep-alive)."""
-        if not self._messages:
-            loop = asyncio.get_running_loop()
-            self._waiter = waiter = loop.create_future()
-            timer = loop.call_later(timeout, _wake, waiter)
-            try:
-                await waiter
-            finally:
-                timer.cancel()
-                self._waiter = None
-            if not self._messages:
-                return None
-        return self._messages.pop(0)
-
-
-def _wake(waiter: asyncio.Future[None] | None) -> None:
-    if waiter is not None and not waiter.done():
-        waiter.set_result(None)
+        # asyncio.timeout, not wait_for: wait_for wraps the get in a task of its own, for every wait of every stream.
+        try:
+            async with asyncio.timeout(timeout):
+                return await self.queue.get()
+        except TimeoutError:
+            return None
 
 
 _mailboxes: dict[asyncio.AbstractEventLoop, Mailbox] = {}
