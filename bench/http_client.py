@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 ChunkCallback = Callable[[bytes], None]
 
@@ -57,8 +58,9 @@ class HttpConnection(asyncio.Protocol):
         return protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # Not an isinstance check: uvloop's transports (used when uvloop is installed) do not subclass
+        # asyncio.Transport, though they write and close alike.
+        self.transport = cast(asyncio.Transport, transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True

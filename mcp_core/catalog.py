@@ -27,12 +27,17 @@ class Page:
 @dataclass(frozen=True)
 class ToolDefinition:
     """A tool as the protocol needs it: its wire definition plus an opaque handle for the shell, and whether its
-    calls run as tasks (``continues_as_task``: the tool asks its questions first, then continues as a task)."""
+    calls run as tasks (``continues_as_task``: the tool asks its questions first, then continues as a task).
+
+    ``validators`` remembers the compiled schemas of this definition, so a shell that hands out the same
+    definition again (a cache keyed by the catalog's revision) compiles and serialises each schema once.
+    """
 
     wire: JSONObject
     handle: Any = None
     task_support: TaskSupport = TaskSupport.FORBIDDEN
     continues_as_task: bool = False
+    validators: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import binascii
 import ipaddress
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 JSON = "application/json"
 EVENT_STREAM = "text/event-stream"
@@ -74,8 +75,12 @@ def accepts(accept: str | None, media_type: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=256)
 def accepts_json_and_sse(accept: str | None) -> bool:
-    """The POST rule: the client's Accept lists both JSON and SSE (wildcards count, absence does not)."""
+    """The POST rule: the client's Accept lists both JSON and SSE (wildcards count, absence does not).
+
+    Remembered per header value: clients send the same few values on every request.
+    """
     if accept is None or not accept.strip():
         return False
     return accepts(accept, JSON) and accepts(accept, EVENT_STREAM)

@@ -31,6 +31,10 @@ DEFAULTS: dict[str, Any] = {
     "SSE_RETRY_MS": 1000,
     # Keep-alive comment interval on idle SSE streams (seconds).
     "SSE_KEEPALIVE": 15.0,
+    # How long a web process trusts its copy of a tenant and its catalog without hearing of a change (seconds).
+    # Changes normally arrive at once through the channel layer; this bounds staleness when that nudge is lost.
+    # 0 reads the tenant row on every request.
+    "TENANT_CACHE_TTL": 5.0,
     # Items per page on list methods.
     "PAGE_SIZE": 50,
     # How long a tool may wait for the client to answer a sampling/elicitation/roots request (seconds).
@@ -83,6 +87,7 @@ class PlatformSettings:
     EVENT_RETENTION: int
     SSE_RETRY_MS: int
     SSE_KEEPALIVE: float
+    TENANT_CACHE_TTL: float
     PAGE_SIZE: int
     CLIENT_REQUEST_TIMEOUT: float
     CACHE_TTL_MS: int
@@ -148,6 +153,11 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
     errors: list[CheckMessage] = []
     if loaded.MAX_REQUEST_BYTES < 1024:
         errors.append(Error("MCP_PLATFORM['MAX_REQUEST_BYTES'] must be at least 1024.", id="mcp_platform.E002"))
+    ttl = loaded.TENANT_CACHE_TTL
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 <= ttl <= 300:
+        errors.append(
+            Error("MCP_PLATFORM['TENANT_CACHE_TTL'] must be between 0 and 300 seconds.", id="mcp_platform.E009")
+        )
     if not 1 <= loaded.PAGE_SIZE <= 1000:
         errors.append(Error("MCP_PLATFORM['PAGE_SIZE'] must be between 1 and 1000.", id="mcp_platform.E003"))
     if loaded.PUBLIC_BASE_URL and not loaded.PUBLIC_BASE_URL.startswith(("http://", "https://")):

@@ -1,7 +1,8 @@
 """Catalog-change nudges on the channel layer, sent after the writing transaction commits.
 
-Listeners join ``catalog_group(tenant_id)`` and hear ``catalog.changed {kind}`` and ``resource.updated {uri}``;
-the layer is at-most-once, so the database stays the truth.
+Listeners join ``catalog_group(tenant_id)`` and hear ``catalog.changed {kind}``, ``resource.updated {uri}`` and
+``tenant.changed``; the layer is at-most-once, so the database stays the truth: each change also bumps the
+tenant's ``revision`` in the writing transaction, which per-process caches (``tenants.cache``) check.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ from typing import Any, Literal
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
+from django.db.models import F
+
+from tenants.cache import tenant_cache
+from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
 
@@ -40,10 +45,22 @@ def resource_updated(*, tenant_id: int, uri: str) -> None:
     _publish_on_commit(tenant_id, {"type": "resource.updated", "uri": uri})
 
 
+def tenant_changed(*, tenant_id: int) -> None:
+    """After commit, tell caches the tenant itself changed (status, origins, authorization, identity)."""
+    _publish_on_commit(tenant_id, {"type": "tenant.changed"})
+
+
 def _publish_on_commit(tenant_id: int, message: dict[str, Any]) -> None:
     group = catalog_group(tenant_id)
-    # Receivers route by group (one channel per process hears many groups), so the message names it.
-    transaction.on_commit(lambda: _publish(group, {**message, "group": group}))
+    # The durable half, in the writing transaction: caches that miss the nudge still see a new revision.
+    Tenant.objects.filter(pk=tenant_id).update(revision=F("revision") + 1)
+
+    def after_commit() -> None:
+        tenant_cache.forget(tenant_id)
+        # Receivers route by group (one channel per process hears many groups), so the message names it.
+        _publish(group, {**message, "group": group})
+
+    transaction.on_commit(after_commit)
 
 
 async def _send(group: str, message: dict[str, Any]) -> None:

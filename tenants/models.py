@@ -61,6 +61,9 @@ class Tenant(models.Model):
         choices=[("public", "Public (shared caches allowed)"), ("private", "Private (per authorization)")],
         help_text="2026-07-28 cache hint: who may share a cached copy. Empty: the platform default.",
     )
+    # Bumped in the same transaction as any change to the tenant or its catalog: per-process caches compare it
+    # (tenants.cache), so a change is seen even when its channel-layer nudge is lost.
+    revision = models.PositiveBigIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

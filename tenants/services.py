@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 
-from tenants.events import CatalogKind, catalog_changed, resource_updated
+from tenants.events import CatalogKind, catalog_changed, resource_updated, tenant_changed
 from tenants.models import (
     Backend,
     Membership,
@@ -164,13 +164,21 @@ def tenant_create(
 def tenant_update(*, tenant: Tenant, data: Mapping[str, Any]) -> Tenant:
     """Change a tenant's fields. Raises ``ValidationError``."""
     with transaction.atomic():
-        _change(tenant, data, TENANT_FIELDS, tenant_validate)
+        _tenant_change(tenant, data)
     return tenant
+
+
+def _tenant_change(tenant: Tenant, data: Mapping[str, Any]) -> set[str]:
+    changed = _change(tenant, data, TENANT_FIELDS, tenant_validate)
+    if changed:
+        tenant_changed(tenant_id=tenant.pk)
+    return changed
 
 
 def tenant_delete(*, tenant: Tenant) -> None:
     """Delete a tenant with its memberships and whole catalog."""
     with transaction.atomic():
+        tenant_changed(tenant_id=tenant.pk)
         tenant.delete()
 
 
@@ -182,7 +190,7 @@ def tenant_upsert(*, slug: str, **fields: Any) -> tuple[Tenant, UpsertOutcome]:
         fields,
         TENANT_FIELDS,
         tenant_create,
-        lambda tenant, data: _change(tenant, data, TENANT_FIELDS, tenant_validate),
+        _tenant_change,
     )
 
 

@@ -3,11 +3,11 @@ as a task: started in the request (``CreateTaskResult``) and run wherever the sh
 
 from __future__ import annotations
 
-import json
 import logging
 from functools import lru_cache
 from typing import Any
 
+import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
@@ -60,16 +60,30 @@ def tool_for_version(tool: JSONObject, version: str) -> JSONObject:
 
 
 @lru_cache(maxsize=1024)
-def _validator(schema_json: str) -> Draft202012Validator:
-    return Draft202012Validator(json.loads(schema_json))
+def _validator(schema_json: bytes) -> Draft202012Validator:
+    return Draft202012Validator(orjson.loads(schema_json))
 
 
-def validation_errors(schema: JSONObject, instance: Any) -> list[str]:
-    """Human-readable reasons ``instance`` does not conform to ``schema`` (empty when it does)."""
+def _compiled(schema: JSONObject) -> Draft202012Validator | SchemaError:
     try:
-        validator = _validator(json.dumps(schema, sort_keys=True))
+        return _validator(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
     except SchemaError as exc:
-        return [f"the tool's schema is invalid: {exc.message}"]
+        return exc
+
+
+def validation_errors(
+    schema: JSONObject, instance: Any, tool: ToolDefinition | None = None, which: str = ""
+) -> list[str]:
+    """Human-readable reasons ``instance`` does not conform to ``schema`` (empty when it does).
+
+    With ``tool``, the compiled schema is remembered on the definition under ``which`` (see ToolDefinition).
+    """
+    if tool is None:
+        validator = _compiled(schema)
+    else:
+        validator = tool.validators.get(which) or tool.validators.setdefault(which, _compiled(schema))
+    if isinstance(validator, SchemaError):
+        return [f"the tool's schema is invalid: {validator.message}"]
     messages = []
     for error in sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path)):
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
@@ -119,7 +133,7 @@ async def call_tool(params: JSONObject | None, env: Env) -> JSONObject:
             client_capabilities=env.client_capabilities,
             task_param=params.get("task"),
         )
-    problems = validation_errors(input_schema, arguments)
+    problems = validation_errors(input_schema, arguments, tool, "input")
     if problems:
         return error_result("Invalid arguments for tool " + name + ": " + "; ".join(problems))
 
@@ -174,7 +188,7 @@ async def run_tool(tool: ToolDefinition, arguments: JSONObject, env: Env, ctx: R
         structured = result.get("structuredContent")
         if structured is None:
             return error_result(f"Tool {name} returned no structuredContent although it declares an outputSchema")
-        problems = validation_errors(output_schema, structured)
+        problems = validation_errors(output_schema, structured, tool, "output")
         if problems:
             return error_result(f"Tool {name} returned output not matching its outputSchema: " + "; ".join(problems))
     return result_for_version(result, env.version)

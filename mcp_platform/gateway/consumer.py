@@ -11,7 +11,6 @@ import contextlib
 import logging
 from typing import Any
 
-from channels.consumer import AsyncConsumer
 from channels.exceptions import StopConsumer
 
 from mcp_core import http as mcp_http
@@ -31,6 +30,7 @@ from mcp_core.versions import (
 )
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups, sessions
+from mcp_platform.gateway.base import GatewayConsumer
 from mcp_platform.gateway.identity import server_identity
 from mcp_platform.gateway.listen import serve_listen
 from mcp_platform.gateway.mailbox import Inbox, send_to_group
@@ -49,7 +49,7 @@ from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
 from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_run
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.oauth.resource import ANONYMOUS, principal_label
-from tenants.catalog import TenantCatalog
+from tenants.cache import tenant_cache
 from tenants.events import catalog_group
 from tenants.models import Tenant
 
@@ -103,7 +103,7 @@ def session_env(
         )
     return Env(
         version=session.protocol_version,
-        catalog=TenantCatalog(tenant, granted),
+        catalog=tenant_cache.catalog(tenant, granted),
         outbound=SinkOutbound(sink=sink, tenant_id=tenant.pk, session_id=session.pk),
         server=server_identity(tenant),
         client_capabilities=session.client_capabilities,
@@ -135,12 +135,8 @@ async def deliver_client_messages(*, tenant_id: int, session: LegacySession, mes
             await send_to_group(group, body)
 
 
-class McpConsumer(SessionStreamMixin, AsyncConsumer):
+class McpConsumer(SessionStreamMixin, GatewayConsumer):
     """One HTTP request to a tenant's MCP endpoint."""
-
-    # No channel of its own: group messages arrive through the process mailbox (see mailbox.py). Channels
-    # recycles database connections before each handler (aclose_old_connections), as Django does per request.
-    channel_layer_alias = None
 
     async def http_request(self, message: dict[str, Any]) -> None:
         if not hasattr(self, "_body"):
@@ -349,7 +345,7 @@ class McpConsumer(SessionStreamMixin, AsyncConsumer):
         assert session is not None
         self.session = session
         last_event_id = mcp_http.parse_last_event_id(self.headers.get("last-event-id"))
-        self._closed = asyncio.Event()
+        self._closed = False
         self._inbox = Inbox()
         try:
             await self._get_stream(session, last_event_id)
@@ -398,8 +394,8 @@ class McpConsumer(SessionStreamMixin, AsyncConsumer):
         return False
 
     async def _close_stream(self) -> None:
-        if not self._closed.is_set():
-            self._closed.set()
+        if not self._closed:
+            self._closed = True
             await send_chunk(self.send, b"", more=False)
 
     async def _standalone(self, stream_id: str, after: int | None) -> None:
@@ -439,7 +435,7 @@ class McpConsumer(SessionStreamMixin, AsyncConsumer):
 
     async def _push(self, method: str, params: dict[str, Any]) -> None:
         """Store and send one unrelated server message on the standalone stream."""
-        if self._closed.is_set():
+        if self._closed:
             return
         self._seq += 1
         payload = jsonrpc.encode_notification(method, params).decode()
@@ -450,7 +446,7 @@ class McpConsumer(SessionStreamMixin, AsyncConsumer):
 
     async def mailbox_message(self, message: dict[str, Any]) -> None:
         """The session ended (standalone stream), or a live event of the resumed stream arrived."""
-        if self._closed.is_set():
+        if self._closed:
             return
         if message.get("kind") == "closed":
             await self._close_stream()

@@ -11,7 +11,6 @@ import logging
 from typing import Any
 from urllib.parse import parse_qs
 
-from channels.consumer import AsyncConsumer
 from channels.exceptions import StopConsumer
 
 from mcp_core import http as mcp_http
@@ -20,6 +19,7 @@ from mcp_core.errors import InvalidRequest, McpError, TransportError, error_to_w
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.session import SessionState, SessionStateError
 from mcp_platform.gateway import groups, sessions
+from mcp_platform.gateway.base import GatewayConsumer
 from mcp_platform.gateway.consumer import (
     deliver_client_messages,
     scope_headers,
@@ -39,16 +39,13 @@ from tenants.models import Tenant
 logger = logging.getLogger(__name__)
 
 
-class LegacySseConsumer(SessionStreamMixin, AsyncConsumer):
+class LegacySseConsumer(SessionStreamMixin, GatewayConsumer):
     """``GET /t/<tenant>/sse``: opens a session and carries all of its server-to-client messages."""
-
-    # Group messages arrive through the process mailbox, not a channel of this consumer (see mailbox.py).
-    channel_layer_alias = None
 
     async def http_request(self, message: dict[str, Any]) -> None:
         if message.get("more_body"):
             return
-        self._closed = asyncio.Event()
+        self._closed = False
         self._task = asyncio.create_task(self._serve())
 
     async def http_disconnect(self, message: dict[str, Any]) -> None:
@@ -82,7 +79,7 @@ class LegacySseConsumer(SessionStreamMixin, AsyncConsumer):
             await inbox.leave()
 
     async def _write(self, payload: str) -> None:
-        if not self._closed.is_set():
+        if not self._closed:
             await send_chunk(self.send, sse.event(payload, event="message"))
 
     async def _push(self, method: str, params: dict[str, Any]) -> None:
@@ -94,15 +91,13 @@ class LegacySseConsumer(SessionStreamMixin, AsyncConsumer):
     async def mailbox_message(self, message: dict[str, Any]) -> None:
         if message.get("kind") == "message":
             await self._write(message["payload"])
-        elif message.get("kind") == "closed" and not self._closed.is_set():
-            self._closed.set()
+        elif message.get("kind") == "closed" and not self._closed:
+            self._closed = True
             await send_chunk(self.send, b"", more=False)
 
 
-class LegacyMessagesConsumer(AsyncConsumer):
+class LegacyMessagesConsumer(GatewayConsumer):
     """``POST /t/<tenant>/messages?session_id=…``: accepted at once, answered on the session's stream."""
-
-    channel_layer_alias = None
 
     async def http_request(self, message: dict[str, Any]) -> None:
         if not hasattr(self, "_body"):

@@ -130,8 +130,10 @@ class Inbox:
 
     async def next(self, timeout: float) -> dict[str, Any] | None:
         """The next message, or None when ``timeout`` passes first (time for a keep-alive)."""
+        # asyncio.timeout, not wait_for: wait_for wraps the get in a task of its own, for every wait of every stream.
         try:
-            return await asyncio.wait_for(self.queue.get(), timeout)
+            async with asyncio.timeout(timeout):
+                return await self.queue.get()
         except TimeoutError:
             return None
 

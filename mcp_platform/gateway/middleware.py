@@ -17,7 +17,7 @@ from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.responses import send_json
 from mcp_platform.oauth import resource
 from mcp_platform.oauth.scopes import arequired_scopes
-from tenants.selectors import atenant_get_servable
+from tenants.cache import tenant_cache
 
 Scope = dict[str, Any]
 
@@ -61,7 +61,7 @@ class GatewayMiddleware:
             await reject(403, "Forbidden: Host not allowed")
             return
         slug = _tenant_slug(scope["path"])
-        tenant = await atenant_get_servable(slug=slug) if slug else None
+        tenant = await tenant_cache.servable(slug) if slug else None
         if tenant is None:
             await reject(404, "Unknown tenant")
             return

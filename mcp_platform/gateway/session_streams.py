@@ -4,7 +4,6 @@ server messages on it. Shared by the Streamable HTTP GET stream and the 2024-11-
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from mcp_core.features.subscriptions import LIST_CHANGED, RESOURCE_UPDATED
@@ -15,14 +14,14 @@ from mcp_platform.gateway.models import LegacySession
 
 
 class SessionStreamMixin:
-    """For a consumer holding a session's stream: drain its ``Inbox`` into ``_push`` until ``_closed`` is set.
+    """For a consumer holding a session's stream: drain its ``Inbox`` into ``_push`` until ``_closed`` is true.
 
     Subclasses write a server message (``_push``), act on the session's own signals (``mailbox_message``) and
     keep the connection alive when nothing happens (``_idle``).
     """
 
     session: LegacySession
-    _closed: asyncio.Event
+    _closed: bool
 
     async def _push(self, method: str, params: dict[str, Any]) -> None:
         raise NotImplementedError
@@ -50,7 +49,7 @@ class SessionStreamMixin:
             "resource.updated": self.resource_updated,
             "mailbox.message": self.mailbox_message,
         }
-        while not self._closed.is_set():
+        while not self._closed:
             message = await inbox.next(platform_settings.SSE_KEEPALIVE)
             if message is None:
                 await self._idle()

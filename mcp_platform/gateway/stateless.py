@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
@@ -27,7 +28,7 @@ from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.responses import Send, send_chunk, send_json, start_sse
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.oauth.resource import ANONYMOUS
-from tenants.catalog import TenantCatalog
+from tenants.cache import tenant_cache
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -96,8 +97,13 @@ def tenant_cache_hints(tenant: Tenant) -> CacheHints:
 def request_state_keys() -> tuple[bytes, ...]:
     """The requestState keys: from SECRET_KEY (sealing and checking), then from each retired SECRET_KEY_FALLBACKS
     entry (checking only), so rotating the secret does not break a client mid-conversation."""
-    secrets = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
-    return tuple(derive_key(secret, REQUEST_STATE_PURPOSE) for secret in secrets)
+    return _derived_keys(settings.SECRET_KEY, tuple(getattr(settings, "SECRET_KEY_FALLBACKS", [])))
+
+
+@lru_cache(maxsize=8)
+def _derived_keys(secret: str, fallbacks: tuple[str, ...]) -> tuple[bytes, ...]:
+    # Two HMACs per request otherwise; keyed by the secrets, so a changed setting derives afresh.
+    return tuple(derive_key(key, REQUEST_STATE_PURPOSE) for key in (secret, *fallbacks))
 
 
 def input_policy(tenant: Tenant, principal: str = ANONYMOUS) -> InputPolicy:
@@ -127,7 +133,7 @@ def stateless_env(
 ) -> Env:
     return Env(
         version=envelope.version,
-        catalog=TenantCatalog(tenant, granted),
+        catalog=tenant_cache.catalog(tenant, granted),
         outbound=stream,
         server=server,
         client_capabilities=envelope.client_capabilities,

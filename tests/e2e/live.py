@@ -2,8 +2,9 @@
 
 Embedded by default (one ``manage.py serve`` with SQLite, in-memory channel layer and in-process Celery
 worker). With ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL`` set, the production topology instead: two
-web processes and a Celery worker sharing a fresh database and a flushed Redis database. Either way the
-platform trusts a test CA for client metadata documents served on loopback (see ``tests/https_documents.py``).
+web processes and a Celery worker sharing a fresh database and a flushed Redis database, on the ASGI server
+``MCP_E2E_SERVER`` names (``manage.py serve``'s default when unset). Either way the platform trusts a test CA
+for client metadata documents served on loopback (see ``tests/https_documents.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ STARTUP_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
 COMMAND_TIMEOUT = 90.0
 LOG_TAIL_LINES = 80
+
+# The ASGI server the web processes run (``manage.py serve --server``); unset: serve's default.
+SERVER = os.environ.get("MCP_E2E_SERVER", "")
+TENANT_CACHE_SECONDS = 15
+# Short, so tests see keep-alive comments (and stale stream leases) without waiting long.
+SSE_KEEPALIVE_SECONDS = 2
 
 CONFORMANCE_TENANT = "conformance"
 PAGED_TENANT = "paged"
@@ -185,7 +192,12 @@ class LiveServer:
 
     async def amanage(self, *args: str) -> str:
         """``manage.py`` from async code, without blocking the event loop."""
-        done = await anyio.run_process([str(PYTHON), "manage.py", *args], cwd=REPO, env=self.command_env, check=False)
+        return await self.amanage_with({}, *args)
+
+    async def amanage_with(self, env: dict[str, str], *args: str) -> str:
+        """``amanage`` with some environment variables changed (say, a Redis URL that loses its nudges)."""
+        command_env = {**self.command_env, **env}
+        done = await anyio.run_process([str(PYTHON), "manage.py", *args], cwd=REPO, env=command_env, check=False)
         output = done.stdout.decode(errors="replace")
         assert done.returncode == 0, f"manage.py {args[0]} failed:\n{output}\n{done.stderr.decode(errors='replace')}"
         return output
@@ -231,6 +243,14 @@ def prepare_data(env: dict[str, str]) -> None:
 def start_web(name: str, env: dict[str, str], log_dir: Path, *extra: str) -> tuple[ManagedProcess, str]:
     port = free_port()
     argv = [str(PYTHON), "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port), *extra]
+    if SERVER:
+        argv += ["--server", SERVER]
+    # Longer than a nudge takes, shorter than a test's patience: tests tell the two paths of a change apart.
+    env = {
+        **env,
+        "MCP_TENANT_CACHE_SECONDS": str(TENANT_CACHE_SECONDS),
+        "MCP_SSE_KEEPALIVE": str(SSE_KEEPALIVE_SECONDS),
+    }
     process = ManagedProcess.start(name, argv, env, log_dir)
     return process, f"http://127.0.0.1:{port}"
 
@@ -297,8 +317,9 @@ def production_server(stack: ExitStack, tmp: Path) -> LiveServer:
     stack.callback(worker.stop)
     processes = [worker]
     urls = []
-    for name in ("web-a", "web-b"):
-        process, url = start_web(name, env_for(name), tmp, "--no-worker")
+    # web-b is itself two server processes on one socket (serve --workers 2): the supervisor is exercised too.
+    for name, workers in (("web-a", "1"), ("web-b", "2")):
+        process, url = start_web(name, env_for(name), tmp, "--no-worker", "--workers", workers)
         stack.callback(process.stop)
         processes.append(process)
         urls.append(url)

@@ -1,20 +1,28 @@
 """``manage.py serve``: everything the platform needs on this machine in one process tree.
 
-Applies migrations, starts the ASGI server (daphne) and, on embedded defaults, a Celery worker inside
-the same process (memory broker), so long jobs are still real Celery jobs. The worker runs their async work on
-the web server's event loop, where the in-memory channel layer lives.
+Applies migrations, starts the ASGI server (uvicorn by default; daphne or granian on request) and, on
+embedded defaults, a Celery worker inside the same process (memory broker), so long jobs are still real
+Celery jobs; the worker runs their async work on the web server's event loop, where the in-memory channel layer
+lives. ``--workers N`` runs N server processes on one socket (production topology only).
 """
 
 from __future__ import annotations
 
-import gc
+import argparse
 import logging
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+
+from mcp_platform.servers import DEFAULT_SERVER, RUNNERS, SERVERS, listening_socket
 
 logger = logging.getLogger(__name__)
 
@@ -25,13 +33,9 @@ EMBEDDED_WORKER_THREADS = 16
 
 def start_embedded_worker() -> threading.Thread:
     """A Celery worker consuming the in-memory broker from a daemon thread of this process; its tasks' async work
-    runs on the web server's loop (``mcp_platform.jobs.loop``)."""
-    from daphne.server import twisted_loop
-
+    runs on the web server's loop (``mcp_platform.jobs.loop``), which the server hands to ``use_loop`` as it starts."""
     from mcp_platform.celery import app
-    from mcp_platform.jobs.loop import use_loop
 
-    use_loop(twisted_loop)
     worker = app.WorkController(
         app=app,
         pool_cls="threads",
@@ -49,39 +53,115 @@ def start_embedded_worker() -> threading.Thread:
     return thread
 
 
+def multi_process_refusal(*, server: str, embedded_worker: bool, redis_url: str, database_engine: str) -> str | None:
+    """Why this configuration cannot run several web processes, or None when it can.
+
+    The in-memory channel layer and the embedded worker's memory broker exist in one process only, SQLite takes
+    one writer at a time, and granian binds its own socket.
+    """
+    if embedded_worker or not redis_url:
+        return "--workers above 1 needs REDIS_URL (the channel layer must reach every process)"
+    if database_engine == "django.db.backends.sqlite3":
+        return "--workers above 1 needs PostgreSQL (DATABASE_URL)"
+    if server == "granian":
+        return "--workers above 1 runs uvicorn or daphne; run one granian process per port"
+    return None
+
+
 class Command(BaseCommand):
     help = "Run the platform: ASGI server, and on embedded defaults an in-process Celery worker."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument(
+            "--server",
+            choices=SERVERS,
+            default=os.environ.get("MCP_SERVER", DEFAULT_SERVER),
+            help=f"ASGI server (default {DEFAULT_SERVER}, or MCP_SERVER).",
+        )
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=int(os.environ.get("MCP_WEB_WORKERS", "1")),
+            help="Server processes sharing the port (production topology only; default 1, or MCP_WEB_WORKERS).",
+        )
+        parser.add_argument("--access-log", action="store_true", help="Log every request (off: it costs CPU).")
         parser.add_argument("--no-migrate", action="store_true", help="Do not apply migrations first.")
         parser.add_argument(
             "--no-worker", action="store_true", help="Do not start the embedded Celery worker (production)."
         )
+        # Internal: serve on a socket inherited from the supervising ``serve --workers N``.
+        parser.add_argument("--fd", type=int, default=None, help=argparse.SUPPRESS)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        workers = options["workers"]
+        if workers < 1:
+            raise CommandError("--workers must be at least 1")
+        if workers > 1:
+            refusal = multi_process_refusal(
+                server=options["server"],
+                embedded_worker=settings.CELERY_EMBEDDED_WORKER,
+                redis_url=settings.REDIS_URL,
+                database_engine=settings.DATABASES["default"]["ENGINE"],
+            )
+            if refusal:
+                raise CommandError(refusal)
         if not options["no_migrate"]:
             call_command("migrate", interactive=False, verbosity=0)
+        where = f"http://{options['host']}:{options['port']}/t/<tenant>/mcp"
+        if workers > 1:
+            self.stdout.write(f"Serving MCP on {where} ({options['server']}, {workers} processes)")
+            self.stdout.flush()
+            sys.exit(self._supervise(options))
+        on_loop = None
         if settings.CELERY_EMBEDDED_WORKER and not options["no_worker"]:
+            from mcp_platform.jobs.loop import use_loop
+
             start_embedded_worker()
+            on_loop = use_loop
             self.stdout.write("Embedded Celery worker started (memory broker).")
 
         from channels.routing import get_default_application
-        from daphne.endpoints import build_endpoint_description_strings
-        from daphne.server import Server
 
         application = get_default_application()
-        endpoints = build_endpoint_description_strings(host=options["host"], port=options["port"])
-        self.stdout.write(f"Serving MCP on http://{options['host']}:{options['port']}/t/<tenant>/mcp")
+        if options["fd"] is None:
+            self.stdout.write(f"Serving MCP on {where} ({options['server']})")
         self.stdout.flush()
-        # Everything imported so far lives for the whole process: keep the collector from walking it.
-        gc.collect()
-        gc.freeze()
-        Server(
-            application=application,
-            endpoints=endpoints,
-            signal_handlers=True,
-            http_timeout=None,
-            application_close_timeout=60,
-        ).run()
+        RUNNERS[options["server"]](
+            application,
+            host=options["host"],
+            port=options["port"],
+            fd=options["fd"],
+            access_log=options["access_log"],
+            on_loop=on_loop,
+        )
+
+    def _supervise(self, options: dict[str, Any]) -> int:
+        """Run ``workers`` child servers on one inherited socket until a signal or a child's death.
+
+        A child that dies takes the group down (exit status 1): restarting is the process manager's job.
+        """
+        sock = listening_socket(options["host"], options["port"])
+        argv = [sys.executable, sys.argv[0], "serve", "--no-migrate", "--no-worker"]
+        argv += ["--server", options["server"], "--workers", "1", "--fd", str(sock.fileno())]
+        if options["access_log"]:
+            argv.append("--access-log")
+        children = [subprocess.Popen(argv, pass_fds=[sock.fileno()]) for _ in range(options["workers"])]
+        signalled = False
+
+        def on_signal(signum: int, frame: Any) -> None:
+            nonlocal signalled
+            signalled = True
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        while not signalled and all(child.poll() is None for child in children):
+            time.sleep(0.2)
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for child in children:
+            child.wait()
+        sock.close()
+        return 0 if signalled else 1

@@ -1,0 +1,123 @@
+"""Each web process keeps its own copy of a tenant and its catalog: a change committed elsewhere reaches both
+through the channel layer, and when that nudge is lost, through the tenant's durable revision once the cache's
+TTL has passed."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from tests.e2e.live import TENANT_CACHE_SECONDS, LiveServer, production_requested
+from tests.e2e.raw_http import raw_http_client
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.production,
+    pytest.mark.skipif(
+        not production_requested(), reason="needs DATABASE_URL=postgres://… and REDIS_URL (production topology)"
+    ),
+]
+
+V = "2026-07-28"
+META = {
+    "io.modelcontextprotocol/protocolVersion": V,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "cache-e2e", "version": "1"},
+}
+TEST_DEADLINE = 60.0
+# Well under the web processes' cache TTL: a change seen this soon came through the channel layer.
+NUDGE_DEADLINE = TENANT_CACHE_SECONDS / 2
+# Nothing listens here: a command run with this Redis URL commits its change but its nudge is lost.
+UNREACHABLE_REDIS = "redis://127.0.0.1:1/0"
+
+
+async def list_tools(http: httpx.AsyncClient, url: str) -> httpx.Response:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": V, "Mcp-Method": "tools/list"}
+    return await http.post(url, json=body, headers=headers)
+
+
+async def descriptions(http: httpx.AsyncClient, url: str) -> dict[str, str]:
+    response = await list_tools(http, url)
+    assert response.status_code == 200, response.text
+    return {tool["name"]: tool["description"] for tool in response.json()["result"]["tools"]}
+
+
+async def eventually(check: Any, deadline: float) -> None:
+    """Poll ``check()`` until it is true; fail when ``deadline`` seconds pass first."""
+    with anyio.fail_after(deadline):
+        # Another process's cache has no event to wait on: poll it, bounded by the deadline.
+        while not await check():  # noqa: ASYNC110
+            await anyio.sleep(0.2)
+
+
+async def new_tenant(live_platform: LiveServer) -> str:
+    slug = f"cache-{secrets.token_hex(4)}"
+    await live_platform.amanage(
+        "shell",
+        "-c",
+        "from tenants import services; "
+        f"t = services.tenant_create(slug={slug!r}, name='Cache'); "
+        "services.tool_create(tenant=t, name='lookup', description='v1', config={'content': []})",
+    )
+    return slug
+
+
+def update_tool(slug: str, description: str) -> str:
+    return (
+        "from tenants import services; from tenants.models import Tool; "
+        f"tool = Tool.objects.get(tenant__slug={slug!r}, name='lookup'); "
+        f"services.tool_update(tool=tool, data={{'description': {description!r}}})"
+    )
+
+
+async def test_a_tool_changed_by_another_process_is_listed_by_both_web_processes(live_platform: LiveServer) -> None:
+    slug = await new_tenant(live_platform)
+    urls = [live_platform.endpoint(slug, web=0), live_platform.endpoint(slug, web=1)]
+    async with raw_http_client() as http:
+        for url in urls:
+            assert await descriptions(http, url) == {"lookup": "v1"}
+
+        await live_platform.amanage("shell", "-c", update_tool(slug, "v2"))
+
+        for url in urls:
+            await eventually(lambda url=url: _has(http, url, "v2"), NUDGE_DEADLINE)
+
+
+async def test_a_change_whose_nudge_is_lost_is_seen_once_the_cache_ttl_has_passed(live_platform: LiveServer) -> None:
+    slug = await new_tenant(live_platform)
+    urls = [live_platform.endpoint(slug, web=0), live_platform.endpoint(slug, web=1)]
+    async with raw_http_client() as http:
+        for url in urls:
+            assert await descriptions(http, url) == {"lookup": "v1"}
+
+        await live_platform.amanage_with({"REDIS_URL": UNREACHABLE_REDIS}, "shell", "-c", update_tool(slug, "v2"))
+
+        for url in urls:
+            await eventually(lambda url=url: _has(http, url, "v2"), TEST_DEADLINE)
+
+
+async def test_a_tenant_suspended_while_its_nudge_is_lost_stops_being_served(live_platform: LiveServer) -> None:
+    slug = await new_tenant(live_platform)
+    url = live_platform.endpoint(slug, web=1)
+    suspend = (
+        "from tenants import services; from tenants.models import Tenant; "
+        f"services.tenant_update(tenant=Tenant.objects.get(slug={slug!r}), data={{'status': 'suspended'}})"
+    )
+    async with raw_http_client() as http:
+        assert (await list_tools(http, url)).status_code == 200
+
+        await live_platform.amanage_with({"REDIS_URL": UNREACHABLE_REDIS}, "shell", "-c", suspend)
+
+        async def gone() -> bool:
+            return (await list_tools(http, url)).status_code == 404
+
+        await eventually(gone, TEST_DEADLINE)
+
+
+async def _has(http: httpx.AsyncClient, url: str, description: str) -> bool:
+    return (await descriptions(http, url)).get("lookup") == description
