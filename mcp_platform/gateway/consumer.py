@@ -198,7 +198,9 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             return None
         if not mcp_http.valid_session_id(session_id):
             raise TransportError("Bad Request: malformed Mcp-Session-Id")
-        session = await sessions.legacy_session_get(tenant_id=self.tenant.pk, session_id=session_id)
+        session = await sessions.legacy_session_get(
+            tenant_id=self.tenant.pk, principal=principal_label(self.scope), session_id=session_id
+        )
         if session is None or session.transport != LegacySession.Transport.STREAMABLE_HTTP:
             raise TransportError("Session not found", http_status=404)
         header = self.headers.get("mcp-protocol-version", DEFAULT_HEADERLESS_VERSION)
@@ -313,6 +315,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             return
         session = await sessions.legacy_session_create(
             tenant_id=self.tenant.pk,
+            principal=principal_label(self.scope),
             transport=LegacySession.Transport.STREAMABLE_HTTP,
             state=SessionState.INITIALIZING,
             protocol_version=version,

@@ -66,7 +66,10 @@ class LegacySseConsumer(SessionStreamMixin, GatewayConsumer):
             return
         tenant = self.tenant = self.scope[TENANT_SCOPE_KEY]
         self.session = await sessions.legacy_session_create(
-            tenant_id=tenant.pk, transport=LegacySession.Transport.HTTP_SSE, state=SessionState.NEW
+            tenant_id=tenant.pk,
+            principal=principal_label(self.scope),
+            transport=LegacySession.Transport.HTTP_SSE,
+            state=SessionState.NEW,
         )
         inbox = Inbox()
         await inbox.join(groups.session_group(tenant.pk, self.session.pk), catalog_group(tenant.pk))
@@ -128,7 +131,9 @@ class LegacyMessagesConsumer(GatewayConsumer):
         session_id = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("session_id", [""])[0]
         session = None
         if mcp_http.valid_session_id(session_id):
-            session = await sessions.legacy_session_get(tenant_id=tenant.pk, session_id=session_id)
+            session = await sessions.legacy_session_get(
+                tenant_id=tenant.pk, principal=principal_label(self.scope), session_id=session_id
+            )
         if session is None or session.transport != LegacySession.Transport.HTTP_SSE:
             raise TransportError("Session not found", http_status=404)
         messages, _ = jsonrpc.decode(bytes(self._body), allow_batch=False)

@@ -12,6 +12,8 @@ class LegacySession(models.Model):
 
     id = models.CharField(primary_key=True, max_length=64)
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="legacy_sessions")
+    # Whom the session acts for (``oauth.resource.principal_label``): only that principal's requests find it.
+    principal = models.CharField(max_length=200, default="anonymous")
     transport = models.CharField(max_length=16, choices=Transport.choices, default=Transport.STREAMABLE_HTTP)
     state = models.CharField(max_length=16)
     protocol_version = models.CharField(max_length=16, blank=True)

@@ -28,6 +28,7 @@ def new_token() -> str:
 async def legacy_session_create(
     *,
     tenant_id: int,
+    principal: str,
     transport: str,
     state: SessionState,
     protocol_version: str = "",
@@ -37,6 +38,7 @@ async def legacy_session_create(
     return await LegacySession.objects.acreate(
         id=new_token(),
         tenant_id=tenant_id,
+        principal=principal,
         transport=transport,
         state=state.value,
         protocol_version=protocol_version,
@@ -45,10 +47,11 @@ async def legacy_session_create(
     )
 
 
-async def legacy_session_get(*, tenant_id: int, session_id: str) -> LegacySession | None:
-    """The open, unexpired session with this id in this tenant (one query), refreshing its idle clock."""
+async def legacy_session_get(*, tenant_id: int, principal: str, session_id: str) -> LegacySession | None:
+    """The open, unexpired session with this id in this tenant, started by this principal (one query), refreshing
+    its idle clock. A session id presented with another principal's token is not found: ids are not credentials."""
     session = (
-        await LegacySession.objects.filter(tenant_id=tenant_id, id=session_id)
+        await LegacySession.objects.filter(tenant_id=tenant_id, principal=principal, id=session_id)
         .exclude(state=SessionState.CLOSED.value)
         .afirst()
     )

@@ -196,3 +196,24 @@ def test_behind_a_tls_proxy_the_gateway_and_the_server_agree_on_the_scheme(clien
     document = client.get(METADATA, HTTP_HOST="127.0.0.1:8000", **extra).json()
     assert gateway_view == f"{scheme}://127.0.0.1:8000"
     assert document["resource"] == f"{gateway_view}/t/acme/mcp"
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_a_session_is_found_only_with_a_token_of_the_principal_that_started_it(acme, member, client_app):
+    bob = await sync_to_async(UserFactory)(username="bob")
+    await sync_to_async(MembershipFactory)(user=bob, tenant=acme)
+    other_app = await sync_to_async(OAuthClientFactory)(name="Cursor")
+    alice_token = await token_for(user=member, application=client_app, resource=[ACME_MCP])
+    started = await request("POST", MCP, body=rpc("initialize", INIT_PARAMS), headers=_bearer(alice_token))
+    session = {"mcp-session-id": started.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+    ping = rpc("ping", id=2)
+
+    own = await request("POST", MCP, body=ping, headers={**_bearer(alice_token), **session})
+    assert own.status == 200
+    for user, app in ((bob, client_app), (member, other_app)):
+        token = await token_for(user=user, application=app, resource=[ACME_MCP])
+        foreign = await request("POST", MCP, body=ping, headers={**_bearer(token), **session})
+        assert foreign.status == 404, (user, app)
+    refreshed = await token_for(user=member, application=client_app, resource=[ACME_MCP])
+    assert (await request("POST", MCP, body=ping, headers={**_bearer(refreshed), **session})).status == 200
