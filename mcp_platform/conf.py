@@ -143,6 +143,21 @@ def _reload(*, setting: str, **kwargs: Any) -> None:
 setting_changed.connect(_reload)
 
 
+# Settings that must be integers above zero (all checked alike, under one check id).
+POSITIVE_INTEGERS = (
+    "REQUEST_STATE_TTL",
+    "TASK_DEFAULT_TTL_MS",
+    "TASK_MAX_TTL_MS",
+    "TASK_POLL_INTERVAL_MS",
+    "TASK_MAX_ACTIVE_PER_PRINCIPAL",
+    "TASK_MAX_ACTIVE_PER_TENANT",
+    "TASK_LEASE_SECONDS",
+    "DCR_PER_ADDRESS_PER_HOUR",
+    "DCR_PLATFORM_PER_HOUR",
+    "DCR_UNUSED_CLIENT_LIFETIME",
+)
+
+
 @register()
 def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessage]:
     """Validate MCP_PLATFORM at start-up so a typo fails loudly, not at the first request."""
@@ -168,20 +183,10 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
         errors.append(Error("MCP_PLATFORM['CACHE_TTL_MS'] must be an integer >= 0.", id="mcp_platform.E006"))
     if loaded.CACHE_SCOPE not in CACHE_SCOPES:
         errors.append(Error("MCP_PLATFORM['CACHE_SCOPE'] must be 'public' or 'private'.", id="mcp_platform.E007"))
-    ttl = loaded.REQUEST_STATE_TTL
-    if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
-        errors.append(Error("MCP_PLATFORM['REQUEST_STATE_TTL'] must be an integer > 0.", id="mcp_platform.E008"))
-    for name in (
-        "TASK_DEFAULT_TTL_MS",
-        "TASK_MAX_TTL_MS",
-        "TASK_POLL_INTERVAL_MS",
-        "TASK_MAX_ACTIVE_PER_PRINCIPAL",
-        "TASK_MAX_ACTIVE_PER_TENANT",
-        "TASK_LEASE_SECONDS",
-    ):
+    for name in POSITIVE_INTEGERS:
         value = getattr(loaded, name)
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            errors.append(Error(f"MCP_PLATFORM[{name!r}] must be an integer > 0.", id="mcp_platform.E009"))
+            errors.append(Error(f"MCP_PLATFORM[{name!r}] must be an integer > 0.", id="mcp_platform.E008"))
     if loaded.TASK_DEFAULT_TTL_MS > loaded.TASK_MAX_TTL_MS:
         errors.append(
             Error("MCP_PLATFORM['TASK_DEFAULT_TTL_MS'] must not exceed TASK_MAX_TTL_MS.", id="mcp_platform.E010")
@@ -194,10 +199,6 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
                 errors.append(
                     Error(f"MCP_PLATFORM['{name}']: {network!r} is not an address or network.", id="mcp_platform.E011")
                 )
-    for name in ("DCR_PER_ADDRESS_PER_HOUR", "DCR_PLATFORM_PER_HOUR", "DCR_UNUSED_CLIENT_LIFETIME"):
-        value = getattr(loaded, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            errors.append(Error(f"MCP_PLATFORM['{name}'] must be an integer > 0.", id="mcp_platform.E012"))
     if loaded.CIMD_CA_BUNDLE and not Path(loaded.CIMD_CA_BUNDLE).is_file():
         errors.append(Error("MCP_PLATFORM['CIMD_CA_BUNDLE'] must name a PEM file.", id="mcp_platform.E013"))
     return errors

@@ -1,0 +1,31 @@
+"""The MCP_PLATFORM system check: a bad value fails at start-up with a message naming it."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+from django.test import override_settings
+
+from mcp_platform.conf import POSITIVE_INTEGERS, check_platform_settings
+
+
+def _errors(**changes: object) -> dict[str, str]:
+    with override_settings(MCP_PLATFORM={**settings.MCP_PLATFORM, **changes}):
+        return {error.msg: error.id for error in check_platform_settings(None)}
+
+
+def test_the_configured_settings_pass():
+    assert check_platform_settings(None) == []
+
+
+@pytest.mark.parametrize("name", POSITIVE_INTEGERS)
+@pytest.mark.parametrize("value", [0, -5, True, 1.5])
+def test_a_setting_that_must_be_a_positive_integer_is_refused_otherwise(name, value):
+    errors = _errors(**{name: value})
+    assert errors[f"MCP_PLATFORM[{name!r}] must be an integer > 0."] == "mcp_platform.E008"
+    assert list(errors.values()).count("mcp_platform.E008") == 1
+
+
+def test_each_failing_setting_is_reported_with_its_own_message():
+    errors = _errors(TENANT_CACHE_TTL=-1, TRUSTED_PROXIES=["not-a-network"], PAGE_SIZE=0)
+    assert set(errors.values()) == {"mcp_platform.E009", "mcp_platform.E011", "mcp_platform.E003"}
