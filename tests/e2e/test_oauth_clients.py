@@ -30,6 +30,7 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 
 from tests.e2e.live import LiveServer, free_port
 from tests.e2e.oauth_person import Person
+from tests.e2e.raw_http import stateless_headers, stateless_request
 from tests.https_documents import DocumentServer
 
 pytestmark = pytest.mark.anyio
@@ -156,26 +157,8 @@ def only_text(result: types.CallToolResult) -> str:
 
 async def raw_call(endpoint: str, token: str, name: str = "greet") -> httpx.Response:
     """One stateless ``tools/call`` with ``token``, as any HTTP client would send it."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {
-            "name": name,
-            "arguments": {},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-            },
-        },
-    }
-    headers = {
-        "authorization": f"Bearer {token}",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": "tools/call",
-        "mcp-name": name,
-    }
+    body = stateless_request(1, "tools/call", {"name": name, "arguments": {}})
+    headers = {**stateless_headers("tools/call", name), "Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT) as http:
         return await http.post(endpoint, json=body, headers=headers)
 

@@ -11,23 +11,11 @@ import anyio
 import httpx
 import pytest
 
-from tests.e2e.live import TENANT_CACHE_SECONDS, LiveServer, production_requested
-from tests.e2e.raw_http import raw_http_client
+from tests.e2e.live import PRODUCTION_ONLY, TENANT_CACHE_SECONDS, LiveServer
+from tests.e2e.raw_http import raw_http_client, stateless_headers, stateless_request
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.production,
-    pytest.mark.skipif(
-        not production_requested(), reason="needs DATABASE_URL=postgres://… and REDIS_URL (production topology)"
-    ),
-]
+pytestmark = PRODUCTION_ONLY
 
-V = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": V,
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "cache-e2e", "version": "1"},
-}
 TEST_DEADLINE = 60.0
 # Well under the web processes' cache TTL: a change seen this soon came through the channel layer.
 NUDGE_DEADLINE = TENANT_CACHE_SECONDS / 2
@@ -36,9 +24,7 @@ UNREACHABLE_REDIS = "redis://127.0.0.1:1/0"
 
 
 async def list_tools(http: httpx.AsyncClient, url: str) -> httpx.Response:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
-    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": V, "Mcp-Method": "tools/list"}
-    return await http.post(url, json=body, headers=headers)
+    return await http.post(url, json=stateless_request(1, "tools/list"), headers=stateless_headers("tools/list"))
 
 
 async def descriptions(http: httpx.AsyncClient, url: str) -> dict[str, str]:
