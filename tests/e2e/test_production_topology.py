@@ -6,11 +6,9 @@ requests arrive wherever the load balancer sends them.
 
 from __future__ import annotations
 
-import secrets
-
 import anyio
 
-from tests.e2e.live import PRODUCTION_ONLY, LiveServer
+from tests.e2e.live import PRODUCTION_ONLY, LiveServer, in_tenant
 from tests.e2e.raw_http import (
     RawSession,
     is_progress,
@@ -27,6 +25,9 @@ from tests.e2e.raw_http import (
 pytestmark = PRODUCTION_ONLY
 
 TEST_DEADLINE = 60.0
+CREATE_FRESH_TOOL = (
+    "services.tool_create(tenant=tenant, name='fresh_tool', config={'content': [{'type': 'text', 'text': 'fresh'}]})"
+)
 
 
 async def test_session_initialized_on_a_serves_requests_on_b(live_platform: LiveServer) -> None:
@@ -43,15 +44,8 @@ async def test_session_initialized_on_a_serves_requests_on_b(live_platform: Live
 
 
 async def test_standalone_stream_on_a_hears_of_a_tool_created_by_another_process(live_platform: LiveServer) -> None:
-    slug = f"listen-{secrets.token_hex(4)}"
-    await live_platform.amanage(
-        "shell", "-c", f"from tenants import services; services.tenant_create(slug={slug!r}, name='Listen')"
-    )
-    create_tool = (
-        "from tenants import services; from tenants.models import Tenant; "
-        f"services.tool_create(tenant=Tenant.objects.get(slug={slug!r}), name='fresh_tool', "
-        "config={'content': [{'type': 'text', 'text': 'fresh'}]})"
-    )
+    slug = await live_platform.atenant_create("listen")
+    create_tool = in_tenant(slug, CREATE_FRESH_TOOL)
     async with raw_http_client() as http:
         session = RawSession(http, live_platform.endpoint(slug, web=0))
         with anyio.fail_after(TEST_DEADLINE):
@@ -127,19 +121,13 @@ async def test_stream_dropped_on_a_resumes_on_b(live_platform: LiveServer) -> No
 
 
 async def test_subscription_made_on_b_brings_updates_to_the_stream_on_a(live_platform: LiveServer) -> None:
-    slug = f"watch-{secrets.token_hex(4)}"
     uri = "test://watched"
-    await live_platform.amanage(
-        "shell",
-        "-c",
-        "from tenants import services; "
-        f"tenant = services.tenant_create(slug={slug!r}, name='Watch'); "
+    slug = await live_platform.atenant_create(
+        "watch",
         f"services.resource_create(tenant=tenant, uri={uri!r}, name='watched', text='v1', mime_type='text/plain')",
     )
-    update = (
-        "from tenants import services; from tenants.models import Resource; "
-        f"services.resource_update(resource=Resource.objects.get(tenant__slug={slug!r}, uri={uri!r}), "
-        "data={'text': 'v2'})"
+    update = in_tenant(
+        slug, f"services.resource_update(resource=tenant.resources.get(uri={uri!r}), data={{'text': 'v2'}})"
     )
     async with raw_http_client() as http:
         on_a = RawSession(http, live_platform.endpoint(slug, web=0))
@@ -163,15 +151,8 @@ async def test_subscription_made_on_b_brings_updates_to_the_stream_on_a(live_pla
 async def test_a_listen_stream_on_a_hears_of_a_tool_created_by_another_process(live_platform: LiveServer) -> None:
     """2026-07-28: no session at all; the change is committed by a ``manage.py shell`` process and reaches the
     web process holding the stream through the tenant's catalog group on Redis."""
-    slug = f"listen-{secrets.token_hex(4)}"
-    await live_platform.amanage(
-        "shell", "-c", f"from tenants import services; services.tenant_create(slug={slug!r}, name='Listen')"
-    )
-    create_tool = (
-        "from tenants import services; from tenants.models import Tenant; "
-        f"services.tool_create(tenant=Tenant.objects.get(slug={slug!r}), name='fresh_tool', "
-        "config={'content': [{'type': 'text', 'text': 'fresh'}]})"
-    )
+    slug = await live_platform.atenant_create("listen")
+    create_tool = in_tenant(slug, CREATE_FRESH_TOOL)
     listen = stateless_request("listen-1", "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
     headers = stateless_headers("subscriptions/listen")
     async with raw_http_client() as http:

@@ -4,14 +4,13 @@ TTL has passed."""
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 import anyio
 import httpx
 import pytest
 
-from tests.e2e.live import PRODUCTION_ONLY, TENANT_CACHE_SECONDS, LiveServer
+from tests.e2e.live import PRODUCTION_ONLY, TENANT_CACHE_SECONDS, LiveServer, in_tenant
 from tests.e2e.raw_http import raw_http_client, stateless_headers, stateless_request
 
 pytestmark = PRODUCTION_ONLY
@@ -21,6 +20,7 @@ TEST_DEADLINE = 60.0
 NUDGE_DEADLINE = TENANT_CACHE_SECONDS / 2
 # Nothing listens here: a command run with this Redis URL commits its change but its nudge is lost.
 UNREACHABLE_REDIS = "redis://127.0.0.1:1/0"
+LOOKUP_TOOL = "services.tool_create(tenant=tenant, name='lookup', description='v1', config={'content': []})"
 
 
 async def list_tools(http: httpx.AsyncClient, url: str) -> httpx.Response:
@@ -41,23 +41,9 @@ async def eventually(check: Any, deadline: float) -> None:
             await anyio.sleep(0.2)
 
 
-async def new_tenant(live_platform: LiveServer) -> str:
-    slug = f"cache-{secrets.token_hex(4)}"
-    await live_platform.amanage(
-        "shell",
-        "-c",
-        "from tenants import services; "
-        f"t = services.tenant_create(slug={slug!r}, name='Cache'); "
-        "services.tool_create(tenant=t, name='lookup', description='v1', config={'content': []})",
-    )
-    return slug
-
-
 def update_tool(slug: str, description: str) -> str:
-    return (
-        "from tenants import services; from tenants.models import Tool; "
-        f"tool = Tool.objects.get(tenant__slug={slug!r}, name='lookup'); "
-        f"services.tool_update(tool=tool, data={{'description': {description!r}}})"
+    return in_tenant(
+        slug, f"services.tool_update(tool=tenant.tools.get(name='lookup'), data={{'description': {description!r}}})"
     )
 
 
@@ -71,7 +57,7 @@ def update_tool(slug: str, description: str) -> str:
 async def test_a_tool_changed_by_another_process_is_listed_by_both_web_processes(
     live_platform: LiveServer, command_env: dict[str, str], deadline: float
 ) -> None:
-    slug = await new_tenant(live_platform)
+    slug = await live_platform.atenant_create("cache", LOOKUP_TOOL)
     urls = [live_platform.endpoint(slug, web=0), live_platform.endpoint(slug, web=1)]
     async with raw_http_client() as http:
         for url in urls:
@@ -84,12 +70,9 @@ async def test_a_tool_changed_by_another_process_is_listed_by_both_web_processes
 
 
 async def test_a_tenant_suspended_while_its_nudge_is_lost_stops_being_served(live_platform: LiveServer) -> None:
-    slug = await new_tenant(live_platform)
+    slug = await live_platform.atenant_create("cache", LOOKUP_TOOL)
     url = live_platform.endpoint(slug, web=1)
-    suspend = (
-        "from tenants import services; from tenants.models import Tenant; "
-        f"services.tenant_update(tenant=Tenant.objects.get(slug={slug!r}), data={{'status': 'suspended'}})"
-    )
+    suspend = in_tenant(slug, "services.tenant_update(tenant=tenant, data={'status': 'suspended'})")
     async with raw_http_client() as http:
         assert (await list_tools(http, url)).status_code == 200
 
