@@ -202,6 +202,14 @@ class LiveServer:
         assert done.returncode == 0, f"manage.py {args[0]} failed:\n{output}\n{done.stderr.decode(errors='replace')}"
         return output
 
+    async def atenant_create(self, prefix: str, then: str = "") -> str:
+        """A new tenant ``<prefix>-<random>`` named ``prefix.title()``, made through the services by another
+        process (``manage.py shell``), which then runs ``then`` with ``services`` and ``tenant`` bound; its slug."""
+        slug = f"{prefix}-{secrets.token_hex(4)}"
+        create = f"tenant = services.tenant_create(slug={slug!r}, name={prefix.title()!r}); {then}"
+        await self.amanage("shell", "-c", f"from tenants import services; {create}")
+        return slug
+
     def check_alive(self) -> None:
         for process in self.processes:
             if process.popen.poll() is not None:
@@ -209,6 +217,14 @@ class LiveServer:
 
     def logs(self) -> str:
         return "\n\n".join(process.tail() for process in self.processes)
+
+
+def in_tenant(slug: str, statement: str) -> str:
+    """``manage.py shell -c`` source that runs ``statement`` with ``services`` and the tenant ``slug`` as ``tenant``."""
+    return (
+        "from tenants import services; from tenants.models import Tenant; "
+        f"tenant = Tenant.objects.get(slug={slug!r}); {statement}"
+    )
 
 
 def base_env(var_dir: Path, secret_key: str, pki: LivePki) -> dict[str, str]:

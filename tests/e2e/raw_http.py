@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 PROTOCOL_VERSION = "2025-11-25"
+STATELESS_VERSION = "2026-07-28"
 ACCEPT_BOTH = "application/json, text/event-stream"
 CLIENT_INFO = {"name": "e2e-raw-client", "version": "1.0.0"}
 
@@ -99,6 +100,26 @@ def request_message(request_id: int | str, method: str, params: JSONObject | Non
     return message
 
 
+def stateless_request(
+    request_id: int | str, method: str, params: JSONObject | None = None, *, capabilities: JSONObject | None = None
+) -> JSONObject:
+    """A 2026-07-28 request: no session; the client's version, capabilities and info travel in ``params._meta``."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": capabilities or {},
+        "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
+    }
+    return request_message(request_id, method, {**(params or {}), "_meta": meta})
+
+
+def stateless_headers(method: str, name: str | None = None) -> dict[str, str]:
+    """The HTTP headers a 2026-07-28 request mirrors: its version, its method and the tool, prompt or task it names."""
+    headers = {"Accept": ACCEPT_BOTH, "MCP-Protocol-Version": STATELESS_VERSION, "Mcp-Method": method}
+    if name is not None:
+        headers["Mcp-Name"] = name
+    return headers
+
+
 class RawSession:
     """A handshake-era session spoken by hand over Streamable HTTP."""
 
@@ -119,6 +140,12 @@ class RawSession:
             headers["MCP-Protocol-Version"] = PROTOCOL_VERSION
         headers.update(extra)
         return headers
+
+    def joined(self, url: str) -> RawSession:
+        """The same session, spoken to ``url`` (another web process)."""
+        other = RawSession(self.http, url)
+        other.session_id = self.session_id
+        return other
 
     async def initialize(self, capabilities: JSONObject | None = None) -> JSONObject:
         """``initialize`` then ``notifications/initialized``; the initialize result."""
@@ -165,6 +192,23 @@ class RawSession:
 def raw_http_client() -> httpx.AsyncClient:
     """An httpx client whose reads wait long enough for slow tools but never forever."""
     return httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=30.0))
+
+
+async def messages(events: AsyncIterator[SseEvent]) -> AsyncIterator[JSONObject]:
+    """The JSON-RPC messages of a stream's events, skipping priming events."""
+    async for event in events:
+        message = event.message()
+        if message is not None:
+            yield message
+
+
+async def next_message(events: AsyncIterator[SseEvent]) -> JSONObject:
+    """The next JSON-RPC message on a stream, skipping priming events."""
+    async for event in events:
+        message = event.message()
+        if message is not None:
+            return message
+    raise AssertionError("the stream ended without a message")
 
 
 def is_progress(message: JSONObject | None) -> bool:

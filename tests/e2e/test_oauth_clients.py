@@ -30,6 +30,7 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 
 from tests.e2e.live import LiveServer, free_port
 from tests.e2e.oauth_person import Person
+from tests.e2e.raw_http import stateless_headers, stateless_request
 from tests.https_documents import DocumentServer
 
 pytestmark = pytest.mark.anyio
@@ -147,6 +148,19 @@ async def connected(endpoint: str, auth: httpx2.Auth) -> AsyncIterator[Client]:
         yield client
 
 
+@asynccontextmanager
+async def signed_in(
+    endpoint: str, username: str = "alice", *, client_metadata_url: str | None = None, redirect_uri: str = ""
+) -> AsyncIterator[tuple[Connection, Client]]:
+    """A person connects a native app to ``endpoint`` (signing in and consenting as asked); yields the app and its
+    client once a first ``greet`` call has worked."""
+    async with Person(username, PASSWORD) as person:
+        app = native_app(endpoint, person, client_metadata_url=client_metadata_url, redirect_uri=redirect_uri)
+        async with connected(endpoint, app.provider) as client:
+            assert only_text(await client.call_tool("greet", {})) == "hello from secure"
+            yield app, client
+
+
 def only_text(result: types.CallToolResult) -> str:
     assert not result.is_error, result
     block = result.content[0]
@@ -156,26 +170,8 @@ def only_text(result: types.CallToolResult) -> str:
 
 async def raw_call(endpoint: str, token: str, name: str = "greet") -> httpx.Response:
     """One stateless ``tools/call`` with ``token``, as any HTTP client would send it."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {
-            "name": name,
-            "arguments": {},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-            },
-        },
-    }
-    headers = {
-        "authorization": f"Bearer {token}",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": "tools/call",
-        "mcp-name": name,
-    }
+    body = stateless_request(1, "tools/call", {"name": name, "arguments": {}})
+    headers = {**stateless_headers("tools/call", name), "Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT) as http:
         return await http.post(endpoint, json=body, headers=headers)
 
@@ -191,17 +187,14 @@ def assert_invalid_token(response: httpx.Response) -> None:
 async def test_sdk_registers_itself_gets_consent_and_calls_a_tool(secure_platform: LiveServer) -> None:
     endpoint = secure_platform.endpoint(TENANT_A)
     with anyio.fail_after(TEST_DEADLINE):
-        async with Person("alice", PASSWORD) as person:
-            app = native_app(endpoint, person)
-            async with connected(endpoint, app.provider) as client:
-                assert only_text(await client.call_tool("greet", {})) == "hello from secure"
-                listed = await client.list_tools()
-            assert [tool.name for tool in listed.tools] == ["greet"], "charge_card needs a scope not granted"
-            assert person.consents == 1
-            assert app.storage.client_info is not None
-            assert app.storage.client_info.client_id and not app.storage.client_info.client_id.startswith("https:")
-            assert app.storage.tokens is not None
-            assert set((app.storage.tokens.scope or "").split()) == {"mcp:tools", "mcp:resources", "mcp:prompts"}
+        async with signed_in(endpoint) as (app, client):
+            listed = await client.list_tools()
+    assert [tool.name for tool in listed.tools] == ["greet"], "charge_card needs a scope not granted"
+    assert app.person.consents == 1
+    assert app.storage.client_info is not None
+    assert app.storage.client_info.client_id and not app.storage.client_info.client_id.startswith("https:")
+    assert app.storage.tokens is not None
+    assert set((app.storage.tokens.scope or "").split()) == {"mcp:tools", "mcp:resources", "mcp:prompts"}
 
 
 async def test_sdk_uses_a_client_metadata_document_url_as_its_client_id(
@@ -211,36 +204,29 @@ async def test_sdk_uses_a_client_metadata_document_url_as_its_client_id(
     redirect_uri = f"http://127.0.0.1:{free_port()}/callback"
     client_id = documents.client_document("/sdk-client.json", [redirect_uri], client_name="SDK via CIMD")
     with anyio.fail_after(TEST_DEADLINE):
-        async with Person("alice", PASSWORD) as person:
-            app = native_app(endpoint, person, client_metadata_url=client_id, redirect_uri=redirect_uri)
-            async with connected(endpoint, app.provider) as client:
-                assert only_text(await client.call_tool("greet", {})) == "hello from secure"
-            assert app.storage.client_info is not None and app.storage.client_info.client_id == client_id
+        async with signed_in(endpoint, client_metadata_url=client_id, redirect_uri=redirect_uri) as (app, _):
+            pass
+    assert app.storage.client_info is not None and app.storage.client_info.client_id == client_id
     assert documents.hits["/sdk-client.json"] == 1
 
 
 async def test_an_expired_token_is_refreshed_without_asking_the_person_again(secure_platform: LiveServer) -> None:
     endpoint = secure_platform.endpoint(TENANT_A)
     with anyio.fail_after(TEST_DEADLINE):
-        async with Person("alice", PASSWORD) as person:
-            app = native_app(endpoint, person)
-            async with connected(endpoint, app.provider) as client:
-                assert only_text(await client.call_tool("greet", {})) == "hello from secure"
-                first = app.storage.tokens
-                assert first is not None and first.refresh_token
-                assert app.storage.client_info is not None
-                await secure_platform.amanage(
-                    "shell", "-c", expire_access_tokens_script(app.storage.client_info.client_id)
-                )
-                assert_invalid_token(await raw_call(endpoint, first.access_token))
-                # The client's clock now agrees: its token has expired (what expires_in seconds would do).
-                app.provider.context.token_expiry_time = time.time() - 1
-                assert only_text(await client.call_tool("greet", {})) == "hello from secure"
-            second = app.storage.tokens
-            assert second is not None
-            assert second.access_token != first.access_token
-            assert second.refresh_token and second.refresh_token != first.refresh_token, "refresh tokens rotate"
-            assert person.consents == 1
+        async with signed_in(endpoint) as (app, client):
+            first = app.storage.tokens
+            assert first is not None and first.refresh_token
+            assert app.storage.client_info is not None
+            await secure_platform.amanage("shell", "-c", expire_access_tokens_script(app.storage.client_info.client_id))
+            assert_invalid_token(await raw_call(endpoint, first.access_token))
+            # The client's clock now agrees: its token has expired (what expires_in seconds would do).
+            app.provider.context.token_expiry_time = time.time() - 1
+            assert only_text(await client.call_tool("greet", {})) == "hello from secure"
+    second = app.storage.tokens
+    assert second is not None
+    assert second.access_token != first.access_token
+    assert second.refresh_token and second.refresh_token != first.refresh_token, "refresh tokens rotate"
+    assert app.person.consents == 1
 
 
 def expire_access_tokens_script(client_id: str) -> str:
@@ -256,20 +242,17 @@ def expire_access_tokens_script(client_id: str) -> str:
 async def test_a_tool_needing_another_scope_is_403_and_the_sdk_steps_up(secure_platform: LiveServer) -> None:
     endpoint = secure_platform.endpoint(TENANT_A)
     with anyio.fail_after(TEST_DEADLINE):
-        async with Person("alice", PASSWORD) as person:
-            app = native_app(endpoint, person)
-            async with connected(endpoint, app.provider) as client:
-                assert only_text(await client.call_tool("greet", {})) == "hello from secure"
-                refused = await raw_call(endpoint, app.access_token, "charge_card")
-                assert refused.status_code == 403
-                challenge = refused.headers["www-authenticate"]
-                assert 'error="insufficient_scope"' in challenge
-                assert 'scope="mcp:tools mcp:resources mcp:prompts billing:write"' in challenge
-                # The SDK sees the same 403, asks the person for the wider grant, and retries.
-                assert only_text(await client.call_tool("charge_card", {})) == "charged"
-            assert person.consents == 2
-            assert app.storage.tokens is not None
-            assert "billing:write" in (app.storage.tokens.scope or "").split()
+        async with signed_in(endpoint) as (app, client):
+            refused = await raw_call(endpoint, app.access_token, "charge_card")
+            assert refused.status_code == 403
+            challenge = refused.headers["www-authenticate"]
+            assert 'error="insufficient_scope"' in challenge
+            assert 'scope="mcp:tools mcp:resources mcp:prompts billing:write"' in challenge
+            # The SDK sees the same 403, asks the person for the wider grant, and retries.
+            assert only_text(await client.call_tool("charge_card", {})) == "charged"
+    assert app.person.consents == 2
+    assert app.storage.tokens is not None
+    assert "billing:write" in (app.storage.tokens.scope or "").split()
 
 
 # ---- where a token must not work ---------------------------------------------------------------------
@@ -280,18 +263,16 @@ async def test_tokens_are_rejected_at_another_tenant_when_tampered_and_after_lea
 ) -> None:
     endpoint_a, endpoint_b = secure_platform.endpoint(TENANT_A), secure_platform.endpoint(TENANT_B)
     with anyio.fail_after(TEST_DEADLINE):
-        async with Person("bob", PASSWORD) as person:
-            app = native_app(endpoint_a, person)
-            async with connected(endpoint_a, app.provider) as client:
-                assert only_text(await client.call_tool("greet", {})) == "hello from secure"
-            token = app.access_token
-            assert (await raw_call(endpoint_a, token)).status_code == 200
-            # Bob is a member of B too: only the audience keeps A's token out.
-            assert_invalid_token(await raw_call(endpoint_b, token))
-            tampered = token[:-1] + ("A" if token[-1] != "A" else "B")
-            assert_invalid_token(await raw_call(endpoint_a, tampered))
-            await secure_platform.amanage("shell", "-c", LEAVE_TENANT_A_SCRIPT)
-            assert_invalid_token(await raw_call(endpoint_a, token))
+        async with signed_in(endpoint_a, "bob") as (app, _):
+            pass
+        token = app.access_token
+        assert (await raw_call(endpoint_a, token)).status_code == 200
+        # Bob is a member of B too: only the audience keeps A's token out.
+        assert_invalid_token(await raw_call(endpoint_b, token))
+        tampered = token[:-1] + ("A" if token[-1] != "A" else "B")
+        assert_invalid_token(await raw_call(endpoint_a, tampered))
+        await secure_platform.amanage("shell", "-c", LEAVE_TENANT_A_SCRIPT)
+        assert_invalid_token(await raw_call(endpoint_a, token))
 
 
 LEAVE_TENANT_A_SCRIPT = f"""

@@ -6,44 +6,28 @@ requests arrive wherever the load balancer sends them.
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import AsyncIterator
-from typing import Any
-
 import anyio
-import pytest
 
-from tests.e2e.live import PRODUCTION_ONLY, LiveServer
+from tests.e2e.live import PRODUCTION_ONLY, LiveServer, in_tenant
 from tests.e2e.raw_http import (
     RawSession,
-    SseEvent,
     is_progress,
+    next_message,
     post_until_first_progress,
     raw_http_client,
     request_message,
     resume_until_response,
     sse_events,
+    stateless_headers,
+    stateless_request,
 )
 
 pytestmark = PRODUCTION_ONLY
 
 TEST_DEADLINE = 60.0
-
-
-def joined(session: RawSession, url: str) -> RawSession:
-    """The same session, spoken to another web process."""
-    other = RawSession(session.http, url)
-    other.session_id = session.session_id
-    return other
-
-
-async def next_message(events: AsyncIterator[SseEvent]) -> dict[str, Any]:
-    """The next JSON-RPC message on a stream, skipping priming events."""
-    async for event in events:
-        message = event.message()
-        if message is not None:
-            return message
-    pytest.fail("the stream ended without a message")
+CREATE_FRESH_TOOL = (
+    "services.tool_create(tenant=tenant, name='fresh_tool', config={'content': [{'type': 'text', 'text': 'fresh'}]})"
+)
 
 
 async def test_session_initialized_on_a_serves_requests_on_b(live_platform: LiveServer) -> None:
@@ -51,7 +35,7 @@ async def test_session_initialized_on_a_serves_requests_on_b(live_platform: Live
         on_a = RawSession(http, live_platform.endpoint(web=0))
         with anyio.fail_after(TEST_DEADLINE):
             await on_a.initialize()
-            on_b = joined(on_a, live_platform.endpoint(web=1))
+            on_b = on_a.joined(live_platform.endpoint(web=1))
             listed = await on_b.call("tools/list")
             called = await on_b.call("tools/call", {"name": "test_simple_text", "arguments": {}})
     names = {tool["name"] for tool in listed["result"]["tools"]}
@@ -60,15 +44,8 @@ async def test_session_initialized_on_a_serves_requests_on_b(live_platform: Live
 
 
 async def test_standalone_stream_on_a_hears_of_a_tool_created_by_another_process(live_platform: LiveServer) -> None:
-    slug = f"listen-{secrets.token_hex(4)}"
-    await live_platform.amanage(
-        "shell", "-c", f"from tenants import services; services.tenant_create(slug={slug!r}, name='Listen')"
-    )
-    create_tool = (
-        "from tenants import services; from tenants.models import Tenant; "
-        f"services.tool_create(tenant=Tenant.objects.get(slug={slug!r}), name='fresh_tool', "
-        "config={'content': [{'type': 'text', 'text': 'fresh'}]})"
-    )
+    slug = await live_platform.atenant_create("listen")
+    create_tool = in_tenant(slug, CREATE_FRESH_TOOL)
     async with raw_http_client() as http:
         session = RawSession(http, live_platform.endpoint(slug, web=0))
         with anyio.fail_after(TEST_DEADLINE):
@@ -82,7 +59,7 @@ async def test_standalone_stream_on_a_hears_of_a_tool_created_by_another_process
                 await live_platform.amanage("shell", "-c", create_tool)
                 message = await next_message(events)
             assert message["method"] == "notifications/tools/list_changed", message
-            listed = await joined(session, live_platform.endpoint(slug, web=1)).call("tools/list")
+            listed = await session.joined(live_platform.endpoint(slug, web=1)).call("tools/list")
     assert [tool["name"] for tool in listed["result"]["tools"]] == ["fresh_tool"]
 
 
@@ -91,7 +68,7 @@ async def test_elicitation_answered_on_b_completes_the_call_streaming_on_a(live_
         on_a = RawSession(http, live_platform.endpoint(web=0))
         with anyio.fail_after(TEST_DEADLINE):
             await on_a.initialize(capabilities={"elicitation": {"form": {}}})
-            on_b = joined(on_a, live_platform.endpoint(web=1))
+            on_b = on_a.joined(live_platform.endpoint(web=1))
             call_id = on_a.next_id()
             call = request_message(
                 call_id, "tools/call", {"name": "test_elicitation", "arguments": {"message": "Which process?"}}
@@ -136,7 +113,7 @@ async def test_stream_dropped_on_a_resumes_on_b(live_platform: LiveServer) -> No
             before = await post_until_first_progress(on_a, call)
             last_seen = before[-1].id
             assert last_seen is not None
-            after = await resume_until_response(joined(on_a, live_platform.endpoint(web=1)), last_seen, call_id)
+            after = await resume_until_response(on_a.joined(live_platform.endpoint(web=1)), last_seen, call_id)
     messages = [m for m in (e.message() for e in before + after) if m is not None]
     assert [m["params"]["progress"] for m in messages if is_progress(m)] == [0, 50, 100]
     assert messages[-1]["id"] == call_id
@@ -144,25 +121,19 @@ async def test_stream_dropped_on_a_resumes_on_b(live_platform: LiveServer) -> No
 
 
 async def test_subscription_made_on_b_brings_updates_to_the_stream_on_a(live_platform: LiveServer) -> None:
-    slug = f"watch-{secrets.token_hex(4)}"
     uri = "test://watched"
-    await live_platform.amanage(
-        "shell",
-        "-c",
-        "from tenants import services; "
-        f"tenant = services.tenant_create(slug={slug!r}, name='Watch'); "
+    slug = await live_platform.atenant_create(
+        "watch",
         f"services.resource_create(tenant=tenant, uri={uri!r}, name='watched', text='v1', mime_type='text/plain')",
     )
-    update = (
-        "from tenants import services; from tenants.models import Resource; "
-        f"services.resource_update(resource=Resource.objects.get(tenant__slug={slug!r}, uri={uri!r}), "
-        "data={'text': 'v2'})"
+    update = in_tenant(
+        slug, f"services.resource_update(resource=tenant.resources.get(uri={uri!r}), data={{'text': 'v2'}})"
     )
     async with raw_http_client() as http:
         on_a = RawSession(http, live_platform.endpoint(slug, web=0))
         with anyio.fail_after(TEST_DEADLINE):
             await on_a.initialize()
-            on_b = joined(on_a, live_platform.endpoint(slug, web=1))
+            on_b = on_a.joined(live_platform.endpoint(slug, web=1))
             async with on_a.stream_get() as stream:
                 assert stream.status_code == 200
                 events = sse_events(stream)
@@ -177,33 +148,13 @@ async def test_subscription_made_on_b_brings_updates_to_the_stream_on_a(live_pla
     assert read["result"]["contents"][0]["text"] == "v2"
 
 
-LISTEN_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "e2e-listener", "version": "1.0"},
-}
-
-
 async def test_a_listen_stream_on_a_hears_of_a_tool_created_by_another_process(live_platform: LiveServer) -> None:
     """2026-07-28: no session at all; the change is committed by a ``manage.py shell`` process and reaches the
     web process holding the stream through the tenant's catalog group on Redis."""
-    slug = f"listen-{secrets.token_hex(4)}"
-    await live_platform.amanage(
-        "shell", "-c", f"from tenants import services; services.tenant_create(slug={slug!r}, name='Listen')"
-    )
-    create_tool = (
-        "from tenants import services; from tenants.models import Tenant; "
-        f"services.tool_create(tenant=Tenant.objects.get(slug={slug!r}), name='fresh_tool', "
-        "config={'content': [{'type': 'text', 'text': 'fresh'}]})"
-    )
-    listen = request_message(
-        "listen-1", "subscriptions/listen", {"notifications": {"toolsListChanged": True}, "_meta": LISTEN_META}
-    )
-    headers = {
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": "subscriptions/listen",
-    }
+    slug = await live_platform.atenant_create("listen")
+    create_tool = in_tenant(slug, CREATE_FRESH_TOOL)
+    listen = stateless_request("listen-1", "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    headers = stateless_headers("subscriptions/listen")
     async with raw_http_client() as http:
         with anyio.fail_after(TEST_DEADLINE):
             async with http.stream("POST", live_platform.endpoint(slug, web=0), json=listen, headers=headers) as stream:

@@ -4,43 +4,38 @@ run by the separate Celery worker; everything between them travels through Postg
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import httpx
 
 from tests.e2e.live import PRODUCTION_ONLY, LiveServer
-from tests.e2e.raw_http import RawSession, SseEvent, raw_http_client, request_message, sse_events
+from tests.e2e.raw_http import (
+    RawSession,
+    messages,
+    raw_http_client,
+    request_message,
+    sse_events,
+    stateless_headers,
+    stateless_request,
+)
 
 pytestmark = PRODUCTION_ONLY
 
 TEST_DEADLINE = 60.0
-V = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
 # The e2e worker runs ``-c 4``: four runs at once.
 WORKER_THREADS = 4
 
 
-def stateless_headers(method: str, name: str | None = None) -> dict[str, str]:
-    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": V, "Mcp-Method": method}
-    if name is not None:
-        headers["Mcp-Name"] = name
-    return headers
-
-
-def stateless_message(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": V,
-        "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "e2e-tasks", "version": "1.0"},
-    }
-    return request_message(secrets.token_hex(4), method, {**params, "_meta": meta})
+def tasks_request(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A 2026-07-28 request from a client that declares the tasks extension."""
+    return stateless_request(secrets.token_hex(4), method, params, capabilities={"extensions": {TASKS: {}}})
 
 
 async def stateless(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
     name = params.get("name", params.get("taskId"))
-    response = await http.post(url, json=stateless_message(method, params), headers=stateless_headers(method, name))
+    response = await http.post(url, json=tasks_request(method, params), headers=stateless_headers(method, name))
     assert response.status_code == 200, response.text
     answer = response.json()
     assert "result" in answer, answer
@@ -53,16 +48,9 @@ async def start(http: httpx.AsyncClient, url: str, seconds: float) -> str:
     return str(created["taskId"])
 
 
-async def notifications(events: AsyncIterator[SseEvent]) -> AsyncIterator[dict[str, Any]]:
-    async for event in events:
-        message = event.message()
-        if message is not None:
-            yield message
-
-
 def listen(http: httpx.AsyncClient, url: str, task_ids: list[str]) -> Any:
     """``async with`` a subscriptions/listen stream following ``task_ids``."""
-    message = stateless_message("subscriptions/listen", {"notifications": {"taskIds": task_ids}})
+    message = tasks_request("subscriptions/listen", {"notifications": {"taskIds": task_ids}})
     return http.stream("POST", url, json=message, headers=stateless_headers("subscriptions/listen"))
 
 
@@ -75,10 +63,10 @@ async def test_a_task_started_on_a_is_followed_and_fetched_on_b_while_the_worker
             task_id = await start(http, on_a, 1)
             async with listen(http, on_b, [task_id]) as stream:
                 assert stream.status_code == 200
-                messages = notifications(sse_events(stream))
-                ack = await anext(messages)
+                arriving = messages(sse_events(stream))
+                ack = await anext(arriving)
                 assert ack["params"]["notifications"] == {"taskIds": [task_id]}
-                async for message in messages:
+                async for message in arriving:
                     if message["params"]["status"] not in ("working", "input_required"):
                         break
             fetched = await stateless(http, on_b, "tasks/get", {"taskId": task_id})
@@ -95,10 +83,10 @@ async def test_cancelling_on_b_stops_the_runs_on_the_worker(live_platform: LiveS
         with anyio.fail_after(TEST_DEADLINE):
             long_ones = [await start(http, on_a, 60) for _ in range(WORKER_THREADS)]
             async with listen(http, on_b, long_ones) as stream:
-                messages = notifications(sse_events(stream))
-                await anext(messages)  # the acknowledgement
+                arriving = messages(sse_events(stream))
+                await anext(arriving)  # the acknowledgement
                 running: set[str] = set()
-                async for message in messages:
+                async for message in arriving:
                     # A run reports progress as it starts: the worker is running it.
                     if message["params"].get("statusMessage", "").startswith("Computing"):
                         running.add(message["params"]["taskId"])
@@ -109,7 +97,7 @@ async def test_cancelling_on_b_stops_the_runs_on_the_worker(live_platform: LiveS
                 assert {key for key in ack if key != "_meta"} == {"resultType"}
             quick = await start(http, on_a, 0)
             async with listen(http, on_b, [quick]) as stream:
-                async for message in notifications(sse_events(stream)):
+                async for message in messages(sse_events(stream)):
                     if message.get("method") == "notifications/tasks" and message["params"]["status"] == "completed":
                         break
             statuses = [(await stateless(http, on_a, "tasks/get", {"taskId": t}))["status"] for t in long_ones]
@@ -128,8 +116,7 @@ async def test_tasks_result_on_b_asks_the_question_answered_on_a(live_platform: 
                 "tools/call", {"name": "confirm_delete", "arguments": {"filename": "x.txt"}, "task": {}}
             )
             task_id = created["result"]["task"]["taskId"]
-            on_b = RawSession(http, live_platform.endpoint(web=1))
-            on_b.session_id = on_a.session_id
+            on_b = on_a.joined(live_platform.endpoint(web=1))
             result_id = on_b.next_id()
             async with on_b.stream_post(request_message(result_id, "tasks/result", {"taskId": task_id})) as stream:
                 assert stream.status_code == 200
