@@ -26,6 +26,7 @@ from oauth2_provider.scopes import get_scopes_backend
 
 from mcp_platform.oauth.models import TenantApplication
 from mcp_platform.oauth.presentation import ClientFace, client_face
+from mcp_platform.oauth.resource import tenant_slug_of
 from tenants.models import Tenant
 from tenants.selectors import tenants_by_slug
 
@@ -53,15 +54,6 @@ class Connection:
 def _described(scopes: set[str], words: dict[str, str]) -> list[str]:
     known = [words[scope] for scope in words if scope in scopes]
     return known + sorted(scope for scope in scopes if scope not in words)
-
-
-def tenant_slug_of(resource: str) -> str | None:
-    """The tenant slug in an endpoint URL ``…/t/<slug>/mcp``, else None."""
-    path = resource.split("://", 1)[-1].partition("/")[2]
-    parts = path.split("/")
-    if len(parts) == 3 and parts[0] == "t" and parts[2] == "mcp" and parts[1]:
-        return parts[1]
-    return None
 
 
 def _one_resource(value: object) -> str:
