@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from mcp_platform.oauth.models import TenantApplication
-from mcp_platform.oauth.resource import endpoint_url, slug_from_endpoint
+from mcp_platform.oauth.resource import endpoint_url, tenant_slug_of
 from tenants.models import Tenant
 from tenants.selectors import membership_get, tenant_get_servable
 
@@ -38,8 +38,9 @@ def grant_tenant(
     if len(resources) != 1:
         raise AudienceRefused("invalid_target", "Name exactly one MCP endpoint in the resource parameter (RFC 8707).")
     resource = resources[0]
-    slug = slug_from_endpoint(base_url, resource)
+    slug = tenant_slug_of(resource)
     tenant = tenant_get_servable(slug=slug) if slug else None
+    # The exact endpoint URL, origin included, of a servable tenant.
     if tenant is None or endpoint_url(base_url, tenant.slug) != resource:
         raise AudienceRefused("invalid_target", f"{resource} is not an MCP endpoint of this platform.")
     if application.tenant_id not in (None, tenant.pk):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -25,6 +26,7 @@ from oauth2_provider.scopes import get_scopes_backend
 
 from mcp_platform.oauth.models import TenantApplication
 from mcp_platform.oauth.presentation import ClientFace, client_face
+from mcp_platform.oauth.resource import tenant_slug_of
 from tenants.models import Tenant
 from tenants.selectors import tenants_by_slug
 
@@ -37,30 +39,21 @@ class Connection:
 
     application: TenantApplication
     resource: str
-    tenant: Tenant | None
+    tenant: Tenant | None = None
     scopes: set[str] = field(default_factory=set)
+    # The granted scopes in words, in the order ``settings.OAUTH2_PROVIDER["SCOPES"]`` lists them.
+    scope_descriptions: list[str] = field(default_factory=list)
     authorized_at: datetime | None = None
     last_used_at: datetime | None = None
 
-    @property
+    @cached_property
     def face(self) -> ClientFace:
         return client_face(self.application)
 
-    @property
-    def scope_descriptions(self) -> list[str]:
-        """The granted scopes in words, in the order ``settings.OAUTH2_PROVIDER["SCOPES"]`` lists them."""
-        words = get_scopes_backend().get_all_scopes()
-        known = [words[scope] for scope in words if scope in self.scopes]
-        return known + sorted(scope for scope in self.scopes if scope not in words)
 
-
-def tenant_slug_of(resource: str) -> str | None:
-    """The tenant slug in an endpoint URL ``…/t/<slug>/mcp``, else None."""
-    path = resource.split("://", 1)[-1].partition("/")[2]
-    parts = path.split("/")
-    if len(parts) == 3 and parts[0] == "t" and parts[2] == "mcp" and parts[1]:
-        return parts[1]
-    return None
+def _described(scopes: set[str], words: dict[str, str]) -> list[str]:
+    known = [words[scope] for scope in words if scope in scopes]
+    return known + sorted(scope for scope in scopes if scope not in words)
 
 
 def _one_resource(value: object) -> str:
@@ -93,7 +86,7 @@ def connection_list(*, user: AbstractBaseUser) -> list[Connection]:
         resource = _one_resource(token.resource)
         if not resource:
             continue
-        connection = found.setdefault((token.application_id, resource), Connection(token.application, resource, None))
+        connection = found.setdefault((token.application_id, resource), Connection(token.application, resource))
         connection.scopes.update(token.scope.split())
         connection.last_used_at = max(filter(None, (connection.last_used_at, token.updated)))
         refresh = getattr(token, "refresh_token", None)
@@ -111,8 +104,10 @@ def connection_list(*, user: AbstractBaseUser) -> list[Connection]:
         connection = families[row["token_family"]]
         connection.authorized_at = min(filter(None, (connection.authorized_at, row["first"])))
     tenants = tenants_by_slug(slugs={s for c in found.values() if (s := tenant_slug_of(c.resource))})
+    words = get_scopes_backend().get_all_scopes()  # one query for the page, however many connections
     for connection in found.values():
         connection.tenant = tenants.get(tenant_slug_of(connection.resource) or "")
+        connection.scope_descriptions = _described(connection.scopes, words)
     return sorted(found.values(), key=lambda c: (c.face.name.lower(), c.application.pk, c.resource))
 
 

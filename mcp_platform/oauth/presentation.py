@@ -7,8 +7,8 @@ URL (``models.safe_logo_uri``), a plain-text name and its initial, and how the c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
+from mcp_platform.oauth.headers import form_target
 from mcp_platform.oauth.models import TenantApplication, safe_logo_uri
 
 UNNAMED = "Unnamed app"
@@ -27,11 +27,12 @@ def registered_by(application: TenantApplication) -> str:
 
 
 def redirect_host(redirect_uri: str) -> str:
-    """The host a person is sent back to (``127.0.0.1:3030``), or the scheme of a native app (``cursor:``)."""
-    parts = urlsplit(redirect_uri)
-    if parts.scheme in ("http", "https") and parts.hostname:
-        return parts.netloc.rpartition("@")[2]
-    return f"{parts.scheme}:" if parts.scheme else redirect_uri
+    """The host a person is sent back to (``127.0.0.1:3030``), or the scheme of a native app (``cursor:``): where
+    the consent form may lead (``headers.form_target``); the URI itself when it does not parse cleanly."""
+    target = form_target(redirect_uri)
+    if target is None:
+        return redirect_uri
+    return target.partition("://")[2] or target
 
 
 @dataclass(frozen=True)

@@ -93,13 +93,13 @@ def endpoint_url(base_url: str, slug: str) -> str:
     return f"{base_url}/t/{slug}/mcp"
 
 
-def slug_from_endpoint(base_url: str, resource: str) -> str | None:
-    """The tenant slug ``resource`` names if it has the shape of one of our endpoints (existence unchecked)."""
-    prefix, suffix = f"{base_url}/t/", "/mcp"
-    if not (resource.startswith(prefix) and resource.endswith(suffix)):
-        return None
-    slug = resource[len(prefix) : -len(suffix)]
-    return slug if slug and "/" not in slug else None
+def tenant_slug_of(resource: str) -> str | None:
+    """The tenant slug in an endpoint URL ``…/t/<slug>/mcp`` of any origin, else None (existence unchecked)."""
+    path = resource.split("://", 1)[-1].partition("/")[2]
+    parts = path.split("/")
+    if len(parts) == 3 and parts[0] == "t" and parts[2] == "mcp" and parts[1]:
+        return parts[1]
+    return None
 
 
 def metadata_url(base_url: str, slug: str) -> str:

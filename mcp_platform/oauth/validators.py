@@ -17,8 +17,7 @@ from oauth2_provider.scopes import SettingsScopes, get_scopes_backend
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
-from mcp_platform.oauth.connections import tenant_slug_of
-from mcp_platform.oauth.resource import base_url_from_headers, endpoint_url
+from mcp_platform.oauth.resource import base_url_from_headers, endpoint_url, tenant_slug_of
 from tenants.models import Tenant
 from tenants.selectors import tenant_get_servable, tool_scope_vocabulary
 

@@ -202,7 +202,15 @@ def test_custom_scheme_redirect_is_allowed_for_native_clients(client, acme, brow
 
 
 @pytest.mark.parametrize(
-    "uri", ["javascript:alert(1)", "http://attacker.example/callback", "https://app.example/cb#fragment"]
+    "uri",
+    [
+        "javascript:alert(1)",
+        "vbscript:msgbox",
+        "http://attacker.example/callback",
+        "https://app.example/cb#fragment",
+        "https://app.example/cb#",
+        "http://[::1/callback",  # does not parse
+    ],
 )
 def test_dangerous_redirect_uris_cannot_be_registered(client, db, uri):
     response = register(client, redirect_uris=[uri])

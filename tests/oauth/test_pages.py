@@ -9,7 +9,9 @@ from urllib.parse import urlencode
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model, get_grant_model, get_refresh_token_model
 
@@ -173,6 +175,20 @@ def test_connected_apps_lists_each_workspace_with_scopes_and_dates(client, acme,
     assert "See and run this workspace&#x27;s tools" in html
     assert html.count("<time datetime=") == 4  # authorized and last used, twice
     assert 'aria-label="Revoke Claude\'s access to Acme"' in html
+
+
+def test_connected_apps_page_queries_do_not_grow_with_connections(client, acme, globex, member, browser):
+    MembershipFactory(user=member, tenant=globex)
+    tokens(browser, registered(client, client_name="Claude").client_id, resource=ACME_MCP)
+
+    def page_queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert browser.get("/account/apps/").status_code == 200
+        return len(captured)
+
+    one = page_queries()
+    tokens(browser, registered(client, client_name="Cursor").client_id, resource=GLOBEX_MCP)
+    assert page_queries() == one
 
 
 def test_expired_and_other_peoples_tokens_are_not_connections(member, client_app):

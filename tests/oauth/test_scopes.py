@@ -59,19 +59,26 @@ async def _session(token: str) -> str:
     return session_id
 
 
+async def _in_session(token: str, message: Any) -> Any:
+    """``message``'s reply, sent in a session opened with ``token``."""
+    session_id = await _session(token)
+    return await request(
+        "POST", MCP, body=message, headers={"authorization": f"Bearer {token}", "mcp-session-id": session_id}
+    )
+
+
+async def _token(member: Any, client_app: Any, scope: str) -> str:
+    """A token of ``member`` through ``client_app`` for the acme endpoint with ``scope``."""
+    token: str = await sync_to_async(access_token_create)(
+        user=member, application=client_app, resource=[ACME_MCP], scope=scope
+    )
+    return token
+
+
 @pytest.mark.anyio
 @pytest.mark.django_db(transaction=True)
 async def test_token_with_the_scope_may_use_the_feature(acme, member, client_app):
-    token = await sync_to_async(access_token_create)(
-        user=member, application=client_app, resource=[ACME_MCP], scope="mcp:tools"
-    )
-    session_id = await _session(token)
-    reply = await request(
-        "POST",
-        MCP,
-        body=rpc("tools/list", id=2),
-        headers={"authorization": f"Bearer {token}", "mcp-session-id": session_id},
-    )
+    reply = await _in_session(await _token(member, client_app, "mcp:tools"), rpc("tools/list", id=2))
     assert reply.status == 200
     assert "tools" in reply.json()["result"]
 
@@ -79,16 +86,7 @@ async def test_token_with_the_scope_may_use_the_feature(acme, member, client_app
 @pytest.mark.anyio
 @pytest.mark.django_db(transaction=True)
 async def test_missing_scope_is_403_naming_every_scope_needed(acme, member, client_app):
-    token = await sync_to_async(access_token_create)(
-        user=member, application=client_app, resource=[ACME_MCP], scope="mcp:tools"
-    )
-    session_id = await _session(token)
-    reply = await request(
-        "POST",
-        MCP,
-        body=rpc("prompts/list", id=2),
-        headers={"authorization": f"Bearer {token}", "mcp-session-id": session_id},
-    )
+    reply = await _in_session(await _token(member, client_app, "mcp:tools"), rpc("prompts/list", id=2))
     assert reply.status == 403
     challenge = reply.headers["www-authenticate"]
     assert 'error="insufficient_scope"' in challenge
@@ -105,15 +103,11 @@ def billing_tool(acme: Any) -> Any:
 
 
 async def _tools_call(token: str, name: str) -> Any:
-    session_id = await _session(token)
-    headers = {"authorization": f"Bearer {token}", "mcp-session-id": session_id}
-    return await request("POST", MCP, body=rpc("tools/call", {"name": name, "arguments": {}}, id=3), headers=headers)
+    return await _in_session(token, rpc("tools/call", {"name": name, "arguments": {}}, id=3))
 
 
 async def _tool_names(token: str) -> list[str]:
-    session_id = await _session(token)
-    headers = {"authorization": f"Bearer {token}", "mcp-session-id": session_id}
-    reply = await request("POST", MCP, body=rpc("tools/list", id=2), headers=headers)
+    reply = await _in_session(token, rpc("tools/list", id=2))
     return [tool["name"] for tool in reply.json()["result"]["tools"]]
 
 
@@ -121,23 +115,14 @@ async def _tool_names(token: str) -> list[str]:
 @pytest.mark.django_db(transaction=True)
 async def test_a_tool_requiring_a_scope_the_token_lacks_is_not_listed(acme, member, client_app, billing_tool):
     await sync_to_async(ToolFactory)(tenant=acme, name="echo")
-    plain = await sync_to_async(access_token_create)(
-        user=member, application=client_app, resource=[ACME_MCP], scope="mcp:tools"
-    )
-    both = await sync_to_async(access_token_create)(
-        user=member, application=client_app, resource=[ACME_MCP], scope="mcp:tools billing:write"
-    )
-    assert await _tool_names(plain) == ["echo"]
-    assert await _tool_names(both) == ["charge_card", "echo"]
+    assert await _tool_names(await _token(member, client_app, "mcp:tools")) == ["echo"]
+    assert await _tool_names(await _token(member, client_app, "mcp:tools billing:write")) == ["charge_card", "echo"]
 
 
 @pytest.mark.anyio
 @pytest.mark.django_db(transaction=True)
 async def test_calling_it_without_the_scope_is_403_naming_every_scope_needed(acme, member, client_app, billing_tool):
-    token = await sync_to_async(access_token_create)(
-        user=member, application=client_app, resource=[ACME_MCP], scope="mcp:tools mcp:prompts"
-    )
-    reply = await _tools_call(token, "charge_card")
+    reply = await _tools_call(await _token(member, client_app, "mcp:tools mcp:prompts"), "charge_card")
     assert reply.status == 403
     challenge = reply.headers["www-authenticate"]
     assert 'error="insufficient_scope"' in challenge
@@ -147,10 +132,7 @@ async def test_calling_it_without_the_scope_is_403_naming_every_scope_needed(acm
 @pytest.mark.anyio
 @pytest.mark.django_db(transaction=True)
 async def test_calling_it_with_the_scope_runs_it(acme, member, client_app, billing_tool):
-    token = await sync_to_async(access_token_create)(
-        user=member, application=client_app, resource=[ACME_MCP], scope="mcp:tools billing:write"
-    )
-    reply = await _tools_call(token, "charge_card")
+    reply = await _tools_call(await _token(member, client_app, "mcp:tools billing:write"), "charge_card")
     assert reply.status == 200
     assert reply.messages()[-1]["result"]["content"][0]["text"] == "charge_card answered"
 
