@@ -6,7 +6,7 @@ It turns rows into wire-shaped dicts (optional fields left out when empty) and r
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp_core.catalog import Page, PromptDefinition, ToolDefinition
 from mcp_core.context import ToolContext
@@ -17,6 +17,7 @@ from tenants.backends import prompt_render, template_read, tool_continues_as_tas
 from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool
 
 JSONObject = dict[str, Any]
+EntryT = TypeVar("EntryT", Tool, Prompt)
 
 
 def _put(wire: JSONObject, key: str, value: Any) -> None:
@@ -101,6 +102,14 @@ class TenantCatalog:
         self.tenant = tenant
         self.granted = granted
 
+    def _own(self, handle: object, model: type[EntryT], wire: JSONObject) -> EntryT:
+        """``handle`` as this tenant's ``model`` row. Raises ValueError for anything else: a definition found through
+        another tenant's catalog never runs here."""
+        if not isinstance(handle, model) or handle.tenant_id != self.tenant.pk:
+            what = model._meta.verbose_name
+            raise ValueError(f"{what} {wire.get('name')!r} does not belong to tenant {self.tenant.slug!r}")
+        return handle
+
     # ---- tools -------------------------------------------------------------------------------------
 
     async def list_tools(self, *, after: str | None, limit: int) -> Page:
@@ -120,10 +129,7 @@ class TenantCatalog:
 
     async def invoke_tool(self, tool: ToolDefinition, arguments: JSONObject, ctx: ToolContext) -> Any:
         """Run the tool's backend. Raises ``ToolError`` (an isError result) and whatever the tool raises."""
-        handle = tool.handle
-        if not isinstance(handle, Tool) or handle.tenant_id != self.tenant.pk:
-            raise ValueError(f"tool {tool.wire.get('name')!r} does not belong to tenant {self.tenant.slug!r}")
-        return await tool_invoke(handle, arguments, ctx)
+        return await tool_invoke(self._own(tool.handle, Tool, tool.wire), arguments, ctx)
 
     # ---- resources ---------------------------------------------------------------------------------
 
@@ -164,10 +170,7 @@ class TenantCatalog:
     async def render_prompt(self, prompt: PromptDefinition, arguments: dict[str, str], ctx: ToolContext) -> JSONObject:
         """Run the prompt's backend; the protocol layer has checked required arguments. Raises ``PromptError`` and
         whatever a prompt function raises."""
-        handle = prompt.handle
-        if not isinstance(handle, Prompt) or handle.tenant_id != self.tenant.pk:
-            raise ValueError(f"prompt {prompt.wire.get('name')!r} does not belong to tenant {self.tenant.slug!r}")
-        return await prompt_render(handle, arguments, ctx)
+        return await prompt_render(self._own(prompt.handle, Prompt, prompt.wire), arguments, ctx)
 
     # ---- completion --------------------------------------------------------------------------------
 

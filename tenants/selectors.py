@@ -73,8 +73,14 @@ def membership_get(*, tenant: Tenant, user: User) -> Membership | None:
 # ---- tools -------------------------------------------------------------------------------------------
 
 
+def _enabled_tools(tenant: Tenant | None) -> QuerySet[Tool]:
+    # A disabled tool is invisible to every read: not listed, not found, its scopes not offered.
+    tools = Tool.objects.filter(enabled=True)
+    return tools if tenant is None else tools.filter(tenant_id=tenant.pk)
+
+
 def _tools(tenant: Tenant, after: str | None, limit: int) -> QuerySet[Tool]:
-    return _after(Tool.objects.filter(tenant_id=tenant.pk, enabled=True), "name", after, limit)
+    return _after(_enabled_tools(tenant), "name", after, limit)
 
 
 def tool_visible(tool: Tool, granted: frozenset[str] | None) -> bool:
@@ -106,25 +112,26 @@ async def atool_list(
 
 def tool_get(*, tenant: Tenant, name: str) -> Tool | None:
     """The enabled tool called ``name``; None otherwise."""
-    return Tool.objects.filter(tenant_id=tenant.pk, name=name, enabled=True).first()
+    return _enabled_tools(tenant).filter(name=name).first()
 
 
 async def atool_get(*, tenant: Tenant, name: str) -> Tool | None:
-    return await Tool.objects.filter(tenant_id=tenant.pk, name=name, enabled=True).afirst()
+    return await _enabled_tools(tenant).filter(name=name).afirst()
+
+
+def _scope_lists(tools: QuerySet[Tool]) -> QuerySet[Tool, str]:
+    return tools.exclude(required_scopes="").values_list("required_scopes", flat=True)
 
 
 async def atool_required_scopes(*, tenant: Tenant, names: set[str]) -> set[str]:
     """The scopes the enabled tools called ``names`` require, together."""
-    rows = Tool.objects.filter(tenant_id=tenant.pk, name__in=names, enabled=True).exclude(required_scopes="")
-    return {scope async for value in rows.values_list("required_scopes", flat=True) for scope in value.split()}
+    lists = _scope_lists(_enabled_tools(tenant).filter(name__in=names))
+    return {scope async for value in lists for scope in value.split()}
 
 
 def tool_scope_vocabulary(*, tenant: Tenant | None) -> set[str]:
     """Every scope some enabled tool requires: of ``tenant``, or of every tenant when None."""
-    rows = Tool.objects.filter(enabled=True).exclude(required_scopes="")
-    if tenant is not None:
-        rows = rows.filter(tenant_id=tenant.pk)
-    return {scope for value in rows.values_list("required_scopes", flat=True).distinct() for scope in value.split()}
+    return {scope for value in _scope_lists(_enabled_tools(tenant)).distinct() for scope in value.split()}
 
 
 # ---- resources and templates -------------------------------------------------------------------------

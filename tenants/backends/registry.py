@@ -21,6 +21,7 @@ PythonTemplateFunction = Callable[..., Awaitable[list[JSONObject]]]
 PythonPromptFunction = Callable[..., Awaitable[Any]]
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+G = TypeVar("G")
 
 
 class UnknownPythonFunction(LookupError):
@@ -68,24 +69,15 @@ class PythonRegistry:
 
     def get_tool(self, name: str) -> PythonToolFunction:
         """The tool function called ``name``. Raises ``UnknownPythonFunction``."""
-        try:
-            return self._tools[name]
-        except KeyError:
-            raise UnknownPythonFunction("tool", name, self.tool_names()) from None
+        return self._lookup(self._tools, "tool", name)
 
     def get_resource_template(self, name: str) -> PythonTemplateFunction:
         """The resource-template function called ``name``. Raises ``UnknownPythonFunction``."""
-        try:
-            return self._templates[name]
-        except KeyError:
-            raise UnknownPythonFunction("resource template", name, self.resource_template_names()) from None
+        return self._lookup(self._templates, "resource template", name)
 
     def get_prompt(self, name: str) -> PythonPromptFunction:
         """The prompt function called ``name``. Raises ``UnknownPythonFunction``."""
-        try:
-            return self._prompts[name]
-        except KeyError:
-            raise UnknownPythonFunction("prompt", name, self.prompt_names()) from None
+        return self._lookup(self._prompts, "prompt", name)
 
     def tool_names(self) -> list[str]:
         return sorted(self._tools)
@@ -95,6 +87,13 @@ class PythonRegistry:
 
     def prompt_names(self) -> list[str]:
         return sorted(self._prompts)
+
+    @staticmethod
+    def _lookup(table: dict[str, G], kind: str, name: str) -> G:
+        try:
+            return table[name]
+        except KeyError:
+            raise UnknownPythonFunction(kind, name, sorted(table)) from None
 
     @staticmethod
     def _decorator(table: dict[str, Any], kind: str, name: str) -> Callable[[F], F]:
