@@ -134,9 +134,9 @@ def create_task_result(task: TaskSnapshot, *, stateless: bool) -> JSONObject:
     return {"task": task_fields(task, stateless=False)}
 
 
-def related_task_meta(task_id: str) -> JSONObject:
-    """2025-11-25: the ``_meta`` entry tying a message to its task."""
-    return {RELATED_TASK_KEY: {"taskId": task_id}}
+def with_related_task(message: JSONObject, task_id: str) -> JSONObject:
+    """2025-11-25: ``message`` (params or a result) tied to its task in ``_meta``, next to the ``_meta`` it has."""
+    return {**message, "_meta": {**message.get("_meta", {}), RELATED_TASK_KEY: {"taskId": task_id}}}
 
 
 # ---- when a call becomes a task -------------------------------------------------------------------------
