@@ -17,7 +17,7 @@ from mcp_core.context import RequestContext
 from mcp_core.env import Env
 from mcp_core.errors import ClientRequestFailed, InvalidParams, McpError, ToolError, error_to_wire
 from mcp_core.features.listing import list_page
-from mcp_core.mrtr import InputRequired
+from mcp_core.mrtr import Answer, InputRequired
 from mcp_core.standard_headers import check_param_headers
 from mcp_core.tasks import (
     ContinueAsTask,
@@ -142,7 +142,14 @@ async def call_tool(params: JSONObject | None, env: Env) -> JSONObject:
         return await _start_task(name, arguments, env, answers=answers)
 
 
-async def _start_task(name: str, arguments: JSONObject, env: Env, **request: Any) -> JSONObject:
+async def _start_task(
+    name: str,
+    arguments: JSONObject,
+    env: Env,
+    *,
+    ttl_ms: int | None = None,
+    answers: dict[str, Answer] | None = None,
+) -> JSONObject:
     assert env.tasks is not None
     task = await env.tasks.create(
         TaskRequest(
@@ -151,7 +158,8 @@ async def _start_task(name: str, arguments: JSONObject, env: Env, **request: Any
             client_capabilities=env.client_capabilities,
             log_level=env.log_level,
             progress_token=env.progress_token,
-            **request,
+            ttl_ms=ttl_ms,
+            answers=answers or {},
         )
     )
     return create_task_result(task, stateless=env.stateless)
