@@ -150,19 +150,17 @@ class RequestContext:
 
     def _require(self, capability: str, sub: str | None = None) -> None:
         """Raises ClientRequestFailed (handshake era) or MissingClientCapability (stateless era)."""
-        declared = self.client_capabilities.get(capability)
-        if self.stateless and (
-            declared is None or (sub is not None and (not isinstance(declared, dict) or sub not in declared))
-        ):
+        if self.client_declares(capability, sub):
+            return
+        if self.stateless:
             required: JSONObject = {capability: {sub: {}} if sub is not None else {}}
             raise MissingClientCapability(
                 f"This request needs the client capability {capability}{'.' + sub if sub else ''}",
                 data={"requiredCapabilities": required},
             )
-        if declared is None:
+        if self.client_capabilities.get(capability) is None:
             raise ClientRequestFailed(f"the client did not declare the {capability!r} capability")
-        if sub is not None and (not isinstance(declared, dict) or sub not in declared):
-            raise ClientRequestFailed(f"the client did not declare {capability}.{sub}")
+        raise ClientRequestFailed(f"the client did not declare {capability}.{sub}")
 
     async def elicit(self, message: str, requested_schema: JSONObject, *, key: str | None = None) -> JSONObject:
         self._require("elicitation")

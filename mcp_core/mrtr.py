@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,16 +97,16 @@ class InputLedger:
         raise InputRequired(key)
 
 
-def _responses(params: JSONObject) -> dict[str, JSONObject]:
-    if "inputResponses" not in params:
-        return {}
-    responses = params["inputResponses"]
+def input_responses(responses: Any, *, open_keys: Container[str] | None = None) -> dict[str, JSONObject]:
+    """A client's ``inputResponses``: with ``open_keys``, only the answers to those (others are ignored). Raises
+    InvalidParams when ``responses`` is not an object or an answer kept is not one."""
     if not isinstance(responses, dict):
         raise InvalidParams("inputResponses must be an object mapping keys to results")
-    for key, result in responses.items():
+    kept = {key: result for key, result in responses.items() if open_keys is None or key in open_keys}
+    for key, result in kept.items():
         if not isinstance(result, dict):
             raise InvalidParams(f"inputResponses[{key!r}] must be an object", data={"key": key})
-    return responses
+    return kept
 
 
 def open_round(method: str, params: JSONObject, policy: InputPolicy) -> InputLedger:
@@ -116,7 +117,7 @@ def open_round(method: str, params: JSONObject, policy: InputPolicy) -> InputLed
     Raises InvalidParams for malformed ``inputResponses``/``requestState`` and InvalidRequestState (-32602) for a
     state that fails verification.
     """
-    responses = _responses(params)
+    responses = input_responses(params["inputResponses"]) if "inputResponses" in params else {}
     if "requestState" not in params:
         return InputLedger(answers={key: Answer(None, result) for key, result in responses.items()})
     token = params["requestState"]

@@ -16,7 +16,7 @@ from enum import Enum, StrEnum
 from typing import Any, Final, Protocol
 
 from mcp_core.errors import SERVER_ERROR, InvalidParams, McpError, MethodNotFound, MissingClientCapability
-from mcp_core.mrtr import Answer, check_answer, question_digest
+from mcp_core.mrtr import Answer, check_answer, input_responses, question_digest
 from mcp_core.versions import V2025_11_25, at_least
 
 JSONObject = dict[str, Any]
@@ -134,9 +134,9 @@ def create_task_result(task: TaskSnapshot, *, stateless: bool) -> JSONObject:
     return {"task": task_fields(task, stateless=False)}
 
 
-def related_task_meta(task_id: str) -> JSONObject:
-    """2025-11-25: the ``_meta`` entry tying a message to its task."""
-    return {RELATED_TASK_KEY: {"taskId": task_id}}
+def with_related_task(message: JSONObject, task_id: str) -> JSONObject:
+    """2025-11-25: ``message`` (params or a result) tied to its task in ``_meta``, next to the ``_meta`` it has."""
+    return {**message, "_meta": {**message.get("_meta", {}), RELATED_TASK_KEY: {"taskId": task_id}}}
 
 
 # ---- when a call becomes a task -------------------------------------------------------------------------
@@ -235,15 +235,9 @@ def accept_responses(open_questions: Mapping[str, JSONObject], responses: Any) -
     Keys that are not open (never asked, already answered) are ignored, as the extension says. Raises
     InvalidParams when ``responses`` is not an object or an answer to an open question is malformed.
     """
-    if not isinstance(responses, dict):
-        raise InvalidParams("inputResponses must be an object mapping keys to results")
     accepted: dict[str, Answer] = {}
-    for key, result in responses.items():
-        question = open_questions.get(key)
-        if question is None:
-            continue
-        if not isinstance(result, dict):
-            raise InvalidParams(f"inputResponses[{key!r}] must be an object", data={"key": key})
+    for key, result in input_responses(responses, open_keys=open_questions).items():
+        question = open_questions[key]
         check_answer(key, question["method"], result)
         accepted[key] = Answer(question_digest(question["method"], question["params"]), result)
     return accepted

@@ -18,17 +18,6 @@ def server_capabilities(version: str, *, tasks: bool = False) -> JSONObject:
     In the stateless era list changes and resource updates are delivered on ``subscriptions/listen``, and tasks
     are the ``io.modelcontextprotocol/tasks`` extension; 2025-11-25 has them in core (``tasks``).
     """
-    if version in STATELESS_VERSIONS:
-        stateless: JSONObject = {
-            "tools": {"listChanged": True},
-            "resources": {"subscribe": True, "listChanged": True},
-            "prompts": {"listChanged": True},
-            "logging": {},
-            "completions": {},
-        }
-        if tasks:
-            stateless["extensions"] = {TASKS_EXTENSION: {}}
-        return stateless
     capabilities: JSONObject = {
         "tools": {"listChanged": True},
         "resources": {"subscribe": True, "listChanged": True},
@@ -37,7 +26,9 @@ def server_capabilities(version: str, *, tasks: bool = False) -> JSONObject:
     }
     if at_least(version, V2025_03_26):
         capabilities["completions"] = {}
-    if tasks and at_least(version, V2025_11_25):
+    if tasks and version in STATELESS_VERSIONS:
+        capabilities["extensions"] = {TASKS_EXTENSION: {}}
+    elif tasks and at_least(version, V2025_11_25):
         capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
     return capabilities
 

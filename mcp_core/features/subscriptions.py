@@ -31,11 +31,11 @@ LIST_CHANGED: Final[dict[str, str]] = {
 }
 RESOURCE_UPDATED: Final = "notifications/resources/updated"
 
-# Filter flag → (catalog kind, notification method).
-LIST_FLAGS: Final[dict[str, tuple[str, str]]] = {
-    "toolsListChanged": ("tools", LIST_CHANGED["tools"]),
-    "promptsListChanged": ("prompts", LIST_CHANGED["prompts"]),
-    "resourcesListChanged": ("resources", LIST_CHANGED["resources"]),
+# Filter flag → the catalog kind whose list changes it follows.
+LIST_FLAGS: Final[dict[str, str]] = {
+    "toolsListChanged": "tools",
+    "promptsListChanged": "prompts",
+    "resourcesListChanged": "resources",
 }
 
 
@@ -59,10 +59,9 @@ class Subscription:
 
     def on_catalog_changed(self, kind: str) -> tuple[str, JSONObject] | None:
         """The list-changed notification for a change of ``kind``, if this stream asked for it."""
-        for flag_kind, method in LIST_FLAGS.values():
-            if flag_kind == kind and kind in self.kinds:
-                return method, {"_meta": self._meta()}
-        return None
+        if kind not in self.kinds:
+            return None
+        return LIST_CHANGED[kind], {"_meta": self._meta()}
 
     def on_resource_updated(self, uri: str) -> tuple[str, JSONObject] | None:
         if uri not in self.resource_uris:
@@ -83,14 +82,13 @@ class Subscription:
         return TASK_STATUS, {**task, "_meta": self._meta()}
 
 
-def _task_ids(value: Any, client_capabilities: Mapping[str, Any]) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(task_id, str) and task_id for task_id in value):
-        raise InvalidParams("notifications.taskIds must be a list of task ids")
-    if len(value) > MAX_TASK_IDS:
-        raise InvalidParams(f"at most {MAX_TASK_IDS} taskIds per stream")
-    if value and not client_accepts_tasks(client_capabilities):
-        raise missing_tasks_extension("Task status notifications")
-    return tuple(dict.fromkeys(value))
+def _distinct_strings(value: Any, field: str, what: str, limit: int) -> list[str]:
+    """``notifications.<field>``, a list of at most ``limit`` non-empty strings, without repeats."""
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        raise InvalidParams(f"notifications.{field} must be a list of {what}")
+    if len(value) > limit:
+        raise InvalidParams(f"at most {limit} {field} per stream")
+    return list(dict.fromkeys(value))
 
 
 def parse_listen(
@@ -114,18 +112,16 @@ def parse_listen(
             if not isinstance(value, bool):
                 raise InvalidParams(f"notifications.{field} must be a boolean")
             if value:
-                kinds.add(LIST_FLAGS[field][0])
+                kinds.add(LIST_FLAGS[field])
                 honoured[field] = True
         elif field == "resourceSubscriptions":
-            if not isinstance(value, list) or not all(isinstance(uri, str) and uri for uri in value):
-                raise InvalidParams("notifications.resourceSubscriptions must be a list of URIs")
-            if len(value) > MAX_RESOURCE_SUBSCRIPTIONS:
-                raise InvalidParams(f"at most {MAX_RESOURCE_SUBSCRIPTIONS} resourceSubscriptions per stream")
-            uris = list(dict.fromkeys(value))
+            uris = _distinct_strings(value, field, "URIs", MAX_RESOURCE_SUBSCRIPTIONS)
             if uris:
                 honoured[field] = uris
         elif field == "taskIds":
-            task_ids = _task_ids(value, client_capabilities or {})
+            task_ids = tuple(_distinct_strings(value, field, "task ids", MAX_TASK_IDS))
+            if task_ids and not client_accepts_tasks(client_capabilities or {}):
+                raise missing_tasks_extension("Task status notifications")
     return Subscription(
         subscription_id=subscription_id,
         kinds=frozenset(kinds),

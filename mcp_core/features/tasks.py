@@ -18,8 +18,8 @@ from mcp_core.tasks import (
     client_accepts_tasks,
     detailed_task,
     missing_tasks_extension,
-    related_task_meta,
     task_fields,
+    with_related_task,
 )
 from mcp_core.versions import V2025_11_25, at_least
 
@@ -102,8 +102,9 @@ async def list_tasks(params: JSONObject | None, env: Env) -> JSONObject:
 
 
 def _stored_error(error: JSONObject | None) -> McpError:
-    failure = McpError(str((error or {}).get("message", "Task failed")), data=(error or {}).get("data"))
-    failure.code = int((error or {}).get("code", failure.code))
+    error = error or {}
+    failure = McpError(str(error.get("message", "Task failed")), data=error.get("data"))
+    failure.code = int(error.get("code", failure.code))
     return failure
 
 
@@ -129,23 +130,20 @@ async def task_result(params: JSONObject | None, env: Env) -> JSONObject:
                 continue
             nudge = await watch.next()
             if nudge is not None and nudge.get("kind") == "notification":
-                meta = {**nudge["params"].get("_meta", {}), **related_task_meta(task_id)}
-                await env.outbound.notify(nudge["method"], {**nudge["params"], "_meta": meta})
+                await env.outbound.notify(nudge["method"], with_related_task(nudge["params"], task_id))
     if task.status is TaskStatus.FAILED:
         raise _stored_error(task.error)
     if task.status is TaskStatus.CANCELLED or task.result is None:
         raise InvalidRequest(f"Task {task_id} was cancelled; it has no result")
-    meta = {**task.result.get("_meta", {}), **related_task_meta(task_id)}
-    return {**task.result, "_meta": meta}
+    return with_related_task(task.result, task_id)
 
 
 async def _ask_client(store: TaskStore, task: TaskSnapshot, env: Env) -> None:
     """Send the task's open questions to the client and record its answers; a question the client cannot
     answer ends the call as an inline call would end (an isError result)."""
     for key, question in list(task.input_requests.items())[:MAX_QUESTIONS_PER_ROUND]:
-        meta = {**question["params"].get("_meta", {}), **related_task_meta(task.task_id)}
         try:
-            answer = await env.outbound.request(question["method"], {**question["params"], "_meta": meta})
+            answer = await env.outbound.request(question["method"], with_related_task(question["params"], task.task_id))
             await store.provide_input(task.task_id, {key: answer})
         except ClientRequestFailed as exc:
             await store.fail_input(task.task_id, f"The tool needed something from the client that failed: {exc}")

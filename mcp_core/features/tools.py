@@ -17,7 +17,7 @@ from mcp_core.context import RequestContext
 from mcp_core.env import Env
 from mcp_core.errors import ClientRequestFailed, InvalidParams, McpError, ToolError, error_to_wire
 from mcp_core.features.listing import list_page
-from mcp_core.mrtr import InputRequired
+from mcp_core.mrtr import Answer, InputRequired
 from mcp_core.standard_headers import check_param_headers
 from mcp_core.tasks import (
     ContinueAsTask,
@@ -71,17 +71,10 @@ def _compiled(schema: JSONObject) -> Draft202012Validator | SchemaError:
         return exc
 
 
-def validation_errors(
-    schema: JSONObject, instance: Any, tool: ToolDefinition | None = None, which: str = ""
-) -> list[str]:
-    """Human-readable reasons ``instance`` does not conform to ``schema`` (empty when it does).
-
-    With ``tool``, the compiled schema is remembered on the definition under ``which`` (see ToolDefinition).
-    """
-    if tool is None:
-        validator = _compiled(schema)
-    else:
-        validator = tool.validators.get(which) or tool.validators.setdefault(which, _compiled(schema))
+def validation_errors(tool: ToolDefinition, which: str, schema: JSONObject, instance: Any) -> list[str]:
+    """Human-readable reasons ``instance`` does not conform to ``schema`` (empty when it does). The compiled
+    schema is remembered on ``tool`` under ``which`` (see ToolDefinition)."""
+    validator = tool.validators.get(which) or tool.validators.setdefault(which, _compiled(schema))
     if isinstance(validator, SchemaError):
         return [f"the tool's schema is invalid: {validator.message}"]
     messages = []
@@ -133,7 +126,7 @@ async def call_tool(params: JSONObject | None, env: Env) -> JSONObject:
             client_capabilities=env.client_capabilities,
             task_param=params.get("task"),
         )
-    problems = validation_errors(input_schema, arguments, tool, "input")
+    problems = validation_errors(tool, "input", input_schema, arguments)
     if problems:
         return error_result("Invalid arguments for tool " + name + ": " + "; ".join(problems))
 
@@ -149,7 +142,14 @@ async def call_tool(params: JSONObject | None, env: Env) -> JSONObject:
         return await _start_task(name, arguments, env, answers=answers)
 
 
-async def _start_task(name: str, arguments: JSONObject, env: Env, **request: Any) -> JSONObject:
+async def _start_task(
+    name: str,
+    arguments: JSONObject,
+    env: Env,
+    *,
+    ttl_ms: int | None = None,
+    answers: dict[str, Answer] | None = None,
+) -> JSONObject:
     assert env.tasks is not None
     task = await env.tasks.create(
         TaskRequest(
@@ -158,7 +158,8 @@ async def _start_task(name: str, arguments: JSONObject, env: Env, **request: Any
             client_capabilities=env.client_capabilities,
             log_level=env.log_level,
             progress_token=env.progress_token,
-            **request,
+            ttl_ms=ttl_ms,
+            answers=answers or {},
         )
     )
     return create_task_result(task, stateless=env.stateless)
@@ -188,7 +189,7 @@ async def run_tool(tool: ToolDefinition, arguments: JSONObject, env: Env, ctx: R
         structured = result.get("structuredContent")
         if structured is None:
             return error_result(f"Tool {name} returned no structuredContent although it declares an outputSchema")
-        problems = validation_errors(output_schema, structured, tool, "output")
+        problems = validation_errors(tool, "output", output_schema, structured)
         if problems:
             return error_result(f"Tool {name} returned output not matching its outputSchema: " + "; ".join(problems))
     return result_for_version(result, env.version)

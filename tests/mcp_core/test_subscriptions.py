@@ -44,7 +44,13 @@ def test_an_empty_filter_is_acknowledged_empty():
 
 @pytest.mark.parametrize(
     "notifications",
-    [[], {"toolsListChanged": "yes"}, {"resourceSubscriptions": "x://1"}, {"resourceSubscriptions": [1]}],
+    [
+        [],
+        {"toolsListChanged": "yes"},
+        {"resourceSubscriptions": "x://1"},
+        {"resourceSubscriptions": [1]},
+        {"resourceSubscriptions": [f"x://{n}" for n in range(1001)]},
+    ],
 )
 def test_a_malformed_filter_is_invalid_params(notifications):
     with pytest.raises(InvalidParams):

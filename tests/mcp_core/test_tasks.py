@@ -188,7 +188,7 @@ def test_answers_to_open_questions_are_kept_with_the_question_they_answer():
 
 
 def test_answers_to_keys_that_are_not_open_are_ignored():
-    assert accept_responses({"k": ELICIT}, {"unknown-key": {"ignored": True}}) == {}
+    assert accept_responses({"k": ELICIT}, {"unknown-key": {"ignored": True}, "other": "not even an object"}) == {}
 
 
 def test_a_malformed_answer_to_an_open_question_is_invalid_params():
@@ -196,3 +196,5 @@ def test_a_malformed_answer_to_an_open_question_is_invalid_params():
         accept_responses({"k": ELICIT}, {"k": {"action": "maybe"}})
     with pytest.raises(InvalidParams):
         accept_responses({"k": ELICIT}, ["not", "a", "map"])
+    with pytest.raises(InvalidParams, match=r"inputResponses\['k'\] must be an object"):
+        accept_responses({"k": ELICIT}, {"k": "accept"})
