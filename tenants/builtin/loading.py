@@ -11,53 +11,32 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Field, Model
 
 from tenants import services
-from tenants.models import Backend, TaskSupport, Tenant
+from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool
 from tenants.services import UpsertOutcome
 
 JSONObject = dict[str, Any]
 
-TENANT_DEFAULTS: JSONObject = {
-    "instructions": "",
-    "allowed_origins": [],
-    "requires_authorization": False,
-    "status": Tenant.Status.ACTIVE,
-}
-TOOL_DEFAULTS: JSONObject = {
-    "title": "",
-    "description": "",
-    "output_schema": None,
-    "annotations": None,
-    "icons": None,
-    "backend": Backend.STATIC,
-    "task_support": TaskSupport.FORBIDDEN,
-    "enabled": True,
-}
-RESOURCE_DEFAULTS: JSONObject = {
-    "title": "",
-    "description": "",
-    "mime_type": "",
-    "text": None,
-    "blob": None,
-    "annotations": None,
-}
-TEMPLATE_DEFAULTS: JSONObject = {
-    "title": "",
-    "description": "",
-    "mime_type": "",
-    "backend": Backend.STATIC,
-    "completions": {},
-}
-PROMPT_DEFAULTS: JSONObject = {
-    "title": "",
-    "description": "",
-    "arguments": [],
-    "completions": {},
-    "messages": [],
-    "backend": Backend.STATIC,
-    "config": {},
-}
+
+def _defaults(model: type[Model], fields: frozenset[str]) -> JSONObject:
+    """What a spec that leaves a service field out resets it to: the model field's default, for every field that
+    may be left out (required ones, such as names, have none)."""
+    found: JSONObject = {}
+    for name in sorted(fields):
+        model_field = model._meta.get_field(name)
+        assert isinstance(model_field, Field), name  # service fields are the model's own columns
+        if model_field.has_default() or model_field.null or model_field.blank:
+            found[name] = model_field.get_default()
+    return found
+
+
+TENANT_DEFAULTS = _defaults(Tenant, services.TENANT_FIELDS)
+TOOL_DEFAULTS = _defaults(Tool, services.TOOL_FIELDS)
+RESOURCE_DEFAULTS = _defaults(Resource, services.RESOURCE_FIELDS)
+TEMPLATE_DEFAULTS = _defaults(ResourceTemplate, services.TEMPLATE_FIELDS)
+PROMPT_DEFAULTS = _defaults(Prompt, services.PROMPT_FIELDS)
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,18 @@ def test_reloading_restores_an_edited_fixture() -> None:
     assert Tool.objects.get(name="test_simple_text").description == "Tests simple text content response"
 
 
+def test_reloading_resets_fields_the_fixture_leaves_out() -> None:
+    run("load_conformance_tenant")
+    Tool.objects.filter(name="test_simple_text").update(required_scopes="billing:write")
+    Tenant.objects.filter(slug="conformance").update(cache_ttl_ms=5, cache_scope="public")
+
+    run("load_conformance_tenant")
+
+    assert Tool.objects.get(name="test_simple_text").required_scopes == ""
+    tenant = Tenant.objects.get(slug="conformance")
+    assert (tenant.cache_ttl_ms, tenant.cache_scope) == (None, "")
+
+
 def test_conformance_wire_matches_the_reference_server() -> None:
     run("load_conformance_tenant")
     catalog = TenantCatalog(Tenant.objects.get(slug="conformance"))
