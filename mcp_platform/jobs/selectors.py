@@ -10,9 +10,11 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from mcp_core.errors import InvalidParams
+from mcp_core.tasks import TERMINAL
 from mcp_platform.jobs.models import ToolRun
 
-TERMINAL_STATUSES = (ToolRun.Status.COMPLETED, ToolRun.Status.FAILED, ToolRun.Status.CANCELLED)
+# The status column holds ``TaskStatus`` values; which of them are final is ``mcp_core.tasks``' to say.
+TERMINAL_STATUSES = tuple(status.value for status in TERMINAL)
 
 
 @dataclass(frozen=True)
