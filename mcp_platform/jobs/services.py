@@ -99,12 +99,15 @@ def tool_run_create(*, caller: Caller, request: TaskRequest) -> ToolRun:
     with transaction.atomic():
         # Serialises the count and the insert of one tenant's runs, so the limits hold under concurrency.
         Tenant.objects.select_for_update().filter(pk=caller.tenant_id).first()
-        if selectors.active_count(tenant_id=caller.tenant_id, principal=caller.principal) >= per_principal:
+        principal_active, tenant_active = selectors.active_counts(
+            tenant_id=caller.tenant_id, principal=caller.principal
+        )
+        if principal_active >= per_principal:
             raise TaskLimitExceeded(
                 f"Too many unfinished tasks: at most {per_principal} per caller; wait for some or cancel them",
                 data={"limit": per_principal, "scope": "principal"},
             )
-        if selectors.active_count(tenant_id=caller.tenant_id) >= per_tenant:
+        if tenant_active >= per_tenant:
             raise TaskLimitExceeded(
                 f"Too many unfinished tasks on this server (at most {per_tenant}); try again later",
                 data={"limit": per_tenant, "scope": "tenant"},
