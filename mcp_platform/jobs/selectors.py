@@ -6,13 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from mcp_core.errors import InvalidParams
+from mcp_core.tasks import TERMINAL
 from mcp_platform.jobs.models import ToolRun
 
-TERMINAL_STATUSES = (ToolRun.Status.COMPLETED, ToolRun.Status.FAILED, ToolRun.Status.CANCELLED)
+# The status column holds ``TaskStatus`` values; which of them are final is ``mcp_core.tasks``' to say.
+TERMINAL_STATUSES = tuple(status.value for status in TERMINAL)
 
 
 @dataclass(frozen=True)
@@ -72,11 +74,10 @@ async def atool_run_list(*, caller: Caller, after: str | None, limit: int) -> tu
     return page, _list_key(page[-1]) if more and page else None
 
 
-def active_count(*, tenant_id: int, principal: str | None = None) -> int:
-    """Unfinished, unexpired runs of the tenant (of one principal when given)."""
+def active_counts(*, tenant_id: int, principal: str) -> tuple[int, int]:
+    """Unfinished, unexpired runs of ``principal`` and of the whole tenant, in one query."""
     runs = ToolRun.objects.filter(tenant_id=tenant_id, expires_at__gt=timezone.now()).exclude(
         status__in=TERMINAL_STATUSES
     )
-    if principal is not None:
-        runs = runs.filter(principal=principal)
-    return runs.count()
+    counts = runs.aggregate(principal=Count("pk", filter=Q(principal=principal)), tenant=Count("pk"))
+    return counts["principal"], counts["tenant"]

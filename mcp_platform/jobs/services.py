@@ -99,12 +99,15 @@ def tool_run_create(*, caller: Caller, request: TaskRequest) -> ToolRun:
     with transaction.atomic():
         # Serialises the count and the insert of one tenant's runs, so the limits hold under concurrency.
         Tenant.objects.select_for_update().filter(pk=caller.tenant_id).first()
-        if selectors.active_count(tenant_id=caller.tenant_id, principal=caller.principal) >= per_principal:
+        principal_active, tenant_active = selectors.active_counts(
+            tenant_id=caller.tenant_id, principal=caller.principal
+        )
+        if principal_active >= per_principal:
             raise TaskLimitExceeded(
                 f"Too many unfinished tasks: at most {per_principal} per caller; wait for some or cancel them",
                 data={"limit": per_principal, "scope": "principal"},
             )
-        if selectors.active_count(tenant_id=caller.tenant_id) >= per_tenant:
+        if tenant_active >= per_tenant:
             raise TaskLimitExceeded(
                 f"Too many unfinished tasks on this server (at most {per_tenant}); try again later",
                 data={"limit": per_tenant, "scope": "tenant"},
@@ -200,17 +203,21 @@ def _lease() -> timedelta:
     return timedelta(seconds=platform_settings.TASK_LEASE_SECONDS)
 
 
-def _runs(tenant_id: int, run_id: str, generation: int) -> QuerySet[ToolRun]:
-    return ToolRun.objects.filter(tenant_id=tenant_id, pk=run_id, generation=generation)
+def _this_start(tenant_id: int, run_id: str, generation: int) -> QuerySet[ToolRun]:
+    """The run while start ``generation`` of it is working: what a worker's message may still act on."""
+    return ToolRun.objects.filter(tenant_id=tenant_id, pk=run_id, generation=generation, status=ToolRun.Status.WORKING)
+
+
+def _locked_start(tenant_id: int, run_id: str, generation: int) -> QuerySet[ToolRun]:
+    # Locks the run only: the tenant row (joined for the claim) is what creation serialises on.
+    return _this_start(tenant_id, run_id, generation).select_for_update(of=("self",))
 
 
 def tool_run_claim(*, tenant_id: int, run_id: str, generation: int) -> ToolRun | Claim:
     """Take the lease on generation ``generation`` of a working run (idempotent against redelivered messages)."""
     with transaction.atomic():
-        # Locks the run only: the tenant row is what creation serialises on.
-        runs = ToolRun.objects.select_for_update(of=("self",)).select_related("tenant")
-        run = runs.filter(tenant_id=tenant_id, pk=run_id).first()
-        if run is None or run.generation != generation or run.status != ToolRun.Status.WORKING:
+        run = _locked_start(tenant_id, run_id, generation).select_related("tenant").first()
+        if run is None:
             return Claim.STALE
         now = timezone.now()
         if run.lease_until is not None and run.lease_until > now:
@@ -225,14 +232,14 @@ def tool_run_renew(*, tenant_id: int, run_id: str, generation: int) -> bool:
     """Extend the lease while the call runs; False once the run is no longer this start's to finish (cancelled,
     expired, purged), which tells the worker to stop."""
     now = timezone.now()
-    working = _runs(tenant_id, run_id, generation).filter(status=ToolRun.Status.WORKING, expires_at__gt=now)
-    return bool(working.update(lease_until=now + _lease()))
+    unexpired = _this_start(tenant_id, run_id, generation).filter(expires_at__gt=now)
+    return bool(unexpired.update(lease_until=now + _lease()))
 
 
 def tool_run_set_status_message(*, tenant_id: int, run_id: str, generation: int, message: str) -> None:
     """What the running call says about itself (its progress, in the 2026-07-28 era)."""
     with transaction.atomic():
-        run = _runs(tenant_id, run_id, generation).select_for_update().filter(status=ToolRun.Status.WORKING).first()
+        run = _locked_start(tenant_id, run_id, generation).first()
         if run is None:
             return
         run.status_message = message[:1000]
@@ -244,8 +251,8 @@ def tool_run_finish(*, tenant_id: int, run_id: str, generation: int, outcome: Ta
     """Store what the run came to: its result, its JSON-RPC error, or its open questions. Discarded (None) when the
     run stopped being this start's meanwhile (cancelled, expired)."""
     with transaction.atomic():
-        run = _runs(tenant_id, run_id, generation).select_for_update().first()
-        if run is None or run.status != ToolRun.Status.WORKING:
+        run = _locked_start(tenant_id, run_id, generation).first()
+        if run is None:
             return None
         fields: dict[str, Any] = {"lease_until": None}
         if outcome.event is TaskEvent.NEEDS_INPUT:

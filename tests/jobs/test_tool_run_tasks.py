@@ -3,6 +3,9 @@ loop and the thread waits for it; a message that meets another worker's live lea
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -11,6 +14,7 @@ from django.utils import timezone
 
 from mcp_core.tasks import TaskRequest
 from mcp_platform.jobs import services
+from mcp_platform.jobs.loop import use_loop
 from mcp_platform.jobs.models import ToolRun
 from mcp_platform.jobs.selectors import Caller
 from mcp_platform.jobs.tasks import tool_run_execute, tool_runs_purge_expired
@@ -18,6 +22,30 @@ from tenants.models import Backend
 from tests.factories import TenantFactory, ToolFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+DEADLINE = 10.0
+
+
+async def _cancel_the_rest() -> None:
+    rest = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
+
+
+@pytest.fixture(autouse=True)
+def worker_loop() -> Iterator[None]:
+    """The process loop of a worker, for one test: its mailbox ends with it. A loop left running would keep
+    receiving on the channel layer, and channels-redis refuses every later test's receive on another loop."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="test-jobs-event-loop", daemon=True)
+    thread.start()
+    use_loop(loop)
+    yield
+    asyncio.run_coroutine_threadsafe(_cancel_the_rest(), loop).result(DEADLINE)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(DEADLINE)
+    loop.close()
 
 
 @pytest.fixture
