@@ -138,24 +138,21 @@ async def deliver_client_messages(*, tenant_id: int, session: LegacySession, mes
 class McpConsumer(SessionStreamMixin, GatewayConsumer):
     """One HTTP request to a tenant's MCP endpoint."""
 
+    _body = b""
+    _task: asyncio.Task[None] | None = None
+    _post_stream: PostStream | None = None
+    _sse_open = False
+
     async def http_request(self, message: dict[str, Any]) -> None:
-        if not hasattr(self, "_body"):
-            self._body = bytearray()
-            self._task: asyncio.Task[None] | None = None
-            self._post_stream: PostStream | None = None
-            self._sse_open = False
-        self._body.extend(message.get("body", b""))
-        if message.get("more_body"):
-            return
+        # The gateway middleware hands the whole (bounded) body over in this one message.
+        self._body = message.get("body", b"")
         self._task = asyncio.create_task(self._serve())
 
     async def http_disconnect(self, message: dict[str, Any]) -> None:
-        post_stream = getattr(self, "_post_stream", None)
-        if post_stream is not None:
-            post_stream.detach()
-        task = getattr(self, "_task", None)
-        if task is not None and not task.done():
-            task.cancel()
+        if self._post_stream is not None:
+            self._post_stream.detach()
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
         raise StopConsumer()
 
     # --- serving -----------------------------------------------------------------------------------
@@ -217,7 +214,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             raise TransportError(
                 "Not Acceptable: Accept must list application/json and text/event-stream", http_status=406
             )
-        messages, is_batch = jsonrpc.decode(bytes(self._body), allow_batch=True)
+        messages, is_batch = jsonrpc.decode(self._body, allow_batch=True)
         single = None if is_batch else messages[0]
         if isinstance(single, (jsonrpc.Request, jsonrpc.Notification)) and is_stateless(
             method=single.method,

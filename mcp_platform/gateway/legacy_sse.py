@@ -42,16 +42,15 @@ logger = logging.getLogger(__name__)
 class LegacySseConsumer(SessionStreamMixin, GatewayConsumer):
     """``GET /t/<tenant>/sse``: opens a session and carries all of its server-to-client messages."""
 
+    _task: asyncio.Task[None] | None = None
+
     async def http_request(self, message: dict[str, Any]) -> None:
-        if message.get("more_body"):
-            return
         self._closed = False
         self._task = asyncio.create_task(self._serve())
 
     async def http_disconnect(self, message: dict[str, Any]) -> None:
-        task = getattr(self, "_task", None)
-        if task is not None:
-            task.cancel()
+        if self._task is not None:
+            self._task.cancel()
         session = getattr(self, "session", None)
         if session is not None:
             await sessions.legacy_session_close(session=session)
@@ -103,11 +102,9 @@ class LegacyMessagesConsumer(GatewayConsumer):
     """``POST /t/<tenant>/messages?session_id=…``: accepted at once, answered on the session's stream."""
 
     async def http_request(self, message: dict[str, Any]) -> None:
-        if not hasattr(self, "_body"):
-            self._body = bytearray()
-        self._body.extend(message.get("body", b""))
-        if not message.get("more_body"):
-            self._task = asyncio.create_task(self._serve())
+        # The gateway middleware hands the whole (bounded) body over in this one message.
+        self._body = message.get("body", b"")
+        self._task = asyncio.create_task(self._serve())
 
     async def http_disconnect(self, message: dict[str, Any]) -> None:
         raise StopConsumer()
@@ -136,7 +133,7 @@ class LegacyMessagesConsumer(GatewayConsumer):
             )
         if session is None or session.transport != LegacySession.Transport.HTTP_SSE:
             raise TransportError("Session not found", http_status=404)
-        messages, _ = jsonrpc.decode(bytes(self._body), allow_batch=False)
+        messages, _ = jsonrpc.decode(self._body, allow_batch=False)
         await send_body(self.send, 202, b"Accepted", content_type="text/plain")
         sink = SessionSink(tenant_id=tenant.pk, session_id=session.pk)
         for message in messages:

@@ -70,8 +70,10 @@ async def request(
     raw: bytes | None = None,
     headers: dict[str, str] | None = None,
     timeout: float = 5,
+    chunk: int | None = None,
 ) -> Reply:
-    """One HTTP request through the whole ASGI stack, read to the end of the response."""
+    """One HTTP request through the whole ASGI stack, read to the end of the response; the body goes in one ASGI
+    message, or in messages of ``chunk`` bytes."""
     all_headers = {"host": "127.0.0.1:8000"}
     if body is not None or raw is not None:
         all_headers["content-type"] = "application/json"
@@ -79,7 +81,10 @@ async def request(
     all_headers.update(headers or {})
     payload = raw if raw is not None else (json.dumps(body).encode() if body is not None else b"")
     communicator = ApplicationCommunicator(application, http_scope(method, path, all_headers))
-    await communicator.send_input({"type": "http.request", "body": payload, "more_body": False})
+    size = chunk or max(len(payload), 1)
+    pieces = [payload[at : at + size] for at in range(0, len(payload), size)] or [b""]
+    for number, piece in enumerate(pieces, 1):
+        await communicator.send_input({"type": "http.request", "body": piece, "more_body": number < len(pieces)})
     start = await communicator.receive_output(timeout)
     assert start["type"] == "http.response.start"
     body_bytes = b""
