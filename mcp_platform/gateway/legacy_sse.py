@@ -125,12 +125,11 @@ class LegacyMessagesConsumer(GatewayConsumer):
         if not mcp_http.is_json_content_type(scope_headers(self.scope).get("content-type")):
             raise TransportError("Unsupported Media Type: Content-Type must be application/json", http_status=415)
         tenant: Tenant = self.scope[TENANT_SCOPE_KEY]
+        principal = principal_label(self.scope)
         session_id = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("session_id", [""])[0]
         session = None
         if mcp_http.valid_session_id(session_id):
-            session = await sessions.legacy_session_get(
-                tenant_id=tenant.pk, principal=principal_label(self.scope), session_id=session_id
-            )
+            session = await sessions.legacy_session_get(tenant_id=tenant.pk, principal=principal, session_id=session_id)
         if session is None or session.transport != LegacySession.Transport.HTTP_SSE:
             raise TransportError("Session not found", http_status=404)
         messages, _ = jsonrpc.decode(self._body, allow_batch=False)
@@ -149,7 +148,7 @@ class LegacyMessagesConsumer(GatewayConsumer):
                     session=session,
                     sink=sink,
                     request=message,
-                    principal=principal_label(self.scope),
+                    principal=principal,
                     granted=granted_scopes(self.scope),
                 )
                 start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk)
