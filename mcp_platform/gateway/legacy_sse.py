@@ -20,12 +20,8 @@ from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.session import SessionState, SessionStateError
 from mcp_platform.gateway import groups, sessions
 from mcp_platform.gateway.base import GatewayConsumer
-from mcp_platform.gateway.consumer import (
-    deliver_client_messages,
-    scope_headers,
-    server_identity,
-    session_env,
-)
+from mcp_platform.gateway.consumer import deliver_client_messages, scope_headers, session_env
+from mcp_platform.gateway.identity import server_identity
 from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
