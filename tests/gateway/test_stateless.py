@@ -267,19 +267,13 @@ async def test_closing_the_response_cancels_the_work(conformance):
     )
     _cancelled.clear()
     params = {"name": "waits_forever", "_meta": {**META, "io.modelcontextprotocol/logLevel": "info"}}
-    headers = {**standard_headers("tools/call", params), "content-type": "application/json", "accept": ACCEPT_BOTH}
-    scope = {
-        "type": "http",
-        "http_version": "1.1",
-        "method": "POST",
-        "path": MCP,
-        "raw_path": MCP.encode(),
-        "query_string": b"",
-        "headers": [(b"host", b"127.0.0.1:8000"), *((k.encode(), v.encode()) for k, v in headers.items())],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
+    headers = {
+        "host": "127.0.0.1:8000",
+        "content-type": "application/json",
+        "accept": ACCEPT_BOTH,
+        **standard_headers("tools/call", params),
     }
-    communicator = ApplicationCommunicator(application, scope)
+    communicator = ApplicationCommunicator(application, http_scope("POST", MCP, headers))
     body = json.dumps(rpc("tools/call", params)).encode()
     await communicator.send_input({"type": "http.request", "body": body, "more_body": False})
     start = await communicator.receive_output(5)
@@ -447,8 +441,8 @@ async def test_request_state_of_a_public_tenant_is_refused_by_an_authorized_one(
     assert refused["error"]["code"] == -32602 and "another server" in refused["error"]["message"]
 
 
-async def open_listen(notifications: dict[str, Any], *, id: int = 11) -> tuple[ApplicationCommunicator, list[Any]]:
-    """A subscriptions/listen stream through the ASGI stack, and its messages once read."""
+async def open_listen(notifications: dict[str, Any], *, id: int = 11) -> ApplicationCommunicator:
+    """A subscriptions/listen stream through the ASGI stack, its response started."""
     params = {"notifications": notifications, "_meta": META}
     body = json.dumps(rpc("subscriptions/listen", params, id=id)).encode()
     headers = {
@@ -462,7 +456,7 @@ async def open_listen(notifications: dict[str, Any], *, id: int = 11) -> tuple[A
     start = await communicator.receive_output(5)
     assert start["status"] == 200
     assert dict(start["headers"])[b"content-type"] == b"text/event-stream"
-    return communicator, []
+    return communicator
 
 
 async def next_listen_message(communicator: ApplicationCommunicator) -> dict[str, Any]:
@@ -474,7 +468,7 @@ async def next_listen_message(communicator: ApplicationCommunicator) -> dict[str
 
 
 async def test_listen_acknowledges_then_delivers_only_requested_changes_tagged_with_its_id(conformance):
-    communicator, _ = await open_listen({"toolsListChanged": True, "promptsListChanged": False}, id=11)
+    communicator = await open_listen({"toolsListChanged": True, "promptsListChanged": False}, id=11)
     ack = await next_listen_message(communicator)
     assert ack["method"] == "notifications/subscriptions/acknowledged"
     assert ack["params"]["notifications"] == {"toolsListChanged": True}
