@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from channels.testing import ApplicationCommunicator
+from django.core.management import call_command
 
 from mcp_platform.asgi import application
 
@@ -113,6 +114,12 @@ INIT_PARAMS = {
     "capabilities": {"sampling": {}, "elicitation": {}},
     "clientInfo": {"name": "gateway-tests", "version": "1.0"},
 }
+
+
+@pytest.fixture
+def conformance(transactional_db: None) -> None:
+    """The conformance tenant (``/t/conformance/mcp``) with its catalog."""
+    call_command("load_conformance_tenant", verbosity=0)
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import ApplicationCommunicator
-from django.core.management import call_command
 
 from mcp_core.context import ToolContext
 from mcp_platform.asgi import application
@@ -40,11 +39,6 @@ async def waits_forever(ctx: ToolContext) -> str:
         _cancelled.set()
         raise
     return "never"
-
-
-@pytest.fixture
-def conformance(transactional_db: None) -> None:
-    call_command("load_conformance_tenant", verbosity=0)
 
 
 def standard_headers(method: str, params: dict[str, Any] | None) -> dict[str, str]:

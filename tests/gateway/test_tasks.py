@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from channels.testing import ApplicationCommunicator
-from django.core.management import call_command
 
 from mcp_core.features.subscriptions import parse_listen
 from mcp_core.tasks import RELATED_TASK_KEY, TASKS_EXTENSION, TaskSnapshot, TaskStatus
@@ -33,11 +32,6 @@ MCP = "/t/conformance/mcp"
 DEADLINE = 10.0
 WITH_TASKS = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
 NAME_SOURCES = {"tools/call": "name", "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
-
-
-@pytest.fixture
-def conformance(transactional_db: None) -> None:
-    call_command("load_conformance_tenant", verbosity=0)
 
 
 async def call(
