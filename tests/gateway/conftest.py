@@ -100,6 +100,39 @@ async def request(
     return Reply(start["status"], reply_headers, body_bytes)
 
 
+class OpenStream:
+    """A POST whose SSE response is read event by event while the test talks to the server meanwhile."""
+
+    def __init__(self, path: str, body: Any, headers: dict[str, str], timeout: float = 10) -> None:
+        all_headers = {"host": "127.0.0.1:8000", "content-type": "application/json", "accept": ACCEPT_BOTH, **headers}
+        self.communicator = ApplicationCommunicator(application, http_scope("POST", path, all_headers))
+        self.body = json.dumps(body).encode()
+        self.timeout = timeout
+        self.buffer = ""
+
+    async def open(self) -> tuple[int, dict[str, str]]:
+        """Send the request; the response's status and headers."""
+        await self.communicator.send_input({"type": "http.request", "body": self.body, "more_body": False})
+        start = await self.communicator.receive_output(self.timeout)
+        assert start["type"] == "http.response.start"
+        return start["status"], {k.decode().lower(): v.decode() for k, v in start.get("headers", [])}
+
+    async def next_message(self) -> dict[str, Any]:
+        while True:
+            if "\n\n" in self.buffer:
+                block, self.buffer = self.buffer.split("\n\n", 1)
+                data = [line[5:].strip() for line in block.splitlines() if line.startswith("data:")]
+                if data and data[0]:
+                    return json.loads("\n".join(data))
+                continue
+            chunk = await self.communicator.receive_output(self.timeout)
+            self.buffer += chunk.get("body", b"").decode()
+
+    async def close(self) -> None:
+        await self.communicator.send_input({"type": "http.disconnect"})
+        await self.communicator.wait(self.timeout)
+
+
 def rpc(method: str, params: dict[str, Any] | None = None, id: int | str | None = 1) -> dict[str, Any]:
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
     if params is not None:
