@@ -42,6 +42,15 @@ def share_database_handle() -> None:
     connections[DEFAULT_DB_ALIAS].ops  # noqa: B018
 
 
+def prepare_serving_loop(on_loop: OnLoop) -> None:
+    """On the running loop, just before an asyncio server serves: hand the loop on, share the database handle,
+    freeze the start-up heap."""
+    if on_loop is not None:
+        on_loop(asyncio.get_running_loop())
+    share_database_handle()
+    freeze_start_up_heap()
+
+
 def listening_socket(host: str, port: int, backlog: int = 2048) -> socket.socket:
     """A bound, listening, inheritable socket that several worker processes accept on."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -80,10 +89,7 @@ def run_uvicorn(
     sockets = [socket.socket(fileno=fd)] if fd is not None else None
 
     async def serve() -> None:
-        if on_loop is not None:
-            on_loop(asyncio.get_running_loop())
-        share_database_handle()
-        freeze_start_up_heap()
+        prepare_serving_loop(on_loop)
         await server.serve(sockets=sockets)
 
     uvloop.run(serve())
@@ -148,10 +154,7 @@ def run_granian(
     )
 
     async def serve() -> None:
-        if on_loop is not None:
-            on_loop(asyncio.get_running_loop())
-        share_database_handle()
-        freeze_start_up_heap()
+        prepare_serving_loop(on_loop)
         await server.serve()
 
     uvloop.run(serve())

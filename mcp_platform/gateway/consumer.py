@@ -48,7 +48,7 @@ from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
 from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_run
 from mcp_platform.jobs.store import ToolRunStore
-from mcp_platform.oauth.resource import ANONYMOUS, principal_label
+from mcp_platform.oauth.resource import principal_label
 from tenants.cache import tenant_cache
 from tenants.events import catalog_group
 from tenants.models import Tenant
@@ -90,8 +90,8 @@ def session_env(
     session: LegacySession,
     sink: Sink,
     request: jsonrpc.Request,
-    principal: str = ANONYMOUS,
-    granted: frozenset[str] | None = None,
+    principal: str,
+    granted: frozenset[str] | None,
 ) -> Env:
     params = request.params or {}
     meta = params.get("_meta")
@@ -138,24 +138,21 @@ async def deliver_client_messages(*, tenant_id: int, session: LegacySession, mes
 class McpConsumer(SessionStreamMixin, GatewayConsumer):
     """One HTTP request to a tenant's MCP endpoint."""
 
+    _body = b""
+    _task: asyncio.Task[None] | None = None
+    _post_stream: PostStream | None = None
+    _sse_open = False
+
     async def http_request(self, message: dict[str, Any]) -> None:
-        if not hasattr(self, "_body"):
-            self._body = bytearray()
-            self._task: asyncio.Task[None] | None = None
-            self._post_stream: PostStream | None = None
-            self._sse_open = False
-        self._body.extend(message.get("body", b""))
-        if message.get("more_body"):
-            return
+        # The gateway middleware hands the whole (bounded) body over in this one message.
+        self._body = message.get("body", b"")
         self._task = asyncio.create_task(self._serve())
 
     async def http_disconnect(self, message: dict[str, Any]) -> None:
-        post_stream = getattr(self, "_post_stream", None)
-        if post_stream is not None:
-            post_stream.detach()
-        task = getattr(self, "_task", None)
-        if task is not None and not task.done():
-            task.cancel()
+        if self._post_stream is not None:
+            self._post_stream.detach()
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
         raise StopConsumer()
 
     # --- serving -----------------------------------------------------------------------------------
@@ -176,6 +173,9 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
     async def _route(self) -> None:
         self.headers = scope_headers(self.scope)
         self.tenant: Tenant = self.scope[TENANT_SCOPE_KEY]
+        # Who is calling, as tasks, sessions and sealed request states record it, and what the token grants.
+        self.principal = principal_label(self.scope)
+        self.granted = granted_scopes(self.scope)
         method = self.scope["method"]
         if method == "POST":
             await self._post()
@@ -199,7 +199,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         if not mcp_http.valid_session_id(session_id):
             raise TransportError("Bad Request: malformed Mcp-Session-Id")
         session = await sessions.legacy_session_get(
-            tenant_id=self.tenant.pk, principal=principal_label(self.scope), session_id=session_id
+            tenant_id=self.tenant.pk, principal=self.principal, session_id=session_id
         )
         if session is None or session.transport != LegacySession.Transport.STREAMABLE_HTTP:
             raise TransportError("Session not found", http_status=404)
@@ -217,7 +217,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             raise TransportError(
                 "Not Acceptable: Accept must list application/json and text/event-stream", http_status=406
             )
-        messages, is_batch = jsonrpc.decode(bytes(self._body), allow_batch=True)
+        messages, is_batch = jsonrpc.decode(self._body, allow_batch=True)
         single = None if is_batch else messages[0]
         if isinstance(single, (jsonrpc.Request, jsonrpc.Notification)) and is_stateless(
             method=single.method,
@@ -263,8 +263,8 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
                 session=session,
                 sink=stream,
                 request=request,
-                principal=principal_label(self.scope),
-                granted=granted_scopes(self.scope),
+                principal=self.principal,
+                granted=self.granted,
             )
             start_run(request=request, env=env, sink=stream, tenant_id=self.tenant.pk, session_id=session.pk)
         self._sse_open = True
@@ -284,8 +284,8 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             server=server_identity(self.tenant),
             headers=self.headers,
             request=message,
-            principal=principal_label(self.scope),
-            granted=granted_scopes(self.scope),
+            principal=self.principal,
+            granted=self.granted,
         )
 
     async def _listen(self, request: jsonrpc.Request) -> None:
@@ -296,7 +296,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         except McpError as exc:
             await send_error(self.send, exc, request.id)
             return
-        tasks = stateless_tasks(tenant=self.tenant, principal=principal_label(self.scope), version=envelope.version)
+        tasks = stateless_tasks(tenant=self.tenant, principal=self.principal, version=envelope.version)
         self._sse_open = True
         await serve_listen(send=self.send, subscription=subscription, tenant_id=self.tenant.pk, tasks=tasks)
 
@@ -315,7 +315,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             return
         session = await sessions.legacy_session_create(
             tenant_id=self.tenant.pk,
-            principal=principal_label(self.scope),
+            principal=self.principal,
             transport=LegacySession.Transport.STREAMABLE_HTTP,
             state=SessionState.INITIALIZING,
             protocol_version=version,

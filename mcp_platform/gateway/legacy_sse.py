@@ -20,12 +20,8 @@ from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.session import SessionState, SessionStateError
 from mcp_platform.gateway import groups, sessions
 from mcp_platform.gateway.base import GatewayConsumer
-from mcp_platform.gateway.consumer import (
-    deliver_client_messages,
-    scope_headers,
-    server_identity,
-    session_env,
-)
+from mcp_platform.gateway.consumer import deliver_client_messages, scope_headers, session_env
+from mcp_platform.gateway.identity import server_identity
 from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
@@ -42,16 +38,15 @@ logger = logging.getLogger(__name__)
 class LegacySseConsumer(SessionStreamMixin, GatewayConsumer):
     """``GET /t/<tenant>/sse``: opens a session and carries all of its server-to-client messages."""
 
+    _task: asyncio.Task[None] | None = None
+
     async def http_request(self, message: dict[str, Any]) -> None:
-        if message.get("more_body"):
-            return
         self._closed = False
         self._task = asyncio.create_task(self._serve())
 
     async def http_disconnect(self, message: dict[str, Any]) -> None:
-        task = getattr(self, "_task", None)
-        if task is not None:
-            task.cancel()
+        if self._task is not None:
+            self._task.cancel()
         session = getattr(self, "session", None)
         if session is not None:
             await sessions.legacy_session_close(session=session)
@@ -103,11 +98,9 @@ class LegacyMessagesConsumer(GatewayConsumer):
     """``POST /t/<tenant>/messages?session_id=…``: accepted at once, answered on the session's stream."""
 
     async def http_request(self, message: dict[str, Any]) -> None:
-        if not hasattr(self, "_body"):
-            self._body = bytearray()
-        self._body.extend(message.get("body", b""))
-        if not message.get("more_body"):
-            self._task = asyncio.create_task(self._serve())
+        # The gateway middleware hands the whole (bounded) body over in this one message.
+        self._body = message.get("body", b"")
+        self._task = asyncio.create_task(self._serve())
 
     async def http_disconnect(self, message: dict[str, Any]) -> None:
         raise StopConsumer()
@@ -128,15 +121,14 @@ class LegacyMessagesConsumer(GatewayConsumer):
         if not mcp_http.is_json_content_type(scope_headers(self.scope).get("content-type")):
             raise TransportError("Unsupported Media Type: Content-Type must be application/json", http_status=415)
         tenant: Tenant = self.scope[TENANT_SCOPE_KEY]
+        principal = principal_label(self.scope)
         session_id = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("session_id", [""])[0]
         session = None
         if mcp_http.valid_session_id(session_id):
-            session = await sessions.legacy_session_get(
-                tenant_id=tenant.pk, principal=principal_label(self.scope), session_id=session_id
-            )
+            session = await sessions.legacy_session_get(tenant_id=tenant.pk, principal=principal, session_id=session_id)
         if session is None or session.transport != LegacySession.Transport.HTTP_SSE:
             raise TransportError("Session not found", http_status=404)
-        messages, _ = jsonrpc.decode(bytes(self._body), allow_batch=False)
+        messages, _ = jsonrpc.decode(self._body, allow_batch=False)
         await send_body(self.send, 202, b"Accepted", content_type="text/plain")
         sink = SessionSink(tenant_id=tenant.pk, session_id=session.pk)
         for message in messages:
@@ -152,7 +144,7 @@ class LegacyMessagesConsumer(GatewayConsumer):
                     session=session,
                     sink=sink,
                     request=message,
-                    principal=principal_label(self.scope),
+                    principal=principal,
                     granted=granted_scopes(self.scope),
                 )
                 start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk)

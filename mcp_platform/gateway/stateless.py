@@ -27,7 +27,6 @@ from mcp_core.request_state import derive_key
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.responses import Send, send_chunk, send_json, start_sse
 from mcp_platform.jobs.store import ToolRunStore
-from mcp_platform.oauth.resource import ANONYMOUS
 from tenants.cache import tenant_cache
 from tenants.models import Tenant
 
@@ -106,7 +105,7 @@ def _derived_keys(secret: str, fallbacks: tuple[str, ...]) -> tuple[bytes, ...]:
     return tuple(derive_key(key, REQUEST_STATE_PURPOSE) for key in (secret, *fallbacks))
 
 
-def input_policy(tenant: Tenant, principal: str = ANONYMOUS) -> InputPolicy:
+def input_policy(tenant: Tenant, principal: str) -> InputPolicy:
     return InputPolicy(
         keys=request_state_keys(),
         now=time.time(),
@@ -128,8 +127,8 @@ def stateless_env(
     envelope: Envelope,
     stream: RequestStream,
     headers: Mapping[str, str],
-    principal: str = ANONYMOUS,
-    granted: frozenset[str] | None = None,
+    principal: str,
+    granted: frozenset[str] | None,
 ) -> Env:
     return Env(
         version=envelope.version,
@@ -154,8 +153,8 @@ async def serve_stateless(
     server: ServerIdentity,
     headers: Mapping[str, str],
     request: jsonrpc.Request,
-    principal: str = ANONYMOUS,
-    granted: frozenset[str] | None = None,
+    principal: str,
+    granted: frozenset[str] | None,
 ) -> None:
     """Answer one stateless request for ``principal`` (``principal_label``: ``anonymous`` on a public tenant), who
     holds ``granted`` scopes (None on a public tenant); every error goes out with the request's id and its HTTP

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from channels.testing import ApplicationCommunicator
+from django.core.management import call_command
 
 from mcp_platform.asgi import application
 
@@ -70,8 +71,10 @@ async def request(
     raw: bytes | None = None,
     headers: dict[str, str] | None = None,
     timeout: float = 5,
+    chunk: int | None = None,
 ) -> Reply:
-    """One HTTP request through the whole ASGI stack, read to the end of the response."""
+    """One HTTP request through the whole ASGI stack, read to the end of the response; the body goes in one ASGI
+    message, or in messages of ``chunk`` bytes."""
     all_headers = {"host": "127.0.0.1:8000"}
     if body is not None or raw is not None:
         all_headers["content-type"] = "application/json"
@@ -79,7 +82,10 @@ async def request(
     all_headers.update(headers or {})
     payload = raw if raw is not None else (json.dumps(body).encode() if body is not None else b"")
     communicator = ApplicationCommunicator(application, http_scope(method, path, all_headers))
-    await communicator.send_input({"type": "http.request", "body": payload, "more_body": False})
+    size = chunk or max(len(payload), 1)
+    pieces = [payload[at : at + size] for at in range(0, len(payload), size)] or [b""]
+    for number, piece in enumerate(pieces, 1):
+        await communicator.send_input({"type": "http.request", "body": piece, "more_body": number < len(pieces)})
     start = await communicator.receive_output(timeout)
     assert start["type"] == "http.response.start"
     body_bytes = b""
@@ -92,6 +98,39 @@ async def request(
     await communicator.wait(timeout)
     reply_headers = {k.decode().lower(): v.decode() for k, v in start.get("headers", [])}
     return Reply(start["status"], reply_headers, body_bytes)
+
+
+class OpenStream:
+    """A POST whose SSE response is read event by event while the test talks to the server meanwhile."""
+
+    def __init__(self, path: str, body: Any, headers: dict[str, str], timeout: float = 10) -> None:
+        all_headers = {"host": "127.0.0.1:8000", "content-type": "application/json", "accept": ACCEPT_BOTH, **headers}
+        self.communicator = ApplicationCommunicator(application, http_scope("POST", path, all_headers))
+        self.body = json.dumps(body).encode()
+        self.timeout = timeout
+        self.buffer = ""
+
+    async def open(self) -> tuple[int, dict[str, str]]:
+        """Send the request; the response's status and headers."""
+        await self.communicator.send_input({"type": "http.request", "body": self.body, "more_body": False})
+        start = await self.communicator.receive_output(self.timeout)
+        assert start["type"] == "http.response.start"
+        return start["status"], {k.decode().lower(): v.decode() for k, v in start.get("headers", [])}
+
+    async def next_message(self) -> dict[str, Any]:
+        while True:
+            if "\n\n" in self.buffer:
+                block, self.buffer = self.buffer.split("\n\n", 1)
+                data = [line[5:].strip() for line in block.splitlines() if line.startswith("data:")]
+                if data and data[0]:
+                    return json.loads("\n".join(data))
+                continue
+            chunk = await self.communicator.receive_output(self.timeout)
+            self.buffer += chunk.get("body", b"").decode()
+
+    async def close(self) -> None:
+        await self.communicator.send_input({"type": "http.disconnect"})
+        await self.communicator.wait(self.timeout)
 
 
 def rpc(method: str, params: dict[str, Any] | None = None, id: int | str | None = 1) -> dict[str, Any]:
@@ -108,6 +147,12 @@ INIT_PARAMS = {
     "capabilities": {"sampling": {}, "elicitation": {}},
     "clientInfo": {"name": "gateway-tests", "version": "1.0"},
 }
+
+
+@pytest.fixture
+def conformance(transactional_db: None) -> None:
+    """The conformance tenant (``/t/conformance/mcp``) with its catalog."""
+    call_command("load_conformance_tenant", verbosity=0)
 
 
 @pytest.fixture

@@ -77,6 +77,12 @@ async def test_oversized_body_is_413(tenant, settings):
     assert reply.status == 413
 
 
+async def test_a_body_sent_in_pieces_is_served_whole(tenant):
+    reply = await request("POST", MCP, body=rpc("initialize", INIT_PARAMS), chunk=16)
+    assert reply.status == 200
+    assert reply.json()["result"]["protocolVersion"] == "2025-11-25"
+
+
 async def test_malformed_json_is_a_parse_error_with_400(tenant):
     reply = await request("POST", MCP, raw=b"{not json")
     assert reply.status == 400

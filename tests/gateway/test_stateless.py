@@ -4,18 +4,14 @@ statuses, mirrored headers, discovery, cache hints, request-scoped SSE, and canc
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import ApplicationCommunicator
-from django.core.management import call_command
 
 from mcp_core.context import ToolContext
-from mcp_platform.asgi import application
 from tenants.backends.registry import python_tool
-from tests.gateway.conftest import ACCEPT_BOTH, http_scope, request, rpc
+from tests.gateway.conftest import OpenStream, request, rpc
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -40,11 +36,6 @@ async def waits_forever(ctx: ToolContext) -> str:
         _cancelled.set()
         raise
     return "never"
-
-
-@pytest.fixture
-def conformance(transactional_db: None) -> None:
-    call_command("load_conformance_tenant", verbosity=0)
 
 
 def standard_headers(method: str, params: dict[str, Any] | None) -> dict[str, str]:
@@ -267,28 +258,12 @@ async def test_closing_the_response_cancels_the_work(conformance):
     )
     _cancelled.clear()
     params = {"name": "waits_forever", "_meta": {**META, "io.modelcontextprotocol/logLevel": "info"}}
-    headers = {**standard_headers("tools/call", params), "content-type": "application/json", "accept": ACCEPT_BOTH}
-    scope = {
-        "type": "http",
-        "http_version": "1.1",
-        "method": "POST",
-        "path": MCP,
-        "raw_path": MCP.encode(),
-        "query_string": b"",
-        "headers": [(b"host", b"127.0.0.1:8000"), *((k.encode(), v.encode()) for k, v in headers.items())],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
-    communicator = ApplicationCommunicator(application, scope)
-    body = json.dumps(rpc("tools/call", params)).encode()
-    await communicator.send_input({"type": "http.request", "body": body, "more_body": False})
-    start = await communicator.receive_output(5)
-    assert start["status"] == 200
-    first = await communicator.receive_output(5)
-    assert b"notifications/message" in first["body"]
-    await communicator.send_input({"type": "http.disconnect"})
+    stream = OpenStream(MCP, rpc("tools/call", params), standard_headers("tools/call", params), timeout=5)
+    status, _ = await stream.open()
+    assert status == 200
+    assert (await stream.next_message())["method"] == "notifications/message"
+    await stream.close()
     await asyncio.wait_for(_cancelled.wait(), 5)
-    await communicator.wait(5)
 
 
 async def test_a_notification_is_accepted_with_202(conformance):
@@ -447,35 +422,20 @@ async def test_request_state_of_a_public_tenant_is_refused_by_an_authorized_one(
     assert refused["error"]["code"] == -32602 and "another server" in refused["error"]["message"]
 
 
-async def open_listen(notifications: dict[str, Any], *, id: int = 11) -> tuple[ApplicationCommunicator, list[Any]]:
-    """A subscriptions/listen stream through the ASGI stack, and its messages once read."""
+async def open_listen(notifications: dict[str, Any], *, id: int = 11) -> OpenStream:
+    """A subscriptions/listen stream through the ASGI stack, its response started."""
     params = {"notifications": notifications, "_meta": META}
-    body = json.dumps(rpc("subscriptions/listen", params, id=id)).encode()
-    headers = {
-        "host": "127.0.0.1:8000",
-        "content-type": "application/json",
-        "accept": ACCEPT_BOTH,
-        **standard_headers("subscriptions/listen", params),
-    }
-    communicator = ApplicationCommunicator(application, http_scope("POST", MCP, headers))
-    await communicator.send_input({"type": "http.request", "body": body, "more_body": False})
-    start = await communicator.receive_output(5)
-    assert start["status"] == 200
-    assert dict(start["headers"])[b"content-type"] == b"text/event-stream"
-    return communicator, []
-
-
-async def next_listen_message(communicator: ApplicationCommunicator) -> dict[str, Any]:
-    while True:
-        chunk = (await communicator.receive_output(5))["body"].decode()
-        data = [line[6:] for line in chunk.splitlines() if line.startswith("data: ")]
-        if data:
-            return json.loads("".join(data))
+    stream = OpenStream(
+        MCP, rpc("subscriptions/listen", params, id=id), standard_headers("subscriptions/listen", params)
+    )
+    status, headers = await stream.open()
+    assert (status, headers["content-type"]) == (200, "text/event-stream")
+    return stream
 
 
 async def test_listen_acknowledges_then_delivers_only_requested_changes_tagged_with_its_id(conformance):
-    communicator, _ = await open_listen({"toolsListChanged": True, "promptsListChanged": False}, id=11)
-    ack = await next_listen_message(communicator)
+    stream = await open_listen({"toolsListChanged": True, "promptsListChanged": False}, id=11)
+    ack = await stream.next_message()
     assert ack["method"] == "notifications/subscriptions/acknowledged"
     assert ack["params"]["notifications"] == {"toolsListChanged": True}
     assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 11
@@ -483,15 +443,14 @@ async def test_listen_acknowledges_then_delivers_only_requested_changes_tagged_w
     prompts = await call("tools/call", {"name": "test_trigger_prompt_change"}, id=12)
     assert prompts.json()["result"]["content"][0]["text"] == "Mutation triggered"
     await call("tools/call", {"name": "test_trigger_tool_change"}, id=13)
-    changed = await next_listen_message(communicator)
+    changed = await stream.next_message()
     # The prompts change was not asked for: the first notification after the acknowledgement is the tools one.
     assert changed == {
         "jsonrpc": "2.0",
         "method": "notifications/tools/list_changed",
         "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 11}},
     }
-    await communicator.send_input({"type": "http.disconnect"})
-    await communicator.wait(5)
+    await stream.close()
 
 
 async def test_a_listen_with_a_bad_envelope_is_a_json_error_with_its_id(conformance):

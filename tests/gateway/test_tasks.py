@@ -5,17 +5,13 @@ tasks/result asking the task's questions on its stream, tasks/list), bound to te
 from __future__ import annotations
 
 import asyncio
-import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from channels.testing import ApplicationCommunicator
-from django.core.management import call_command
 
 from mcp_core.features.subscriptions import parse_listen
 from mcp_core.tasks import RELATED_TASK_KEY, TASKS_EXTENSION, TaskSnapshot, TaskStatus
-from mcp_platform.asgi import application
 from mcp_platform.gateway import groups
 from mcp_platform.gateway.listen import ListenStream
 from mcp_platform.gateway.mailbox import Inbox
@@ -24,7 +20,7 @@ from mcp_platform.jobs.models import ToolRun
 from tenants.models import Backend
 from tests.factories import MembershipFactory, OAuthClientFactory, TenantFactory, ToolFactory, UserFactory
 from tests.factories import access_token_create as _token_create
-from tests.gateway.conftest import ACCEPT_BOTH, INIT_PARAMS, http_scope, request, rpc
+from tests.gateway.conftest import INIT_PARAMS, OpenStream, request, rpc
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -33,11 +29,6 @@ MCP = "/t/conformance/mcp"
 DEADLINE = 10.0
 WITH_TASKS = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
 NAME_SOURCES = {"tools/call": "name", "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
-
-
-@pytest.fixture
-def conformance(transactional_db: None) -> None:
-    call_command("load_conformance_tenant", verbosity=0)
 
 
 async def call(
@@ -140,7 +131,7 @@ def listen_request(task_ids: list[str], capabilities: dict[str, Any]) -> tuple[d
 
 async def test_a_listen_stream_carries_the_status_of_the_callers_tasks(conformance):
     task_id = (await call("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}}))["result"]["taskId"]
-    stream = OpenStream(*listen_request([task_id, "someone-elses-task"], WITH_TASKS))
+    stream = OpenStream(MCP, *listen_request([task_id, "someone-elses-task"], WITH_TASKS))
     await stream.open()
     try:
         ack = await stream.next_message()
@@ -314,36 +305,6 @@ async def test_tasks_list_and_get_see_only_the_session_s_tasks(conformance):
     assert others == [] and stranger["error"]["code"] == -32602
 
 
-class OpenStream:
-    """A POST whose SSE response is read event by event while the test talks to the server meanwhile."""
-
-    def __init__(self, body: Any, headers: dict[str, str]) -> None:
-        all_headers = {"host": "127.0.0.1:8000", "content-type": "application/json", "accept": ACCEPT_BOTH, **headers}
-        self.communicator = ApplicationCommunicator(application, http_scope("POST", MCP, all_headers))
-        self.body = json.dumps(body).encode()
-        self.buffer = ""
-
-    async def open(self) -> None:
-        await self.communicator.send_input({"type": "http.request", "body": self.body, "more_body": False})
-        start = await self.communicator.receive_output(DEADLINE)
-        assert start["type"] == "http.response.start"
-
-    async def next_message(self) -> dict[str, Any]:
-        while True:
-            if "\n\n" in self.buffer:
-                block, self.buffer = self.buffer.split("\n\n", 1)
-                data = [line[5:].strip() for line in block.splitlines() if line.startswith("data:")]
-                if data and data[0]:
-                    return json.loads("\n".join(data))
-                continue
-            chunk = await self.communicator.receive_output(DEADLINE)
-            self.buffer += chunk.get("body", b"").decode()
-
-    async def close(self) -> None:
-        await self.communicator.send_input({"type": "http.disconnect"})
-        await self.communicator.wait(DEADLINE)
-
-
 async def test_tasks_result_asks_the_task_s_questions_on_its_stream(conformance):
     session_id = await initialize()
     headers = {"mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
@@ -353,7 +314,7 @@ async def test_tasks_result_asks_the_task_s_questions_on_its_stream(conformance)
         )
     )["result"]["task"]["taskId"]
     await work(task_id)
-    stream = OpenStream(rpc("tasks/result", {"taskId": task_id}, id=5), headers)
+    stream = OpenStream(MCP, rpc("tasks/result", {"taskId": task_id}, id=5), headers)
     await stream.open()
     try:
         question = await stream.next_message()
