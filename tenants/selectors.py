@@ -119,19 +119,10 @@ async def atool_get(*, tenant: Tenant, name: str) -> Tool | None:
     return await _enabled_tools(tenant).filter(name=name).afirst()
 
 
-def _scope_lists(tools: QuerySet[Tool]) -> QuerySet[Tool, str]:
-    return tools.exclude(required_scopes="").values_list("required_scopes", flat=True)
-
-
-async def atool_required_scopes(*, tenant: Tenant, names: set[str]) -> set[str]:
-    """The scopes the enabled tools called ``names`` require, together."""
-    lists = _scope_lists(_enabled_tools(tenant).filter(name__in=names))
-    return {scope async for value in lists for scope in value.split()}
-
-
 def tool_scope_vocabulary(*, tenant: Tenant | None) -> set[str]:
     """Every scope some enabled tool requires: of ``tenant``, or of every tenant when None."""
-    return {scope for value in _scope_lists(_enabled_tools(tenant)).distinct() for scope in value.split()}
+    lists = _enabled_tools(tenant).exclude(required_scopes="").values_list("required_scopes", flat=True)
+    return {scope for value in lists.distinct() for scope in value.split()}
 
 
 # ---- resources and templates -------------------------------------------------------------------------

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from tenants.models import Tenant
-from tenants.selectors import atool_required_scopes
+from tenants.cache import tenant_cache
+from tenants.models import Tenant, Tool
 
 TOOLS = "mcp:tools"
 RESOURCES = "mcp:resources"
@@ -47,20 +47,26 @@ def _messages(body: bytes) -> list[dict[str, Any]]:
     return [m for m in messages if isinstance(m, dict) and isinstance(m.get("method"), str)]
 
 
-def required_scopes(body: bytes) -> frozenset[str]:
-    """The platform scopes the JSON-RPC message(s) in ``body`` need; none for bodies that do not parse."""
-    needed = {_scope_for(m["method"], m.get("params")) for m in _messages(body)}
+def _platform_scopes(messages: list[dict[str, Any]]) -> frozenset[str]:
+    needed = {_scope_for(m["method"], m.get("params")) for m in messages}
     return frozenset(scope for scope in needed if scope)
 
 
+def required_scopes(body: bytes) -> frozenset[str]:
+    """The platform scopes the JSON-RPC message(s) in ``body`` need; none for bodies that do not parse."""
+    return _platform_scopes(_messages(body))
+
+
 async def arequired_scopes(body: bytes, *, tenant: Tenant) -> frozenset[str]:
-    """``required_scopes`` plus the scopes of every tool ``body`` calls (one query, only for ``tools/call``)."""
-    called = {
-        m["params"]["name"]
-        for m in _messages(body)
-        if m["method"] == "tools/call"
-        and isinstance(m.get("params"), dict)
-        and isinstance(m["params"].get("name"), str)
-    }
-    tool_scopes = await atool_required_scopes(tenant=tenant, names=called) if called else set()
-    return required_scopes(body) | tool_scopes
+    """``required_scopes`` plus the scopes of every enabled tool ``body`` calls, read through the tenant cache
+    (no query while the tenant's catalog is cached)."""
+    messages = _messages(body)
+    needed = set(_platform_scopes(messages))
+    catalog = tenant_cache.catalog(tenant)
+    for message in messages:
+        params = message.get("params")
+        if message["method"] == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str):
+            tool = await catalog.get_tool(params["name"])
+            if tool is not None and isinstance(tool.handle, Tool):
+                needed.update(tool.handle.required_scopes.split())
+    return frozenset(needed)

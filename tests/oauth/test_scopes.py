@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import urlencode
 
@@ -10,7 +11,7 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from django.test import Client
 
-from mcp_platform.oauth.scopes import required_scopes
+from mcp_platform.oauth.scopes import arequired_scopes, required_scopes
 from tenants.services import tool_create
 from tests.factories import ToolFactory, access_token_create
 from tests.gateway.conftest import INIT_PARAMS, request, rpc
@@ -39,13 +40,34 @@ MCP = "/t/acme/mcp"
     ],
 )
 def test_each_method_needs_the_scope_of_its_feature(message, needed):
-    import json
 
     assert required_scopes(json.dumps(message).encode()) == needed
 
 
 def test_a_body_that_does_not_parse_needs_no_scope():
     assert required_scopes(b"{nope") == frozenset()
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_a_tool_call_needs_the_scopes_of_the_enabled_tool_of_this_tenant(acme, globex):
+    make = sync_to_async(ToolFactory)
+    await make(tenant=acme, name="pay", required_scopes="billing:write  billing:read")
+    await make(tenant=acme, name="off", required_scopes="admin:all", enabled=False)
+    await make(tenant=acme, name="open")
+    await make(tenant=globex, name="pay", required_scopes="hr:read")
+
+    def calls(*names: str) -> bytes:
+        return json.dumps(
+            [rpc("tools/call", {"name": name, "arguments": {}}, id=i) for i, name in enumerate(names)]
+        ).encode()
+
+    assert await arequired_scopes(calls("pay", "off", "open"), tenant=acme) == {
+        "mcp:tools",
+        "billing:write",
+        "billing:read",
+    }
+    assert await arequired_scopes(calls("off"), tenant=acme) == {"mcp:tools"}
 
 
 async def _session(token: str) -> str:

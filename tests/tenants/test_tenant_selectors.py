@@ -89,15 +89,14 @@ def test_disabled_tool_cannot_be_fetched(tenant: Tenant) -> None:
     assert selectors.tool_get(tenant=tenant, name="off") is None
 
 
-def test_tool_scopes_come_from_enabled_tools_of_the_tenant_asked(tenant: Tenant, other_tenant: Tenant) -> None:
+def test_the_scope_vocabulary_comes_from_enabled_tools_of_the_tenant_asked(
+    tenant: Tenant, other_tenant: Tenant
+) -> None:
     ToolFactory(tenant=tenant, name="pay", required_scopes="billing:write  billing:read")
     ToolFactory(tenant=tenant, name="off", required_scopes="admin:all", enabled=False)
     ToolFactory(tenant=tenant, name="open")
     ToolFactory(tenant=other_tenant, name="pay", required_scopes="hr:read")
 
-    required = async_to_sync(selectors.atool_required_scopes)
-    assert required(tenant=tenant, names={"pay", "off", "open"}) == {"billing:write", "billing:read"}
-    assert required(tenant=tenant, names={"off"}) == set()
     assert selectors.tool_scope_vocabulary(tenant=tenant) == {"billing:write", "billing:read"}
     assert selectors.tool_scope_vocabulary(tenant=None) == {"billing:write", "billing:read", "hr:read"}
 
