@@ -11,7 +11,7 @@ from pathlib import Path
 import dj_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("MCP_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR = Path(os.environ.get("MCP_VAR_DIR") or BASE_DIR / "var")  # an empty value means unset
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
