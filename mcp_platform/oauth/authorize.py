@@ -10,14 +10,17 @@ from django.shortcuts import render
 from oauth2_provider.cimd import is_cimd_client_id
 from oauth2_provider.exceptions import FatalClientError, OAuthToolkitError
 from oauth2_provider.models import get_application_model
+from oauth2_provider.oauth2_backends import _add_iss_to_redirect
+from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import AuthorizationView
-from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error, InvalidClientIdError
+from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error, InvalidClientIdError, InvalidRequestError
 
 from mcp_platform.oauth.audience import AudienceRefused, grant_tenant
 from mcp_platform.oauth.headers import apply_page_policy, form_target
 from mcp_platform.oauth.models import TenantApplication
 from mcp_platform.oauth.presentation import client_face, redirect_host
 from mcp_platform.oauth.resource import base_url_from_request
+from mcp_platform.oauth.validators import pkce_problem
 
 UNKNOWN_CLIENT = (
     "This app is not registered here, or its registration expired. Go back to the app and connect again: "
@@ -30,8 +33,10 @@ class TenantAuthorizationView(AuthorizationView):
     audience rules.
 
     The resource is checked when the consent page is shown and again when it is submitted (the hidden
-    field can be tampered with). An unknown ``client_id`` is ``invalid_client``, shown to the person (never a
-    redirect, RFC 6749 §4.1.2.1).
+    field can be tampered with). PKCE other than a well-formed S256 challenge is refused before the consent page,
+    by a redirect to the client once its redirect URI is known to be valid, so no one consents to a grant that
+    would fail. An unknown ``client_id`` is ``invalid_client``, shown to the person (never a redirect,
+    RFC 6749 §4.1.2.1).
     """
 
     template_name = "oauth/consent.html"
@@ -70,10 +75,33 @@ class TenantAuthorizationView(AuthorizationView):
                 return render(request, "oauth/refused.html", context, status=403)
         return super().get(request, *args, **kwargs)
 
+    def validate_authorization_request(self, request: HttpRequest) -> tuple[list[str], dict[str, Any]]:
+        """DOT's validation (client, redirect URI, then the rest), plus the PKCE rules of ``pkce_problem``.
+
+        Raises ``FatalClientError`` (shown) or ``OAuthToolkitError`` (redirected to the client).
+        """
+        scopes, credentials = super().validate_authorization_request(request)
+        problem = pkce_problem(credentials.get("code_challenge"), credentials.get("code_challenge_method"))
+        if problem:
+            error = InvalidRequestError(description=problem, state=credentials.get("state"))
+            raise OAuthToolkitError(error=error, redirect_uri=credentials["redirect_uri"])
+        return scopes, credentials
+
     def error_response(self, error: OAuthToolkitError, application: Any, **kwargs: Any) -> HttpResponse:
         if isinstance(error.oauthlib_error, InvalidClientIdError):
             error = FatalClientError(error=CustomOAuth2Error(error="invalid_client", description=UNKNOWN_CLIENT))
+        elif application is None:
+            # DOT passes no client for errors found while validating the request; its redirect then allows only
+            # http(s), and a native client's private-use scheme would be refused.
+            application = self._application(self.request.GET.get("client_id"))
         response: HttpResponse = super().error_response(error, application, **kwargs)
+        return response
+
+    def redirect(self, redirect_to: str, application: Any) -> HttpResponse:
+        """Every redirect to the client names the issuer (RFC 9207 §2: error responses too; DOT adds it only to
+        the responses it creates itself)."""
+        issuer = oauth2_settings.oauth2_authorization_server_issuer(self.request)
+        response: HttpResponse = super().redirect(_add_iss_to_redirect(redirect_to, issuer), application)
         return response
 
     def form_valid(self, form: Any) -> HttpResponse:

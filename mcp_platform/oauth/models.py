@@ -143,3 +143,18 @@ class MachineClient(TenantApplication):
     class Meta:
         proxy = True
         verbose_name = "machine client"
+
+
+class ConsumedAuthorizationCode(models.Model):
+    """An authorization code that was exchanged, and the tokens it gave, so that a replay can revoke them
+    (RFC 9700 §4.2.1). Only the code's SHA-256 is kept; rows are purged after ``CONSUMED_CODE_RETENTION``."""
+
+    code_checksum = models.CharField(max_length=64, unique=True)
+    application = models.ForeignKey(TenantApplication, on_delete=models.CASCADE, related_name="+")
+    # Plain values, not foreign keys: the tokens may be rotated or revoked long before a replay comes.
+    access_token_id = models.BigIntegerField(null=True)
+    token_family = models.UUIDField(null=True)
+    consumed = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    def __str__(self) -> str:
+        return f"Authorization code consumed {self.consumed:%Y-%m-%d %H:%M:%S}"

@@ -10,6 +10,7 @@ from oauth2_provider import views as dot_views
 from mcp_platform.oauth.authorize import TenantAuthorizationView
 from mcp_platform.oauth.metadata import OpenIDConfigurationView, TenantResourceMetadataView
 from mcp_platform.oauth.registration import LimitedRegistrationManagementView, LimitedRegistrationView
+from mcp_platform.oauth.token_endpoint import AtomicTokenView
 
 app_name = "oauth2_provider"
 
@@ -30,7 +31,7 @@ urlpatterns = [
         name="tenant-resource-metadata",
     ),
     path("oauth/authorize/", TenantAuthorizationView.as_view(), name="authorize"),
-    path("oauth/token/", dot_views.TokenView.as_view(), name="token"),
+    path("oauth/token/", AtomicTokenView.as_view(), name="token"),
     path("oauth/revoke/", dot_views.RevokeTokenView.as_view(), name="revoke-token"),
     path("oauth/jwks/", dot_views.JwksInfoView.as_view(), name="jwks-info"),
     path("oauth/userinfo/", dot_views.UserInfoView.as_view(), name="user-info"),

@@ -5,21 +5,33 @@ client's token may be used.
 client whose admin granted it a list (``allowed_scopes``) gets at most that list. ``PlatformOAuth2Validator``
 (``OAUTH2_VALIDATOR_CLASS``): a client-credentials token is for the endpoint of the tenant its client is bound
 to, named or not in the request (RFC 8707), any other resource is ``invalid_target``; a machine client asking
-for more scopes than it was allowed gets the allowed part.
+for more scopes than it was allowed gets the allowed part. A code or refresh token is honoured only for an
+active person who is still a member of a servable tenant, its row locked while it is validated (the token
+endpoint runs in one transaction), and a replayed code revokes what it gave (``codes``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from django.contrib.auth.models import AbstractBaseUser
+from oauth2_provider.models import get_grant_model, get_refresh_token_model
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.scopes import SettingsScopes, get_scopes_backend
 from oauth2_provider.settings import oauth2_settings
-from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
+from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error, InvalidRequestError
 
+from mcp_platform.oauth.codes import authorization_code_consumed, authorization_code_replayed, checksum
 from mcp_platform.oauth.resource import base_url_from_headers, endpoint_url, tenant_slug_of
 from tenants.models import Tenant
-from tenants.selectors import tenant_get_servable, tool_scope_vocabulary
+from tenants.selectors import membership_get, tenant_get_servable, tool_scope_vocabulary
+
+# RFC 7636 §4.2: BASE64URL(SHA256(verifier)) without padding is 43 characters; anything else can never verify.
+S256_CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")
+
+# Where ``save_bearer_token`` leaves the access token it issued, for the code's consumption record.
+ISSUED_ACCESS_TOKEN = "platform_issued_access_token"
 
 
 def _requested_resources(request: Any) -> list[str]:
@@ -38,6 +50,27 @@ def _tenant_of(application: Any, request: Any) -> Tenant | None:
     # Which origin the resource names is the audience check's business, not the vocabulary's.
     slug = tenant_slug_of(resources[0]) if len(resources) == 1 else None
     return tenant_get_servable(slug=slug) if slug else None
+
+
+def _still_entitled(user: AbstractBaseUser | None, resources: Any) -> bool:
+    """Whether ``user`` may still be issued a token for ``resources``: an active account, still a member of the
+    servable (not suspended) tenant whose one endpoint they name."""
+    names = [r for r in resources or [] if isinstance(r, str)] if isinstance(resources, list) else []
+    slug = tenant_slug_of(names[0]) if len(names) == 1 else None
+    tenant = tenant_get_servable(slug=slug) if slug else None
+    if tenant is None or user is None or not user.is_active:
+        return False
+    return membership_get(tenant=tenant, user=user) is not None  # type: ignore[arg-type]
+
+
+def pkce_problem(challenge: str | None, method: str | None) -> str | None:
+    """What is wrong with an authorization request's PKCE parameters, or None. Only S256 is offered (RFC 9700
+    §2.1.1; a missing method means "plain", RFC 7636 §4.3), and its challenge must be a base64url SHA-256."""
+    if method != "S256":
+        return 'Use the "S256" code_challenge_method; "plain" is not accepted.'
+    if not challenge or not S256_CHALLENGE.fullmatch(challenge):
+        return "code_challenge must be the unpadded base64url SHA-256 of the code_verifier (43 characters)."
+    return None
 
 
 def _allowed(application: Any) -> list[str]:
@@ -111,3 +144,44 @@ class PlatformOAuth2Validator(OAuth2Validator):
                 error="invalid_target", description=f"This client's tokens are for {audience} only."
             )
         request.resource = [audience]
+
+    def save_authorization_code(self, client_id: str, code: Any, request: Any, *args: Any, **kwargs: Any) -> None:
+        """DOT's grant, only for a well-formed S256 challenge: the consent form's hidden fields can be tampered
+        with after the request was checked. Raises ``InvalidRequestError``."""
+        problem = pkce_problem(request.code_challenge, request.code_challenge_method)
+        if problem:
+            raise InvalidRequestError(description=problem, request=request)
+        super().save_authorization_code(client_id, code, request, *args, **kwargs)
+
+    def validate_code(self, client_id: str, code: str, client: Any, request: Any, *args: Any, **kwargs: Any) -> bool:
+        """DOT's check, on the code's row locked until the exchange commits; a code this client already
+        exchanged revokes the tokens it gave. Raises nothing: False is ``invalid_grant``."""
+        grant = get_grant_model().objects.select_for_update().filter(code=code, application=client).first()
+        if grant is None:
+            authorization_code_replayed(code=code, application=client)
+            return False
+        if not _still_entitled(grant.user, grant.resource):
+            return False
+        valid: bool = super().validate_code(client_id, code, client, request, *args, **kwargs)
+        return valid
+
+    def save_bearer_token(self, token: dict[str, Any], request: Any, *args: Any, **kwargs: Any) -> None:
+        super().save_bearer_token(token, request, *args, **kwargs)
+        setattr(request, ISSUED_ACCESS_TOKEN, token.get("access_token"))
+
+    def invalidate_authorization_code(self, client_id: str, code: str, request: Any, *args: Any, **kwargs: Any) -> None:
+        """DOT deletes the code; it is remembered, with what it gave, for replays."""
+        super().invalidate_authorization_code(client_id, code, request, *args, **kwargs)
+        authorization_code_consumed(
+            code=code, application=request.client, access_token=getattr(request, ISSUED_ACCESS_TOKEN, None)
+        )
+
+    def validate_refresh_token(self, refresh_token: str, client: Any, request: Any, *args: Any, **kwargs: Any) -> bool:
+        """DOT's check (rotation, reuse detection) after locking the token's rows, so a concurrent use waits
+        for this one and then counts as a replay; and only for a person still entitled to the endpoint."""
+        locked = get_refresh_token_model().objects.select_for_update().filter(token_checksum=checksum(refresh_token))
+        list(locked.values_list("pk", flat=True))
+        if not super().validate_refresh_token(refresh_token, client, request, *args, **kwargs):
+            return False
+        instance = request.refresh_token_instance
+        return _still_entitled(instance.user, instance.resource)

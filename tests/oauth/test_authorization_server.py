@@ -165,12 +165,77 @@ def test_pkce_is_required(client, acme, browser):
     assert redirect_params(response)["error"] == "invalid_request"
 
 
-def test_plain_pkce_gets_no_code(client, acme, browser):
+@pytest.mark.parametrize("method", ["plain", None, "s256", "S512"])
+def test_a_challenge_method_other_than_s256_is_refused_before_the_consent_page(client, acme, browser, method):
     client_id = _registered_client_id(client)
-    pkce = Pkce.new()
-    params = redirect_params(consent(browser, authorize_query(client_id, pkce, code_challenge_method="plain")))
+    query = authorize_query(client_id, Pkce.new(), code_challenge_method=method)
+    response = browser.get(f"/oauth/authorize/?{_urlencode(query)}", HTTP_HOST=HOST)
+    # Sent back to the client (its redirect URI is valid), never shown a consent page it cannot complete.
+    params = redirect_params(response)
+    assert response["Location"].startswith(REDIRECT)
+    assert params["error"] == "invalid_request"
+    assert params["state"] == "xyz"
+    assert params["iss"] == BASE
+    assert "code" not in params
+
+
+def test_a_native_client_gets_the_pkce_refusal_on_its_own_scheme(client, acme, browser):
+    redirect = "cursor://anysphere.cursor-retrieval/oauth/callback"
+    client_id = _registered_client_id(client, redirect_uris=[redirect])
+    query = authorize_query(client_id, Pkce.new(), code_challenge_method="plain", redirect_uri=redirect)
+    response = browser.get(f"/oauth/authorize/?{_urlencode(query)}", HTTP_HOST=HOST)
+    assert response.status_code == 302
+    assert response["Location"].startswith(f"{redirect}?error=invalid_request")
+
+
+def test_plain_pkce_submitted_through_a_tampered_form_gets_no_code(client, acme, browser):
+    client_id = _registered_client_id(client)
+    page = browser.get(f"/oauth/authorize/?{_urlencode(authorize_query(client_id, Pkce.new()))}", HTTP_HOST=HOST)
+    data = {k: v for k, v in page.context["form"].initial.items() if v is not None}
+    data.update(allow="on", code_challenge_method="plain")
+    params = redirect_params(browser.post("/oauth/authorize/", data, HTTP_HOST=HOST))
     assert params["error"] == "invalid_request"
     assert "code" not in params
+
+
+@pytest.mark.parametrize(
+    "challenge",
+    [
+        "",
+        "short",
+        "A" * 42,
+        "A" * 44,
+        "A" * 128,
+        "A" * 42 + "=",  # padded base64
+        "A" * 42 + "+",  # base64, not base64url
+        "A" * 42 + "~",  # unreserved, but no SHA-256 digest encodes to it
+    ],
+)
+def test_an_s256_challenge_that_is_not_a_base64url_sha256_is_refused_before_consent(client, acme, browser, challenge):
+    client_id = _registered_client_id(client)
+    query = authorize_query(client_id, Pkce.new(), code_challenge=challenge)
+    params = redirect_params(browser.get(f"/oauth/authorize/?{_urlencode(query)}", HTTP_HOST=HOST))
+    assert params["error"] == "invalid_request"
+
+
+def test_a_tampered_s256_challenge_on_submit_gets_no_code(client, acme, browser):
+    client_id = _registered_client_id(client)
+    page = browser.get(f"/oauth/authorize/?{_urlencode(authorize_query(client_id, Pkce.new()))}", HTTP_HOST=HOST)
+    data = {k: v for k, v in page.context["form"].initial.items() if v is not None}
+    data.update(allow="on", code_challenge="x")
+    params = redirect_params(browser.post("/oauth/authorize/", data, HTTP_HOST=HOST))
+    assert params["error"] == "invalid_request"
+    assert "code" not in params
+
+
+def test_a_bad_challenge_with_an_unregistered_redirect_is_shown_not_redirected(client, acme, browser):
+    client_id = _registered_client_id(client)
+    query = authorize_query(
+        client_id, Pkce.new(), code_challenge_method="plain", redirect_uri="https://evil.example/cb"
+    )
+    response = browser.get(f"/oauth/authorize/?{_urlencode(query)}", HTTP_HOST=HOST)
+    assert response.status_code == 400
+    assert "evil.example" not in response.get("Location", "")
 
 
 def test_wrong_code_verifier_gets_no_token(client, acme, browser):
