@@ -62,10 +62,14 @@ DEFAULTS: dict[str, Any] = {
     # Reverse proxies (addresses or CIDR networks) whose X-Forwarded-For is believed when finding a client's
     # address (rate limits). Empty: the peer address is the client's.
     "TRUSTED_PROXIES": [],
-    # Anonymous client registrations (RFC 7591) and first fetches of client metadata documents allowed per
-    # client address, and registrations platform-wide, per hour.
+    # Anonymous client registrations (RFC 7591) and first fetches of client metadata documents allowed per hour:
+    # per client (an IPv4 address or IPv6 /64) and per network (an IPv4 /24 or IPv6 /56). Past the platform-wide
+    # figure the platform is under load: each network then gets at most DCR_PER_NETWORK_UNDER_LOAD an hour, so a
+    # flood from a few networks cannot lock the others out.
     "DCR_PER_ADDRESS_PER_HOUR": 20,
+    "DCR_PER_NETWORK_PER_HOUR": 60,
     "DCR_PLATFORM_PER_HOUR": 1000,
+    "DCR_PER_NETWORK_UNDER_LOAD": 3,
     # A self-registered client that never obtained a token (or whose tokens are all gone) is deleted this long
     # after it registered (seconds); clients register again when told their client_id is unknown.
     "DCR_UNUSED_CLIENT_LIFETIME": 24 * 3600,
@@ -103,7 +107,9 @@ class PlatformSettings:
     SERVER_VERSION: str
     TRUSTED_PROXIES: list[str]
     DCR_PER_ADDRESS_PER_HOUR: int
+    DCR_PER_NETWORK_PER_HOUR: int
     DCR_PLATFORM_PER_HOUR: int
+    DCR_PER_NETWORK_UNDER_LOAD: int
     DCR_UNUSED_CLIENT_LIFETIME: int
     CIMD_ALLOWED_NETWORKS: list[str]
     CIMD_CA_BUNDLE: str
@@ -153,7 +159,9 @@ POSITIVE_INTEGERS = (
     "TASK_MAX_ACTIVE_PER_TENANT",
     "TASK_LEASE_SECONDS",
     "DCR_PER_ADDRESS_PER_HOUR",
+    "DCR_PER_NETWORK_PER_HOUR",
     "DCR_PLATFORM_PER_HOUR",
+    "DCR_PER_NETWORK_UNDER_LOAD",
     "DCR_UNUSED_CLIENT_LIFETIME",
 )
 

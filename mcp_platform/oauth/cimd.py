@@ -123,4 +123,4 @@ class RateLimitedCIMDPermission:
     """``CIMD_REGISTRATION_PERMISSION_CLASSES``: a first sight (or re-fetch) counts like a registration."""
 
     def has_permission(self, request: Any, client_id: str) -> bool:
-        return not registration_refused(getattr(request, "headers", None) or {}, "cimd")
+        return registration_refused(getattr(request, "headers", None) or {}, "cimd") is None

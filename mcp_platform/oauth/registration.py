@@ -1,6 +1,6 @@
 """Dynamic Client Registration (RFC 7591) on django-oauth-toolkit's view, limited for anonymous use.
 
-Anyone may register, so registration is rate-limited per client address and platform-wide, and only what MCP
+Anyone may register, so registration is rate-limited per client and network (``throttling``), and only what MCP
 clients need is accepted: the authorization code grant, a few redirect URIs, a short name, and a logo
 (kept only when it is a safe https URL; otherwise ignored, as RFC 7591 §2 allows). The same rules hold when a
 client rewrites its registration (RFC 7592) and for client metadata documents. A registered client that is
@@ -27,7 +27,7 @@ from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import DynamicClientRegistrationManagementView, DynamicClientRegistrationView
 
 from mcp_platform.oauth.models import TenantApplication, safe_logo_uri
-from mcp_platform.oauth.throttling import WINDOW_SECONDS, registration_refused
+from mcp_platform.oauth.throttling import registration_refused
 
 MAX_REDIRECT_URIS = 10
 MAX_CLIENT_NAME = 100
@@ -65,9 +65,16 @@ def _body(request: HttpRequest) -> Any:
 
 class LimitedRegistrationView(DynamicClientRegistrationView):
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if registration_refused(request.META, "dcr"):
-            refusal = _refuse("Too many client registrations; try again later.", 429, "slow_down")
-            refusal["Retry-After"] = str(WINDOW_SECONDS)
+        retry_after = registration_refused(request.META, "dcr")
+        if retry_after is not None:
+            # RFC 7591 §3.2.2 defines error codes for bad metadata only; a limit is the HTTP 429 status with
+            # Retry-After, and RFC 6749's "temporarily_unavailable", which SDK clients report as such.
+            refusal = _refuse(
+                f"Too many client registrations from your network; try again in {retry_after} seconds.",
+                429,
+                "temporarily_unavailable",
+            )
+            refusal["Retry-After"] = str(retry_after)
             return refusal
         data = _body(request)
         problem = metadata_problem(data)

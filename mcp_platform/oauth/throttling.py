@@ -1,14 +1,24 @@
-"""Hourly limits on anonymous work (client registration, metadata-document fetches), keyed by client address.
+"""Hourly limits on anonymous work (client registration, metadata-document first sights), keyed by client address
+and network, so that no one can lock everyone else out.
 
-Counters live in the shared cache (Redis on the production path), so a limit holds across web processes. The
-client's address is the peer's, unless the peer is a trusted reverse proxy (``MCP_PLATFORM["TRUSTED_PROXIES"]``):
-then it is the nearest untrusted hop of ``X-Forwarded-For``, read from the right, since a client can write
-anything it likes to the left of what the proxies append.
+Counters live in the shared cache (Redis on the production path), so a limit holds across web processes; windows
+are clock hours, so every process agrees on when one ends (the ``Retry-After`` of a refusal). The client's address
+is the peer's, unless the peer is a trusted reverse proxy (``MCP_PLATFORM["TRUSTED_PROXIES"]``): then it is the
+nearest untrusted hop of ``X-Forwarded-For``, read from the right, since a client can write anything it likes to
+the left of what the proxies append.
+
+Who counts as one client: an IPv4 address or an IPv6 /64 (what one machine or line gets); as one network: an IPv4
+/24 or an IPv6 /56 (what one site or subscriber gets). Each has its own hourly limit. The platform-wide figure is
+not a cap anyone can exhaust: past it the platform is under load, and each network may then register only a few
+clients an hour (``DCR_PER_NETWORK_UNDER_LOAD``). Networks flooding it are refused, and people on other networks
+still get in.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import math
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +27,11 @@ from django.core.cache import cache
 from mcp_platform.conf import platform_settings
 
 WINDOW_SECONDS = 3600
+# A counter outlives its hour a little, so a clock slightly behind another process's still finds it.
+KEY_SLACK_SECONDS = 60
+IPV4_NETWORK_PREFIX = 24
+IPV6_CLIENT_PREFIX = 64
+IPV6_NETWORK_PREFIX = 56
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -52,21 +67,50 @@ def client_address(meta: Mapping[str, Any]) -> str:
     return str(nearest)
 
 
-def over_limit(key: str, limit: int) -> bool:
-    """Count one event against ``key`` in the current window; True when it passes ``limit``."""
-    cache.add(key, 0, WINDOW_SECONDS)
+def client_groups(address: str) -> tuple[str, str]:
+    """The client and network buckets of ``address`` (see the module docstring); unknown addresses share one."""
+    ip = _address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip is None:
+        return "unknown", "unknown"
+    if isinstance(ip, ipaddress.IPv4Address):
+        return str(ip), str(ipaddress.ip_network(f"{ip}/{IPV4_NETWORK_PREFIX}", strict=False))
+    client = ipaddress.ip_network(f"{ip}/{IPV6_CLIENT_PREFIX}", strict=False)
+    return str(client), str(ipaddress.ip_network(f"{ip}/{IPV6_NETWORK_PREFIX}", strict=False))
+
+
+def _count(key: str) -> int:
+    """Count one event against ``key`` (already naming its window); the new count."""
+    cache.add(key, 0, WINDOW_SECONDS + KEY_SLACK_SECONDS)
     try:
-        count = cache.incr(key)
+        count: int = cache.incr(key)
     except ValueError:  # the key expired between add and incr
-        cache.set(key, 1, WINDOW_SECONDS)
+        cache.set(key, 1, WINDOW_SECONDS + KEY_SLACK_SECONDS)
         count = 1
-    return count > limit
+    return count
 
 
-def registration_refused(meta: Mapping[str, Any], kind: str) -> bool:
-    """Count one anonymous registration of ``kind`` ("dcr", "cimd"); True when the caller is over a limit.
+def registration_refused(meta: Mapping[str, Any], kind: str, *, now: float | None = None) -> int | None:
+    """Count one anonymous registration of ``kind`` ("dcr", "cimd"); None when it may go ahead, else the
+    seconds until the caller may try again (the end of the current hour).
 
-    Each kind has its own per-address bucket; the platform-wide bucket is shared.
+    Each kind has its own client and network buckets; the platform-wide count of admitted ones is shared.
     """
-    per_address = over_limit(f"oauth:{kind}:addr:{client_address(meta)}", platform_settings.DCR_PER_ADDRESS_PER_HOUR)
-    return per_address or over_limit("oauth:registrations:all", platform_settings.DCR_PLATFORM_PER_HOUR)
+    moment = time.time() if now is None else now
+    window = int(moment // WINDOW_SECONDS)
+    retry_after = max(1, math.ceil((window + 1) * WINDOW_SECONDS - moment))
+    client, network = client_groups(client_address(meta))
+    per_client = _count(f"oauth:{kind}:client:{client}:{window}")
+    per_network = _count(f"oauth:{kind}:network:{network}:{window}")
+    if (
+        per_client > platform_settings.DCR_PER_ADDRESS_PER_HOUR
+        or per_network > platform_settings.DCR_PER_NETWORK_PER_HOUR
+    ):
+        return retry_after
+    platform_key = f"oauth:registrations:all:{window}"
+    under_load = int(cache.get(platform_key) or 0) >= platform_settings.DCR_PLATFORM_PER_HOUR
+    if under_load and per_network > platform_settings.DCR_PER_NETWORK_UNDER_LOAD:
+        return retry_after
+    _count(platform_key)
+    return None

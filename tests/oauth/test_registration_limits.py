@@ -14,7 +14,7 @@ from mcp_platform.oauth.authorize import UNKNOWN_CLIENT
 from mcp_platform.oauth.models import TenantApplication
 from mcp_platform.oauth.registration import dcr_clients_purge_unused
 from mcp_platform.oauth.tasks import oauth_purge_expired
-from mcp_platform.oauth.throttling import client_address
+from mcp_platform.oauth.throttling import client_address, client_groups, registration_refused
 from tests.factories import access_token_create
 from tests.oauth.conftest import ACME_MCP
 from tests.oauth.flow import HOST, REDIRECT, Pkce, authorize_query, consent, exchange, redirect_params, register
@@ -57,6 +57,84 @@ def test_a_forged_forwarded_for_does_not_buy_more_registrations(client, db, sett
     settings.MCP_PLATFORM = {**settings.MCP_PLATFORM, "DCR_PER_ADDRESS_PER_HOUR": 2}
     statuses = [register(client, meta={"HTTP_X_FORWARDED_FOR": f"198.51.100.{n}"}).status_code for n in range(3)]
     assert statuses == [201, 201, 429]
+
+
+# ---- who shares a budget ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("address", "client", "network"),
+    [
+        ("198.51.100.7", "198.51.100.7", "198.51.100.0/24"),
+        ("2001:db8:1:2:3::9", "2001:db8:1:2::/64", "2001:db8:1::/56"),
+        ("2001:db8:1:ff:3::9", "2001:db8:1:ff::/64", "2001:db8:1::/56"),
+        ("::ffff:198.51.100.7", "198.51.100.7", "198.51.100.0/24"),
+        ("unknown", "unknown", "unknown"),
+    ],
+)
+def test_a_client_is_an_ipv4_address_or_ipv6_64_and_a_network_a_24_or_56(address, client, network):
+    assert client_groups(address) == (client, network)
+
+
+def _limits(settings: Any, **limits: int) -> None:
+    settings.MCP_PLATFORM = {**settings.MCP_PLATFORM, **limits}
+
+
+def _register_from(client: Client, address: str) -> Any:
+    return register(client, meta={"REMOTE_ADDR": address})
+
+
+def test_addresses_of_one_network_share_its_budget(client, db, settings):
+    _limits(settings, DCR_PER_ADDRESS_PER_HOUR=2, DCR_PER_NETWORK_PER_HOUR=3)
+    statuses = [_register_from(client, f"198.51.100.{n}").status_code for n in range(1, 5)]
+    assert statuses == [201, 201, 201, 429]
+    assert _register_from(client, "198.51.101.1").status_code == 201, "the next /24 is another network"
+
+
+def test_an_ipv6_client_cannot_rotate_addresses_within_its_prefix(client, db, settings):
+    _limits(settings, DCR_PER_ADDRESS_PER_HOUR=2, DCR_PER_NETWORK_PER_HOUR=4)
+    same_64 = [_register_from(client, f"2001:db8:1:2::{n:x}").status_code for n in range(1, 4)]
+    assert same_64 == [201, 201, 429]  # refused attempts count against the network too
+    other_64s_same_56 = [_register_from(client, f"2001:db8:1:{n:x}::1").status_code for n in range(3, 5)]
+    assert other_64s_same_56 == [201, 429]
+
+
+def test_a_flood_from_many_networks_cannot_lock_out_a_new_one(client, db, settings):
+    """The platform-wide figure is 10 here: five attacking networks reach it; people elsewhere still register."""
+    _limits(
+        settings,
+        DCR_PER_ADDRESS_PER_HOUR=2,
+        DCR_PER_NETWORK_PER_HOUR=2,
+        DCR_PLATFORM_PER_HOUR=10,
+        DCR_PER_NETWORK_UNDER_LOAD=1,
+    )
+    attack = [_register_from(client, f"203.0.{n}.{k}").status_code for n in range(8) for k in (1, 2, 3)]
+    # Each network gets its two, until the platform is under load; then a network's first one only.
+    assert attack.count(201) == 10 + 3
+    assert _register_from(client, "198.51.100.1").status_code == 201
+    assert _register_from(client, "2001:db8:5::1").status_code == 201
+    assert _register_from(client, "203.0.0.4").status_code == 429, "a network that flooded stays refused"
+
+
+def test_the_limit_is_a_429_with_retry_after_until_the_hour_ends_and_an_rfc_error_body(client, db, settings):
+    _limits(settings, DCR_PER_ADDRESS_PER_HOUR=1)
+    assert _register_from(client, "198.51.100.1").status_code == 201
+    refused = _register_from(client, "198.51.100.1")
+    assert refused.status_code == 429
+    assert 1 <= int(refused["Retry-After"]) <= 3600
+    body = refused.json()
+    # RFC 7591 §3.2.2 has no code for a limit; RFC 6749's temporarily_unavailable says what it is.
+    assert body["error"] == "temporarily_unavailable"
+    assert "try again in" in body["error_description"]
+
+
+def test_retry_after_is_the_time_left_in_the_clock_hour(db, settings):
+    _limits(settings, DCR_PER_ADDRESS_PER_HOUR=1)
+    meta = {"REMOTE_ADDR": "198.51.100.1"}
+    hour = 3600 * 500_000
+    assert registration_refused(meta, "dcr", now=hour + 100) is None
+    assert registration_refused(meta, "dcr", now=hour + 3000) == 600
+    assert registration_refused(meta, "dcr", now=hour + 3600) is None, "a new hour, a new budget"
 
 
 # ---- what a registration may become ------------------------------------------------------------------
