@@ -77,6 +77,7 @@ class GatewayMiddleware:
                 tenant=tenant,
                 authorization=_header(scope, b"authorization"),
                 base_url=resource.base_url_from_scope(scope),
+                endpoint=resource.endpoint_of(scope["path"]),
             )
             if isinstance(outcome, resource.Challenge):
                 message = "Unauthorized" if outcome.status == 401 else "Forbidden"
@@ -111,6 +112,7 @@ class GatewayMiddleware:
                 refusal = resource.challenge(
                     base_url=resource.base_url_from_scope(scope),
                     slug=tenant.slug,
+                    endpoint=resource.endpoint_of(scope["path"]),
                     error="insufficient_scope",
                     description=f"This request needs {' '.join(sorted(missing))}.",
                     scopes=principal.scopes | missing,

@@ -1,7 +1,8 @@
 """RFC 8707 at the authorization server: which tenant endpoint a grant is for, and who may get one.
 
-A grant names exactly one tenant endpoint; it is issued only to a member of that tenant, and only to a
-client allowed for it (unbound, or bound to that tenant).
+A grant names exactly one tenant endpoint (``/mcp``, or ``/sse`` or ``/messages`` for the 2024-11-05 transport);
+it is issued only to a member of that tenant, and only to a client allowed for it (unbound, or bound to that
+tenant).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from mcp_platform.oauth.models import TenantApplication
-from mcp_platform.oauth.resource import endpoint_url, tenant_slug_of
+from mcp_platform.oauth.resource import ENDPOINTS, endpoint_url, tenant_slug_of
 from tenants.models import Tenant
 from tenants.selectors import membership_get, tenant_get_servable
 
@@ -41,7 +42,7 @@ def grant_tenant(
     slug = tenant_slug_of(resource)
     tenant = tenant_get_servable(slug=slug) if slug else None
     # The exact endpoint URL, origin included, of a servable tenant.
-    if tenant is None or endpoint_url(base_url, tenant.slug) != resource:
+    if tenant is None or resource not in {endpoint_url(base_url, tenant.slug, e) for e in ENDPOINTS}:
         raise AudienceRefused("invalid_target", f"{resource} is not an MCP endpoint of this platform.")
     if application.tenant_id not in (None, tenant.pk):
         raise AudienceRefused("access_denied", f"This client may not be used with {tenant.name}.")

@@ -16,8 +16,9 @@ from tenants.selectors import tenant_get_servable, tool_scope_vocabulary
 
 
 class TenantResourceMetadataView(OAuthProtectedResourceMetadataView):
-    """``/.well-known/oauth-protected-resource/t/<tenant>/mcp``: DOT's document with ``resource`` = the endpoint
-    and ``scopes_supported`` = the platform's MCP scopes plus those the tenant's tools require."""
+    """``/.well-known/oauth-protected-resource/t/<tenant>/<endpoint>`` (``mcp``, ``sse``, ``messages``): DOT's
+    document with ``resource`` = that endpoint's URL (RFC 9728 §3.3) and ``scopes_supported`` = the platform's MCP
+    scopes plus those the tenant's tools require."""
 
     tenant: Tenant
 
@@ -26,7 +27,7 @@ class TenantResourceMetadataView(OAuthProtectedResourceMetadataView):
         if tenant is None:
             raise Http404("No such tenant.")
         self.tenant = tenant
-        self.resource = endpoint_url(base_url_from_request(request), tenant.slug)
+        self.resource = endpoint_url(base_url_from_request(request), tenant.slug, kwargs["endpoint"])
         return super().get(request, *args, **kwargs)
 
     def get_resource(self, request: HttpRequest) -> str:

@@ -1,7 +1,8 @@
 """Each tenant endpoint as an OAuth protected resource: its URL, its metadata URL, and bearer-token checks.
 
-RFC 6750 (Bearer, header only), RFC 8707 (the token's audience is exactly this endpoint) and RFC 9728
-(``WWW-Authenticate`` points at the endpoint's metadata). Used by the gateway's ASGI middleware, so the
+RFC 6750 (Bearer, header only), RFC 8707 (the token's one audience is this endpoint, or for the 2024-11-05
+transport another endpoint of the same tenant: ``accepted_audiences``) and RFC 9728 (``WWW-Authenticate``
+points at the endpoint's metadata). Used by the gateway's ASGI middleware, so the
 check is async and costs one query (plus a "last used" write at most once a minute per token).
 """
 
@@ -29,6 +30,12 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 PRINCIPAL_SCOPE_KEY = "mcp.principal"
 # Whom a request on a tenant without authorization acts for: everyone alike.
 ANONYMOUS = "anonymous"
+# A tenant's endpoints, each a protected resource of its own (RFC 9728): Streamable HTTP, and the 2024-11-05
+# transport's stream and the message endpoint it hands out.
+MCP = "mcp"
+SSE = "sse"
+MESSAGES = "messages"
+ENDPOINTS = (MCP, SSE, MESSAGES)
 
 
 @dataclass(frozen=True)
@@ -88,40 +95,63 @@ def base_url_from_headers(headers: Mapping[str, Any]) -> str:
     return f"{scheme}://{django_request.get_host()}"
 
 
-def endpoint_url(base_url: str, slug: str) -> str:
-    """The resource identifier of a tenant: its MCP endpoint URL."""
-    return f"{base_url}/t/{slug}/mcp"
+def endpoint_url(base_url: str, slug: str, endpoint: str = MCP) -> str:
+    """The resource identifier of one of a tenant's endpoints (``MCP``, ``SSE``, ``MESSAGES``): its URL."""
+    return f"{base_url}/t/{slug}/{endpoint}"
 
 
 def tenant_slug_of(resource: str) -> str | None:
-    """The tenant slug in an endpoint URL ``…/t/<slug>/mcp`` of any origin, else None (existence unchecked)."""
+    """The tenant slug in an endpoint URL ``…/t/<slug>/<endpoint>`` of any origin, else None (existence
+    unchecked)."""
     path = resource.split("://", 1)[-1].partition("/")[2]
     parts = path.split("/")
-    if len(parts) == 3 and parts[0] == "t" and parts[2] == "mcp" and parts[1]:
+    if len(parts) == 3 and parts[0] == "t" and parts[2] in ENDPOINTS and parts[1]:
         return parts[1]
     return None
 
 
-def metadata_url(base_url: str, slug: str) -> str:
-    """Where the endpoint's RFC 9728 metadata lives (the path-component form)."""
-    return f"{base_url}/.well-known/oauth-protected-resource/t/{slug}/mcp"
+def endpoint_of(path: str) -> str:
+    """Which endpoint a request path ``/t/<slug>/<endpoint>`` is for; anything else counts as ``MCP``."""
+    last = path.rsplit("/", 1)[-1]
+    return last if last in ENDPOINTS else MCP
+
+
+def accepted_audiences(base_url: str, slug: str, endpoint: str) -> frozenset[str]:
+    """The token audiences a request to ``endpoint`` accepts: on the Streamable HTTP endpoint, that endpoint
+    only; on the 2024-11-05 transport (``/sse`` and the ``/messages`` it hands out), a token for either of
+    those or for the tenant's ``/mcp``: they are one MCP server. Never another tenant's."""
+    if endpoint == MCP:
+        return frozenset({endpoint_url(base_url, slug)})
+    return frozenset(endpoint_url(base_url, slug, e) for e in ENDPOINTS)
+
+
+def metadata_url(base_url: str, slug: str, endpoint: str = MCP) -> str:
+    """Where the RFC 9728 metadata of the endpoint a request went to lives (the path-component form).
+
+    The 2024-11-05 transport's resource is the ``/sse`` URL the client connected to (the SDKs check the
+    metadata's ``resource`` against it, for ``/messages`` refusals too), so both of its endpoints point there.
+    """
+    named = MCP if endpoint == MCP else SSE
+    return f"{base_url}/.well-known/oauth-protected-resource/t/{slug}/{named}"
 
 
 def challenge(
     *,
     base_url: str,
     slug: str,
+    endpoint: str = MCP,
     error: str | None = None,
     description: str | None = None,
     scopes: tuple[str, ...] | frozenset[str] = SCOPES,
 ) -> Challenge:
-    """401 without a usable token; 403 with ``insufficient_scope``. ``scope`` lists what the request needs."""
+    """401 without a usable token; 403 with ``insufficient_scope``. ``scope`` lists what the request needs;
+    ``resource_metadata`` the metadata of the ``endpoint`` the request went to."""
     details: dict[str, str] = {}
     if error:
         details["error"] = error
     if description:
         details["error_description"] = description
-    value = build_bearer_challenge(None, details or None, resource_metadata_url=metadata_url(base_url, slug))
+    value = build_bearer_challenge(None, details or None, resource_metadata_url=metadata_url(base_url, slug, endpoint))
     value += f',scope="{" ".join(ordered(scopes))}"'
     return Challenge(403 if error == "insufficient_scope" else 401, value)
 
@@ -137,18 +167,20 @@ def bearer_token(authorization: str | None) -> str | None:
     return token
 
 
-async def aauthenticate(*, tenant: Tenant, authorization: str | None, base_url: str) -> Principal | Challenge:
-    """Check the bearer token of a request to ``tenant``'s endpoint in one query.
+async def aauthenticate(
+    *, tenant: Tenant, authorization: str | None, base_url: str, endpoint: str = MCP
+) -> Principal | Challenge:
+    """Check the bearer token of a request to ``tenant``'s ``endpoint`` in one query.
 
-    Valid means: known, not expired, its audience is exactly this endpoint, and either its user is active and
-    still a member of the tenant (through a client allowed for this tenant), or it has no user and was issued
-    by client credentials to a machine client bound to this tenant. Anything else is ``invalid_token`` (a
-    missing token gets a challenge without an error code, RFC 6750 §3.1). A used token's ``updated`` is moved
+    Valid means: known, not expired, its one audience is one ``accepted_audiences`` lists, and either its user
+    is active and still a member of the tenant (through a client allowed for this tenant), or it has no user and
+    was issued by client credentials to a machine client bound to this tenant. Anything else is ``invalid_token``
+    (a missing token gets a challenge without an error code, RFC 6750 §3.1). A used token's ``updated`` is moved
     forward (to the minute): it is the "last used" of the connected-apps page.
     """
     token = bearer_token(authorization)
     if token is None:
-        return challenge(base_url=base_url, slug=tenant.slug)
+        return challenge(base_url=base_url, slug=tenant.slug, endpoint=endpoint)
     checksum = hashlib.sha256(token.encode()).hexdigest()
     person = Q(user__is_active=True, user__tenant_memberships__tenant=tenant)
     machine = Q(
@@ -163,16 +195,17 @@ async def aauthenticate(*, tenant: Tenant, authorization: str | None, base_url: 
         .only("id", "user_id", "scope", "resource", "updated", "application__client_id", "application__tenant_id")
         .afirst()
     )
-    audience = endpoint_url(base_url, tenant.slug)
+    audiences = accepted_audiences(base_url, tenant.slug, endpoint)
     if (
         row is None
         or row.application is None
-        or list(row.resource) != [audience]
+        or not (isinstance(row.resource, list) and len(row.resource) == 1 and row.resource[0] in audiences)
         or row.application.tenant_id not in (None, tenant.pk)
     ):
         return challenge(
             base_url=base_url,
             slug=tenant.slug,
+            endpoint=endpoint,
             error="invalid_token",
             description="The access token is invalid, expired, or not for this endpoint.",
         )

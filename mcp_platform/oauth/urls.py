@@ -4,7 +4,7 @@ Mounted at the site root: the well-known documents must sit at the origin (RFC 8
 discovery).
 """
 
-from django.urls import path
+from django.urls import path, re_path
 from oauth2_provider import views as dot_views
 
 from mcp_platform.oauth.authorize import TenantAuthorizationView
@@ -25,8 +25,8 @@ urlpatterns = [
         OpenIDConfigurationView.as_view(),
         name="oidc-connect-discovery-info",
     ),
-    path(
-        ".well-known/oauth-protected-resource/t/<slug:tenant>/mcp",
+    re_path(
+        r"^\.well-known/oauth-protected-resource/t/(?P<tenant>[-a-zA-Z0-9_]+)/(?P<endpoint>mcp|sse|messages)$",
         TenantResourceMetadataView.as_view(),
         name="tenant-resource-metadata",
     ),

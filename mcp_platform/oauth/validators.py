@@ -23,7 +23,7 @@ from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error, InvalidRequestError
 
 from mcp_platform.oauth.codes import authorization_code_consumed, authorization_code_replayed, checksum
-from mcp_platform.oauth.resource import base_url_from_headers, endpoint_url, tenant_slug_of
+from mcp_platform.oauth.resource import ENDPOINTS, base_url_from_headers, endpoint_url, tenant_slug_of
 from tenants.models import Tenant
 from tenants.selectors import membership_get, tenant_get_servable, tool_scope_vocabulary
 
@@ -138,12 +138,14 @@ class PlatformOAuth2Validator(OAuth2Validator):
             raise CustomOAuth2Error(
                 error="invalid_target", description="This client is not bound to an active workspace."
             )
-        audience = endpoint_url(base_url_from_headers(request.headers), tenant.slug)
-        if request.resource not in ([], [audience]):
+        base_url = base_url_from_headers(request.headers)
+        audience = endpoint_url(base_url, tenant.slug)
+        endpoints = [[endpoint_url(base_url, tenant.slug, e)] for e in ENDPOINTS]
+        if request.resource and request.resource not in endpoints:
             raise CustomOAuth2Error(
                 error="invalid_target", description=f"This client's tokens are for {audience} only."
             )
-        request.resource = [audience]
+        request.resource = request.resource or [audience]
 
     def save_authorization_code(self, client_id: str, code: Any, request: Any, *args: Any, **kwargs: Any) -> None:
         """DOT's grant, only for a well-formed S256 challenge: the consent form's hidden fields can be tampered

@@ -25,6 +25,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
@@ -314,3 +315,39 @@ async def test_a_machine_client_calls_tools_with_client_credentials(secure_platf
         assert storage.tokens is not None
         assert storage.tokens.scope == "mcp:tools"
         assert_invalid_token(await raw_call(secure_platform.endpoint(TENANT_B), storage.tokens.access_token))
+
+
+# ---- the 2024-11-05 HTTP+SSE transport ------------------------------------------------------------------
+
+
+async def test_an_sse_transport_client_discovers_authorization_from_the_sse_endpoint(
+    secure_platform: LiveServer,
+) -> None:
+    """The SDK's ``sse_client`` is given the ``/sse`` URL: the 401 there must lead to metadata whose ``resource``
+    is that URL (the SDK refuses ``…/mcp``: "Protected resource … does not match expected …/sse"). A token that
+    stops working mid-session is refused on ``/messages`` with a challenge leading back to the same metadata."""
+    sse = secure_platform.sse_endpoint(TENANT_A)
+    with anyio.fail_after(TEST_DEADLINE):
+        async with Person("alice", PASSWORD) as person:
+            app = native_app(sse, person)
+            transport = sse_client(sse, timeout=10.0, sse_read_timeout=REQUEST_TIMEOUT, auth=app.provider)
+            async with Client(transport, mode="legacy", cache=None, read_timeout_seconds=REQUEST_TIMEOUT) as client:
+                assert only_text(await client.call_tool("greet", {})) == "hello from secure"
+                metadata = app.provider.context.protected_resource_metadata
+                assert metadata is not None and str(metadata.resource) == sse
+                first = app.access_token
+                assert app.storage.client_info is not None
+                await secure_platform.amanage(
+                    "shell", "-c", expire_access_tokens_script(app.storage.client_info.client_id)
+                )
+                assert only_text(await client.call_tool("greet", {})) == "hello from secure"
+                assert app.access_token != first
+    assert app.person.consents == 2, "the /messages refusal sent the person through consent again, for /sse"
+    # Audiences stay exact: the /sse token is not one for Streamable HTTP, nor for another tenant.
+    assert_invalid_token(await raw_call(secure_platform.endpoint(TENANT_A), app.access_token))
+    async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT) as http:
+        other = await http.get(
+            secure_platform.sse_endpoint(TENANT_B),
+            headers={"Authorization": f"Bearer {app.access_token}", "Accept": "text/event-stream"},
+        )
+    assert_invalid_token(other)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
 from django.test import Client
+from oauth2_provider.models import get_access_token_model
 
 from mcp_platform.oauth.models import TenantApplication
 from tests.factories import OAuthClientFactory
@@ -24,6 +26,8 @@ from tests.oauth.flow import (
     register,
     tokens,
 )
+
+AccessToken = get_access_token_model()
 
 
 def _registered_client_id(client: Client, **metadata: Any) -> str:
@@ -133,6 +137,29 @@ def test_tampered_resource_on_submit_is_refused(client, acme, globex, browser):
     data.update(allow="on", resource=f"{BASE}/t/globex/mcp")
     params = redirect_params(browser.post("/oauth/authorize/", data, HTTP_HOST=HOST))
     assert params["error"] == "access_denied"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_legacy_transport_client_gets_a_token_for_the_sse_endpoint_it_asked_for(client, acme, browser):
+    client_id = _registered_client_id(client)
+    sse = f"{BASE}/t/acme/sse"
+    issued = tokens(browser, client_id, resource=sse)
+    token = AccessToken.objects.get(token_checksum=hashlib.sha256(issued["access_token"].encode()).hexdigest())
+    assert token.resource == [sse]
+    refreshed = Client().post(
+        "/oauth/token/",
+        {"grant_type": "refresh_token", "refresh_token": issued["refresh_token"], "client_id": client_id},
+        HTTP_HOST=HOST,
+    )
+    assert refreshed.status_code == 200, refreshed.content
+
+
+@pytest.mark.parametrize("path", ["/t/acme/sse/", "/t/acme/other", "/t/acme", "/t/globex/sse"])
+def test_only_the_endpoints_of_a_tenant_can_be_granted(client, acme, globex, browser, path):
+    client_id = _registered_client_id(client)
+    query = authorize_query(client_id, Pkce.new(), resource=f"{BASE}{path}")
+    page = browser.get(f"/oauth/authorize/?{_urlencode(query)}", HTTP_HOST=HOST)
+    assert page.status_code == 403
 
 
 def test_client_bound_to_a_tenant_cannot_be_authorized_for_another(acme, globex, browser):

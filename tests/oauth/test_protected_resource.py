@@ -138,11 +138,86 @@ async def test_token_in_the_query_string_is_not_accepted(acme, member, client_ap
     assert reply.status == 401
 
 
+# ---- the 2024-11-05 transport (/sse and the /messages it hands out) ------------------------------------
+
+ACME_SSE = f"{BASE}/t/acme/sse"
+SSE_METADATA = f"{BASE}/.well-known/oauth-protected-resource/t/acme/sse"
+
+
+@pytest.mark.parametrize("endpoint", ["sse", "messages"])
+def test_each_legacy_endpoint_has_metadata_naming_itself(client, acme, endpoint):
+    """RFC 9728 §3.3: the ``resource`` is the URL the metadata's well-known path was built from."""
+    response = client.get(f"/.well-known/oauth-protected-resource/t/acme/{endpoint}", HTTP_HOST="127.0.0.1:8000")
+    assert response.status_code == 200
+    document = response.json()
+    assert document["resource"] == f"{BASE}/t/acme/{endpoint}"
+    assert document["authorization_servers"] == [BASE]
+    assert document["scopes_supported"] == ["mcp:tools", "mcp:resources", "mcp:prompts"]
+
+
+@pytest.mark.parametrize("path", ["/t/acme/other", "/t/nobody/sse", "/t/acme/sse/"])
+def test_there_is_no_metadata_for_what_is_not_an_endpoint(client, acme, path):
+    assert client.get(f"/.well-known/oauth-protected-resource{path}", HTTP_HOST="127.0.0.1:8000").status_code == 404
+
+
 @pytest.mark.anyio
 @pytest.mark.django_db(transaction=True)
-async def test_legacy_sse_endpoint_of_a_protected_tenant_also_needs_a_token(acme):
+async def test_legacy_sse_endpoint_of_a_protected_tenant_points_at_its_own_metadata(acme):
     reply = await request("GET", "/t/acme/sse", headers={"accept": "text/event-stream"})
     assert reply.status == 401
+    assert f'resource_metadata="{SSE_METADATA}"' in reply.headers["www-authenticate"]
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_messages_refusal_points_at_the_sse_metadata_the_client_connected_through(acme):
+    """SDK clients check the metadata's ``resource`` against the ``/sse`` URL they were given, also when a
+    ``/messages`` POST is refused (a token that expired mid-session)."""
+    reply = await request("POST", "/t/acme/messages?session_id=x", body=rpc("ping"))
+    assert reply.status == 401
+    assert f'resource_metadata="{SSE_METADATA}"' in reply.headers["www-authenticate"]
+
+
+AUDIENCES = {
+    "mcp": ACME_MCP,
+    "sse": ACME_SSE,
+    "messages": f"{BASE}/t/acme/messages",
+    "other tenant's sse": f"{BASE}/t/globex/sse",
+    "other origin's sse": "https://elsewhere.example/t/acme/sse",
+}
+ACCEPTED = {
+    "mcp": {"mcp"},
+    "sse": {"mcp", "sse", "messages"},
+    "messages": {"mcp", "sse", "messages"},
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("endpoint", sorted(ACCEPTED))
+async def test_which_audiences_each_endpoint_accepts(acme, globex, member, client_app, endpoint):
+    """/mcp takes only its own tokens; the 2024-11-05 transport takes tokens for its two URLs and for the
+    tenant's /mcp (one server); nothing of another tenant or origin."""
+    from mcp_platform.oauth.resource import Principal, aauthenticate
+
+    outcomes = {}
+    for label, audience in AUDIENCES.items():
+        token = await token_for(user=member, application=client_app, resource=[audience])
+        outcome = await aauthenticate(tenant=acme, authorization=f"Bearer {token}", base_url=BASE, endpoint=endpoint)
+        outcomes[label] = isinstance(outcome, Principal)
+    assert {label for label, accepted in outcomes.items() if accepted} == ACCEPTED[endpoint]
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_an_sse_token_opens_the_sse_stream_and_is_refused_on_mcp(acme, member, client_app):
+    token = await token_for(user=member, application=client_app, resource=[ACME_SSE])
+    on_mcp = await request("POST", MCP, body=rpc("initialize", INIT_PARAMS), headers=_bearer(token))
+    assert on_mcp.status == 401
+    assert 'error="invalid_token"' in on_mcp.headers["www-authenticate"]
+    # Past the bearer check: an unknown session is the transport's 404, not the middleware's 401.
+    on_messages = await request("POST", "/t/acme/messages?session_id=nope", body=rpc("ping"), headers=_bearer(token))
+    assert on_messages.status == 404
 
 
 @pytest.mark.anyio
