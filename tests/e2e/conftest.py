@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.browser import CHROMIUM, SKIP_ENV, launch_chromium
-from tests.e2e.faults import Topology, fault_topology as start_fault_topology
+from tests.e2e.faults import Topology, start_topology
 from tests.e2e.live import (
     CONFORMANCE_TENANT,
     PAGED_TENANT,
@@ -65,7 +65,7 @@ def fault_topology(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[T
     """A production topology of the test's own (database, Redis, two web processes, a worker with beat) that
     the test may break: see ``tests/e2e/faults.py``."""
     with ExitStack() as stack:
-        topology = start_fault_topology(stack, tmp_path)
+        topology = start_topology(stack, tmp_path)
         request.node.stash[FAULT_TOPOLOGY_KEY] = topology
         yield topology
 

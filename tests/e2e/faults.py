@@ -168,7 +168,7 @@ class Topology:
         return "\n\n".join(process.tail() for process in self.processes())
 
 
-def fault_topology(stack: ExitStack, tmp: Path, *, web_processes: int = WEB_PROCESSES) -> Topology:
+def start_topology(stack: ExitStack, tmp: Path, *, web_processes: int = WEB_PROCESSES) -> Topology:
     """Start a topology of its own: a fresh database with the demo and conformance tenants, a private Redis,
     ``web_processes`` web processes (one server process each) and a worker with beat."""
     topology = Topology(

@@ -4,8 +4,9 @@ Embedded by default (one ``manage.py serve`` with SQLite, in-memory channel laye
 worker). With ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL`` set, the production topology instead: two
 web processes and a Celery worker sharing a database and a ``redis-server`` of their own (created for the run,
 removed at its end: nothing shared is flushed), on the ASGI server ``MCP_E2E_SERVER`` names (``manage.py serve``'s
-default when unset). Every process starts in a session of its own, and stopping one ends its whole group. Either way the platform trusts a test CA
-for client metadata documents served on loopback (see ``tests/https_documents.py``).
+default when unset). Every process starts in a session of its own, and stopping one ends its whole group.
+Either way the platform trusts a test CA for client metadata documents served on loopback (see
+``tests/https_documents.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import signal
 import socket
 import subprocess
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -131,10 +132,8 @@ class ManagedProcess:
         return f"[{self.name}: {status}]\n" + "\n".join(parts)
 
     def _signal_group(self, signum: int) -> None:
-        try:
+        with suppress(ProcessLookupError):
             os.killpg(self.popen.pid, signum)
-        except ProcessLookupError:
-            pass
 
     def kill(self) -> None:
         """SIGKILL the process and everything in its group, as a crash or the OOM killer would; wait for it."""
