@@ -22,7 +22,14 @@ HANDSHAKE_VERSION = "2025-11-25"
 STATELESS_VERSION = "2026-07-28"
 CLIENT_INFO = {"name": "mcp-bench", "version": "1.0"}
 ACCEPT_BOTH = "application/json, text/event-stream"
-NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAMED_METHODS = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 JSONObject = dict[str, Any]
 _ids = itertools.count(1)
@@ -65,8 +72,10 @@ def envelope(
     *,
     session_id: str | None = None,
     progress_token: str | None = None,
+    capabilities: JSONObject | None = None,
 ) -> tuple[list[tuple[str, str]], str]:
-    """The headers and the JSON of ``{"method", "params"}`` for one request of ``era``."""
+    """The headers and the JSON of ``{"method", "params"}`` for one request of ``era`` (a stateless request
+    declares ``capabilities``, none by default)."""
     params = dict(params or {})
     headers = [("Content-Type", "application/json"), ("Accept", ACCEPT_BOTH)]
     meta: JSONObject = {}
@@ -74,7 +83,7 @@ def envelope(
         meta["progressToken"] = progress_token
     if era == STATELESS:
         meta["io.modelcontextprotocol/protocolVersion"] = STATELESS_VERSION
-        meta["io.modelcontextprotocol/clientCapabilities"] = {}
+        meta["io.modelcontextprotocol/clientCapabilities"] = capabilities or {}
         meta["io.modelcontextprotocol/clientInfo"] = CLIENT_INFO
         headers += [("MCP-Protocol-Version", STATELESS_VERSION), ("Mcp-Method", method)]
         if method in NAMED_METHODS:
@@ -117,16 +126,32 @@ class McpSession:
     def close(self) -> None:
         self.connection.close()
 
-    def prepare(self, method: str, params: JSONObject | None = None, *, progress_token: str | None = None) -> Prepared:
-        headers, rest = envelope(self.era, method, params, session_id=self.session_id, progress_token=progress_token)
+    def prepare(
+        self,
+        method: str,
+        params: JSONObject | None = None,
+        *,
+        progress_token: str | None = None,
+        capabilities: JSONObject | None = None,
+    ) -> Prepared:
+        headers, rest = envelope(
+            self.era,
+            method,
+            params,
+            session_id=self.session_id,
+            progress_token=progress_token,
+            capabilities=capabilities,
+        )
         return Prepared(_head(self.target, headers), b'{"jsonrpc":"2.0","id":', b"," + rest[1:].encode())
 
     async def send(self, prepared: Prepared) -> Response:
         return await self.connection.request(prepared.render(next_id()))
 
-    async def call(self, method: str, params: JSONObject | None = None) -> JSONObject:
+    async def call(
+        self, method: str, params: JSONObject | None = None, *, capabilities: JSONObject | None = None
+    ) -> JSONObject:
         """One request; its ``result``. Raises ``McpFailure`` for anything else."""
-        response = await self.send(self.prepare(method, params))
+        response = await self.send(self.prepare(method, params, capabilities=capabilities))
         return result_of(response)
 
     async def initialize(self) -> str:

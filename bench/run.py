@@ -40,11 +40,11 @@ from bench.queries import count_statements
 from bench.topology import (
     REPO,
     Cores,
+    PrivateRedis,
     Process,
     Stack,
     TopologyError,
     base_env,
-    flush_redis,
     installed_servers,
     prepare_database,
 )
@@ -77,7 +77,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_mcp"),
         help="PostgreSQL database to (re)create for the run; <name>_seed is kept as its template.",
     )
-    parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/10"))
     parser.add_argument("--no-pin", action="store_true", help="Do not pin servers and load generator to cores.")
     parser.add_argument("--skip", default="", help="Comma-separated workloads to leave out (see --list).")
     parser.add_argument("--list", action="store_true", help="List the workloads and exit.")
@@ -110,11 +109,12 @@ class Runner:
         self.cores = Cores.detect(pin=not args.no_pin)
         self.log_dir = Path(tempfile.mkdtemp(prefix="mcp-bench-"))
         self.database_url = args.database_url
+        self.redis = PrivateRedis(self.log_dir)
         secret = secrets.token_urlsafe(32)
         env = {
             **base_env(),
             "DATABASE_URL": self.database_url,
-            "REDIS_URL": args.redis_url,
+            "REDIS_URL": self.redis.url(),
             "SECRET_KEY": secret,
             "MCP_VAR_DIR": str(self.log_dir / "var"),
         }
@@ -166,7 +166,7 @@ class Runner:
             bench.say(f"note: the machine is busy (load average {busy:.1f}): expect noisy req/s and p99")
         bench.say("preparing PostgreSQL and Redis")
         prepare_database(self.database_url, self.stack.platform_env, profile.catalog_tools, sys.stdout)
-        flush_redis(self.args.redis_url)
+        self.redis.start()
         self.worker = self.stack.start_worker()
         try:
             self.phase("ours and the peer", self.main_pair)
@@ -183,7 +183,7 @@ class Runner:
             if self.worker is not None and not self.worker.alive():
                 self.failures.append(f"the Celery worker exited during the run:\n{self.worker.tail()}")
             self.stack.stop_all()
-            flush_redis(self.args.redis_url)
+            self.redis.stop()
         return {
             "run_id": started.strftime("%Y-%m-%d-%H%M") + f"-{profile.name}",
             "started": started.isoformat(timespec="seconds"),

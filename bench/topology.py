@@ -1,8 +1,8 @@
 """The processes under test: our platform's web processes and Celery worker, the SDK peer, the bare app.
 
 Every server runs under the ASGI server named by the caller, pinned with ``taskset`` to the server cores; the
-load generator gets the remaining core. PostgreSQL and Redis are the machine's own services, reached through
-``DATABASE_URL`` and ``REDIS_URL`` (unpinned: they belong to the machine).
+load generator gets the remaining core. PostgreSQL is the machine's own service, reached through ``DATABASE_URL``;
+Redis is a ``redis-server`` of the run's own (``PrivateRedis``; unpinned, like PostgreSQL).
 """
 
 from __future__ import annotations
@@ -277,14 +277,40 @@ def prepare_database(database_url: str, env: dict[str, str], catalog_tools: int,
         admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{seed}"')
 
 
-def flush_redis(redis_url: str) -> None:
-    import redis
+class PrivateRedis:
+    """A ``redis-server`` of the run's own on a free loopback port, without persistence: the run flushes and
+    restarts it at will and touches no one else's data. ``restart`` loses every key, as such a Redis does."""
 
-    client = redis.Redis.from_url(redis_url)
-    try:
-        client.flushdb()
-    finally:
-        client.close()
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.port = free_port()
+        self.process: Process | None = None
+        self.restarts = 0
+
+    def url(self, db: int = 0) -> str:
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    def start(self) -> None:
+        server = shutil.which("redis-server")
+        if server is None:
+            raise TopologyError("redis-server is not installed (apt-get install redis-server)")
+        argv = [server, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        argv += ["--dir", str(self.log_dir), "--daemonize", "no"]
+        self.process = Process.start(f"redis-{self.restarts}", argv, dict(os.environ), self.log_dir, self.port)
+        self.process.wait_listening()
+
+    def restart(self) -> None:
+        """SIGKILL and start again on the same port, every key gone."""
+        if self.process is not None:
+            self.process.popen.kill()
+            self.process.stop()
+        self.restarts += 1
+        self.start()
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+            self.process = None
 
 
 # ---- the stack -----------------------------------------------------------------------------------------
@@ -314,9 +340,9 @@ class Stack:
         while self.processes:
             self.stop(self.processes[-1])
 
-    def start_worker(self) -> Process:
+    def start_worker(self, *extra: str) -> Process:
         celery = [PYTHON, "-m", "celery", "-A", "mcp_platform", "worker", "--pool", "threads", "-c", "4"]
-        return self._start("celery-worker", [*celery, "-l", "WARNING"], self.platform_env, None)
+        return self._start("celery-worker", [*celery, "-l", "WARNING", *extra], self.platform_env, None)
 
     def start_web(self, server: str, name: str, env: dict[str, str] | None = None) -> Process:
         port = free_port()

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from mcp_core.errors import InvalidParams
+from mcp_core.text import storable
 
 MAX_CURSOR_LENGTH = 2048
 _VERSION = 1
@@ -51,7 +52,7 @@ def decode_cursor(cursor: Any) -> str | None:
     if not isinstance(data, dict) or data.keys() != {"v", "k"}:
         raise invalid
     version, key = data["v"], data["k"]
-    if type(version) is not int or version != _VERSION or not isinstance(key, str):
+    if type(version) is not int or version != _VERSION or not isinstance(key, str) or not storable(key):
         raise invalid
     # Base64 and JSON both have several spellings of the same value (unused trailing bits, escapes);
     # accepting only ours keeps a cursor's meaning to one string.

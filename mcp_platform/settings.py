@@ -132,6 +132,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 20,
     }
 else:
+    # Django's PostgreSQL backend plus a check, before each use, that the server has not ended the connection.
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["default"]["ENGINE"] = "mcp_platform.postgresql"
     DATABASES["default"].setdefault("OPTIONS", {})
     # The test database follows the configured one, so runs against different databases never share it.
     _test_name = os.environ.get("TEST_DATABASE_NAME") or f"test_{DATABASES['default']['NAME']}"

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from mcp_core.catalog import Page, PromptDefinition, ToolDefinition
 from mcp_core.context import ToolContext
 from mcp_core.tasks import TaskSupport
+from mcp_core.text import storable
 from mcp_core.uritemplate import UriTemplate
 from tenants import selectors
 from tenants.backends import prompt_render, template_read, tool_continues_as_task, tool_invoke
@@ -139,7 +140,10 @@ class TenantCatalog:
         return Page([resource_wire(r) for r in found.items], found.has_more, last)
 
     async def read_resource(self, uri: str, ctx: ToolContext) -> list[JSONObject] | None:
-        """A concrete resource first, then the first template (by name) that matches; None otherwise."""
+        """A concrete resource first, then the first template (by name) that matches; None otherwise (at once for
+        a URI that cannot be stored, so could name nothing)."""
+        if not storable(uri):
+            return None
         resource = await selectors.aresource_get(tenant=self.tenant, uri=uri)
         if resource is not None:
             return resource_contents(resource)

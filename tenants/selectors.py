@@ -6,17 +6,32 @@ each has a sync form and an ``a``-prefixed async form sharing one queryset build
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from django.core.validators import slug_re
 from django.db.models import Model, QuerySet
 
-from tenants.models import Membership, Prompt, Resource, ResourceTemplate, Tenant, Tool
+from mcp_core.text import storable
+from tenants.models import NAME_PATTERN, Membership, Prompt, Resource, ResourceTemplate, Tenant, Tool
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 T = TypeVar("T", bound=Model)
+
+# What a stored slug or tool/prompt name can look like: anything else names nothing, and is not looked up.
+_NAME = re.compile(NAME_PATTERN)
+SLUG_MAX_LENGTH = Tenant._meta.get_field("slug").max_length or 0
+
+
+def _possible_slug(slug: str) -> bool:
+    return len(slug) <= SLUG_MAX_LENGTH and slug_re.fullmatch(slug) is not None
+
+
+def _possible_name(name: str) -> bool:
+    return _NAME.fullmatch(name) is not None
 
 
 @dataclass(frozen=True)
@@ -48,12 +63,12 @@ def _servable(slug: str) -> QuerySet[Tenant]:
 
 
 def tenant_get_servable(*, slug: str) -> Tenant | None:
-    """The active tenant called ``slug``; None when it does not exist or is suspended."""
-    return _servable(slug).first()
+    """The active tenant called ``slug``; None when it does not exist or is suspended (or cannot be a slug)."""
+    return _servable(slug).first() if _possible_slug(slug) else None
 
 
 async def atenant_get_servable(*, slug: str) -> Tenant | None:
-    return await _servable(slug).afirst()
+    return await _servable(slug).afirst() if _possible_slug(slug) else None
 
 
 def tenant_list_for_user(*, user: User) -> QuerySet[Tenant]:
@@ -111,12 +126,12 @@ async def atool_list(
 
 
 def tool_get(*, tenant: Tenant, name: str) -> Tool | None:
-    """The enabled tool called ``name``; None otherwise."""
-    return _enabled_tools(tenant).filter(name=name).first()
+    """The enabled tool called ``name``; None otherwise (without a query for a name no tool can have)."""
+    return _enabled_tools(tenant).filter(name=name).first() if _possible_name(name) else None
 
 
 async def atool_get(*, tenant: Tenant, name: str) -> Tool | None:
-    return await _enabled_tools(tenant).filter(name=name).afirst()
+    return await _enabled_tools(tenant).filter(name=name).afirst() if _possible_name(name) else None
 
 
 def tool_scope_vocabulary(*, tenant: Tenant | None) -> set[str]:
@@ -144,11 +159,11 @@ async def aresource_list(*, tenant: Tenant, after: str | None, limit: int) -> Sl
 
 
 def resource_get(*, tenant: Tenant, uri: str) -> Resource | None:
-    return Resource.objects.filter(tenant_id=tenant.pk, uri=uri).first()
+    return Resource.objects.filter(tenant_id=tenant.pk, uri=uri).first() if storable(uri) else None
 
 
 async def aresource_get(*, tenant: Tenant, uri: str) -> Resource | None:
-    return await Resource.objects.filter(tenant_id=tenant.pk, uri=uri).afirst()
+    return await Resource.objects.filter(tenant_id=tenant.pk, uri=uri).afirst() if storable(uri) else None
 
 
 def _templates(tenant: Tenant, after: str | None, limit: int) -> QuerySet[ResourceTemplate]:
@@ -175,6 +190,8 @@ async def aresource_templates_all(*, tenant: Tenant) -> list[ResourceTemplate]:
 
 async def aresource_template_by_uri_template(*, tenant: Tenant, uri_template: str) -> ResourceTemplate | None:
     """The first template (by name) declaring exactly ``uri_template``; completion refs name templates so."""
+    if not storable(uri_template):
+        return None
     found = ResourceTemplate.objects.filter(tenant_id=tenant.pk, uri_template=uri_template).order_by("name")
     return await found.afirst()
 
@@ -196,8 +213,8 @@ async def aprompt_list(*, tenant: Tenant, after: str | None, limit: int) -> Slic
 
 
 def prompt_get(*, tenant: Tenant, name: str) -> Prompt | None:
-    return Prompt.objects.filter(tenant_id=tenant.pk, name=name).first()
+    return Prompt.objects.filter(tenant_id=tenant.pk, name=name).first() if _possible_name(name) else None
 
 
 async def aprompt_get(*, tenant: Tenant, name: str) -> Prompt | None:
-    return await Prompt.objects.filter(tenant_id=tenant.pk, name=name).afirst()
+    return await Prompt.objects.filter(tenant_id=tenant.pk, name=name).afirst() if _possible_name(name) else None

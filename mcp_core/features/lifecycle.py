@@ -7,6 +7,7 @@ from typing import Any
 from mcp_core.env import Env, ServerIdentity
 from mcp_core.errors import InvalidParams
 from mcp_core.tasks import TASKS_EXTENSION
+from mcp_core.text import json_storable
 from mcp_core.versions import STATELESS_VERSIONS, V2025_03_26, V2025_06_18, V2025_11_25, at_least, negotiate
 
 JSONObject = dict[str, Any]
@@ -53,6 +54,8 @@ def parse_initialize(params: JSONObject | None) -> tuple[str, JSONObject, JSONOb
     client_info = params.get("clientInfo", {})
     if not isinstance(client_info, dict):
         raise InvalidParams("clientInfo must be an object")
+    if not json_storable([requested, capabilities, client_info]):
+        raise InvalidParams("initialize params must not contain U+0000")
     return negotiate(requested), capabilities, client_info
 
 

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from mcp_core.session import SessionEvent, SessionState, next_state
+from mcp_core.text import storable
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.models import LegacySession, StreamEvent
 
@@ -104,6 +105,11 @@ async def legacy_session_set_log_level(*, session: LegacySession, level: str) ->
 
 
 def _change_subscriptions(session_id: str, uri: str, add: bool) -> list[str]:
+    if not storable(uri):
+        # Such a URI names no resource: nothing to subscribe to, and never subscribed.
+        if add:
+            raise ValueError("a resource URI cannot contain U+0000")
+        return list(LegacySession.objects.get(pk=session_id).subscriptions)
     with transaction.atomic():
         locked = LegacySession.objects.select_for_update().get(pk=session_id)
         current = [u for u in locked.subscriptions if u != uri]

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from mcp_core.errors import InvalidParams
 from mcp_core.tasks import TERMINAL
+from mcp_core.text import storable
 from mcp_platform.jobs.models import ToolRun
 
 # The status column holds ``TaskStatus`` values; which of them are final is ``mcp_core.tasks``' to say.
@@ -38,12 +39,17 @@ def tool_runs_visible(*, caller: Caller) -> QuerySet[ToolRun]:
     )
 
 
+def tool_run_by_id(runs: QuerySet[ToolRun], task_id: str) -> QuerySet[ToolRun]:
+    """``runs`` narrowed to the task ``task_id``; empty without a query for an id no task can have."""
+    return runs.filter(pk=task_id) if storable(task_id) else runs.none()
+
+
 def tool_run_get(*, caller: Caller, task_id: str) -> ToolRun | None:
-    return tool_runs_visible(caller=caller).filter(pk=task_id).first()
+    return tool_run_by_id(tool_runs_visible(caller=caller), task_id).first()
 
 
 async def atool_run_get(*, caller: Caller, task_id: str) -> ToolRun | None:
-    return await tool_runs_visible(caller=caller).filter(pk=task_id).afirst()
+    return await tool_run_by_id(tool_runs_visible(caller=caller), task_id).afirst()
 
 
 def _list_key(run: ToolRun) -> str:

@@ -20,6 +20,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from mcp_core.content import error_result
+from mcp_core.errors import InvalidParams
 from mcp_core.tasks import (
     TaskEvent,
     TaskLimitExceeded,
@@ -29,6 +30,7 @@ from mcp_core.tasks import (
     accept_responses,
     next_status,
 )
+from mcp_core.text import json_storable
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups
 from mcp_platform.gateway.mailbox import send_to_group
@@ -80,7 +82,7 @@ def _transition(run: ToolRun, event: TaskEvent, **fields: Any) -> None:
 
 
 def _locked(caller: Caller, task_id: str) -> ToolRun | None:
-    return selectors.tool_runs_visible(caller=caller).select_for_update().filter(pk=task_id).first()
+    return selectors.tool_run_by_id(selectors.tool_runs_visible(caller=caller).select_for_update(), task_id).first()
 
 
 # ---- the client's side ------------------------------------------------------------------------------------
@@ -91,8 +93,10 @@ def tool_run_create(*, caller: Caller, request: TaskRequest) -> ToolRun:
 
     The lifetime is what the client asked for, capped at ``TASK_MAX_TTL_MS`` (``TASK_DEFAULT_TTL_MS`` when it
     asked for nothing). Raises TaskLimitExceeded when the principal or the tenant already has as many unfinished
-    runs as it may.
+    runs as it may, and InvalidParams when the call holds text a JSON column cannot store (U+0000).
     """
+    if not json_storable([request.tool, request.arguments, request.client_capabilities, request.progress_token]):
+        raise InvalidParams("A task's arguments must not contain U+0000")
     ttl_ms = min(request.ttl_ms or platform_settings.TASK_DEFAULT_TTL_MS, platform_settings.TASK_MAX_TTL_MS)
     per_principal = platform_settings.TASK_MAX_ACTIVE_PER_PRINCIPAL
     per_tenant = platform_settings.TASK_MAX_ACTIVE_PER_TENANT

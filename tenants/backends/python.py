@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from mcp_core.content import prompt_result
 from mcp_core.context import ToolContext
+from mcp_core.errors import ToolError
 from tenants.backends.registry import PythonRegistry, default_registry
 from tenants.models import Prompt, ResourceTemplate, Tool
 
@@ -15,8 +17,13 @@ JSONObject = dict[str, Any]
 async def tool_invoke(
     tool: Tool, arguments: JSONObject, ctx: ToolContext, *, registry: PythonRegistry = default_registry
 ) -> Any:
-    """Call ``fn(ctx, **arguments)``. Raises ``UnknownPythonFunction`` when the function is gone."""
+    """Call ``fn(ctx, **arguments)``. Raises ``UnknownPythonFunction`` when the function is gone, and ``ToolError``
+    (the caller's mistake, not the function's) for arguments the function does not take."""
     function = registry.get_tool(tool.config["function"])
+    try:
+        inspect.signature(function).bind(ctx, **arguments)
+    except TypeError as exc:
+        raise ToolError(f"Invalid arguments: {exc}") from None
     return await function(ctx, **arguments)
 
 

@@ -32,7 +32,9 @@ def proxied_url(counter: StatementCounter) -> str:
     if parts.password:
         credentials += f":{parts.password}"
     # sslmode=prefer asks for TLS first: the proxy must refuse it itself so the conversation stays readable.
-    return parts._replace(netloc=f"{credentials}@127.0.0.1:{counter.port}", query="sslmode=prefer").geturl()
+    # The maintenance database: DATABASE_URL's own need not exist (pytest-django works in test_<name>).
+    netloc = f"{credentials}@127.0.0.1:{counter.port}"
+    return parts._replace(netloc=netloc, path="/postgres", query="sslmode=prefer").geturl()
 
 
 def test_simple_and_extended_protocol_statements_are_counted(counter: StatementCounter) -> None:

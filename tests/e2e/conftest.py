@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.browser import CHROMIUM, SKIP_ENV, launch_chromium
+from tests.e2e.faults import Topology, start_topology
 from tests.e2e.live import (
     CONFORMANCE_TENANT,
     PAGED_TENANT,
@@ -56,6 +57,19 @@ def live_platform(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
             del request.config.stash[LIVE_SERVER_KEY]
 
 
+FAULT_TOPOLOGY_KEY = pytest.StashKey[Topology]()
+
+
+@pytest.fixture
+def fault_topology(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Topology]:
+    """A production topology of the test's own (database, Redis, two web processes, a worker with beat) that
+    the test may break: see ``tests/e2e/faults.py``."""
+    with ExitStack() as stack:
+        topology = start_topology(stack, tmp_path)
+        request.node.stash[FAULT_TOPOLOGY_KEY] = topology
+        yield topology
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:
     """On failure, show what the server processes printed."""
@@ -64,6 +78,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     server = item.config.stash.get(LIVE_SERVER_KEY, None)
     if report.failed and server is not None and "live_platform" in getattr(item, "fixturenames", ()):
         report.sections.append(("live server output", server.logs()))
+    topology = item.stash.get(FAULT_TOPOLOGY_KEY, None)
+    if report.failed and topology is not None:
+        report.sections.append(("fault topology output", topology.logs()))
 
 
 @pytest.fixture(scope="module")

@@ -2,19 +2,23 @@
 
 Embedded by default (one ``manage.py serve`` with SQLite, in-memory channel layer and in-process Celery
 worker). With ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL`` set, the production topology instead: two
-web processes and a Celery worker sharing a fresh database and a flushed Redis database, on the ASGI server
-``MCP_E2E_SERVER`` names (``manage.py serve``'s default when unset). Either way the platform trusts a test CA
-for client metadata documents served on loopback (see ``tests/https_documents.py``).
+web processes and a Celery worker sharing a database and a ``redis-server`` of their own (created for the run,
+removed at its end: nothing shared is flushed), on the ASGI server ``MCP_E2E_SERVER`` names (``manage.py serve``'s
+default when unset). Every process starts in a session of its own, and stopping one ends its whole group.
+Either way the platform trusts a test CA for client metadata documents served on loopback (see
+``tests/https_documents.py``).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import signal
 import socket
 import subprocess
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -101,8 +105,22 @@ class ManagedProcess:
         stderr_path = log_dir / f"{name}.stderr.log"
         stdout = stdout_path.open("wb")
         stderr = stderr_path.open("wb")
-        popen = subprocess.Popen(argv, cwd=REPO, env=env, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL)
+        # A session of its own: the process and everything it starts form one group that ``stop`` and ``kill``
+        # end together, and a Ctrl-C meant for pytest does not reach it before the teardown does.
+        popen = subprocess.Popen(
+            argv,
+            cwd=REPO,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         return cls(name, popen, stdout_path, stderr_path, [stdout, stderr])
+
+    @property
+    def alive(self) -> bool:
+        return self.popen.poll() is None
 
     def tail(self, lines: int = LOG_TAIL_LINES) -> str:
         parts = []
@@ -113,8 +131,18 @@ class ManagedProcess:
         status = "running" if self.popen.poll() is None else f"exited with {self.popen.returncode}"
         return f"[{self.name}: {status}]\n" + "\n".join(parts)
 
+    def _signal_group(self, signum: int) -> None:
+        with suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signum)
+
+    def kill(self) -> None:
+        """SIGKILL the process and everything in its group, as a crash or the OOM killer would; wait for it."""
+        self._signal_group(signal.SIGKILL)
+        self.popen.wait(STOP_TIMEOUT)
+
     def stop(self) -> None:
-        """Terminate, then kill when it does not stop within ``STOP_TIMEOUT``."""
+        """Terminate, then kill when it does not stop within ``STOP_TIMEOUT``; whatever is left of its group
+        is killed too."""
         if self.popen.poll() is None:
             self.popen.terminate()
             try:
@@ -122,8 +150,10 @@ class ManagedProcess:
             except subprocess.TimeoutExpired:
                 self.popen.kill()
                 self.popen.wait(STOP_TIMEOUT)
+        self._signal_group(signal.SIGKILL)
         for handle in self._files:
-            handle.close()
+            if not handle.closed:
+                handle.close()
 
 
 def free_port() -> int:
@@ -256,8 +286,11 @@ def prepare_data(env: dict[str, str]) -> None:
     run_command([*manage, "shell", "-c", PAGED_TENANT_SCRIPT], env)
 
 
-def start_web(name: str, env: dict[str, str], log_dir: Path, *extra: str) -> tuple[ManagedProcess, str]:
-    port = free_port()
+def start_web(
+    name: str, env: dict[str, str], log_dir: Path, *extra: str, port: int | None = None
+) -> tuple[ManagedProcess, str]:
+    """``manage.py serve`` on ``port`` (a free one when unset); the process and its base URL."""
+    port = port or free_port()
     argv = [str(PYTHON), "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port), *extra]
     if SERVER:
         argv += ["--server", SERVER]
@@ -299,20 +332,59 @@ def fresh_database(stack: ExitStack) -> str:
     return urlunsplit(admin_parts._replace(path=f"/{name}"))
 
 
-def flushed_redis(stack: ExitStack) -> str:
-    import redis
+REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
-    url = os.environ["REDIS_URL"]
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    stack.callback(client.close)
-    stack.callback(client.flushdb)
-    return url
+
+class RedisServer:
+    """A ``redis-server`` of the run's own on a free loopback port, without persistence: what a test does to it
+    (flush, restart, kill) touches no one else's data. ``restart`` loses every key, as a Redis without
+    persistence does."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.port = free_port()
+        self.process: ManagedProcess | None = None
+        self.restarts = 0
+        directory.mkdir(parents=True, exist_ok=True)
+
+    def url(self, db: int = 0) -> str:
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    def start(self) -> None:
+        argv = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        argv += ["--dir", str(self.directory), "--daemonize", "no"]
+        self.process = ManagedProcess.start(f"redis-{self.restarts}", argv, dict(os.environ), self.directory)
+        wait_for_port(self.process, self.port)
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.stop()
+            self.process = None
+
+    def restart(self) -> None:
+        """Kill and start again on the same port, every key gone."""
+        self.kill()
+        self.restarts += 1
+        self.start()
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+            self.process = None
+
+
+def private_redis(stack: ExitStack, directory: Path) -> RedisServer:
+    """A started ``RedisServer`` stopped when ``stack`` closes."""
+    server = RedisServer(directory)
+    server.start()
+    stack.callback(server.stop)
+    return server
 
 
 def production_server(stack: ExitStack, tmp: Path) -> LiveServer:
     database_url = fresh_database(stack)
-    redis_url = flushed_redis(stack)
+    redis_url = private_redis(stack, tmp / "redis").url()
     secret_key = secrets.token_urlsafe(32)
     signing_key = oidc_signing_key()
     pki = live_pki(tmp)

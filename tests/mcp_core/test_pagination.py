@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from mcp_core.errors import InvalidParams
 from mcp_core.pagination import MAX_CURSOR_LENGTH, decode_cursor, encode_cursor
+from mcp_core.text import storable
 
 BASE64URL_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
@@ -90,7 +91,13 @@ def test_a_key_too_long_for_a_cursor_cannot_be_encoded() -> None:
         encode_cursor("k" * MAX_CURSOR_LENGTH)
 
 
-@given(st.text(max_size=300))
+def test_a_cursor_whose_key_holds_nul_is_invalid() -> None:
+    # No stored name or URI holds U+0000: such a key would only reach the database to fail there.
+    with pytest.raises(InvalidParams, match="Invalid cursor"):
+        decode_cursor(encode_cursor("tool\x00name"))
+
+
+@given(st.text(max_size=300).filter(storable))
 def test_cursors_round_trip(key: str) -> None:
     cursor = encode_cursor(key)
     assert len(cursor) <= MAX_CURSOR_LENGTH

@@ -1,0 +1,188 @@
+"""A production topology of its own for tests that break things: kill a web process or the worker, restart
+Redis, terminate PostgreSQL connections, and watch the platform recover without a restart.
+
+Unlike the session's ``live_platform``, each ``Topology`` has its own database and its own ``redis-server``, so
+what a test does to them reaches no other test and nothing else on the machine.
+"""
+
+from __future__ import annotations
+
+import secrets
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+
+from tests.e2e.live import (
+    CELERY,
+    CONFORMANCE_TENANT,
+    PYTHON,
+    REPO,
+    LivePki,
+    ManagedProcess,
+    RedisServer,
+    base_env,
+    fresh_database,
+    live_pki,
+    oidc_signing_key,
+    private_redis,
+    run_command,
+    start_web,
+    wait_for_port,
+)
+
+DEMO_TENANT = "demo"
+WEB_PROCESSES = 2
+
+
+@dataclass
+class Topology:
+    """Web processes, a Celery worker running beat, PostgreSQL and Redis; any part can be killed and restarted."""
+
+    tmp: Path
+    stack: ExitStack
+    redis: RedisServer
+    database_url: str
+    secret_key: str
+    signing_key: str
+    pki: LivePki
+    web: list[ManagedProcess | None] = field(default_factory=list)
+    web_urls: list[str] = field(default_factory=list)
+    worker: ManagedProcess | None = None
+    worker_starts: int = 0
+    stopped: list[ManagedProcess] = field(default_factory=list)
+
+    # ---- configuration -----------------------------------------------------------------------------
+
+    @property
+    def database_name(self) -> str:
+        return urlsplit(self.database_url).path.lstrip("/")
+
+    def env_for(self, name: str) -> dict[str, str]:
+        env = base_env(self.tmp / f"var-{name}", self.secret_key, self.pki)
+        env.update(
+            {
+                "DATABASE_URL": self.database_url,
+                "REDIS_URL": self.redis.url(),
+                "MCP_OIDC_RSA_PRIVATE_KEY": self.signing_key,
+            }
+        )
+        return env
+
+    @property
+    def command_env(self) -> dict[str, str]:
+        return self.env_for("commands")
+
+    def endpoint(self, tenant: str = CONFORMANCE_TENANT, *, web: int = 0) -> str:
+        return f"{self.web_urls[web]}/t/{tenant}/mcp"
+
+    def sse_endpoint(self, tenant: str = CONFORMANCE_TENANT, *, web: int = 0) -> str:
+        return f"{self.web_urls[web]}/t/{tenant}/sse"
+
+    # ---- web processes -----------------------------------------------------------------------------
+
+    def start_web(self, index: int) -> None:
+        """Start web process ``index``; after a kill, again on the same port, so clients that remember the URL
+        reach the new process."""
+        restarted = index < len(self.web_urls)
+        name = f"web-{index}-again-{len(self.stopped)}" if restarted else f"web-{index}"
+        port = urlsplit(self.web_urls[index]).port if index < len(self.web_urls) else None
+        process, url = start_web(name, self.env_for(name), self.tmp, "--no-worker", "--no-migrate", port=port)
+        if restarted:
+            self.web[index] = process
+        else:
+            self.web.append(process)
+            self.web_urls.append(url)
+        self.stack.callback(process.stop)
+        wait_for_port(process, int(urlsplit(url).port or 0))
+
+    def kill_web(self, index: int) -> None:
+        """SIGKILL web process ``index`` and everything it started."""
+        process = self.web[index]
+        assert process is not None, f"web process {index} is not running"
+        process.kill()
+        self.stopped.append(process)
+        self.web[index] = None
+
+    # ---- the worker --------------------------------------------------------------------------------
+
+    def start_worker(self) -> None:
+        argv = [str(CELERY), "-A", "mcp_platform", "worker", "--beat", "--pool", "threads", "-c", "4"]
+        argv += ["-l", "WARNING", "--schedule", str(self.tmp / f"beat-schedule-{self.worker_starts}")]
+        self.worker = ManagedProcess.start(f"worker-{self.worker_starts}", argv, self.env_for("worker"), self.tmp)
+        self.worker_starts += 1
+        self.stack.callback(self.worker.stop)
+
+    def kill_worker(self) -> None:
+        """SIGKILL the worker and everything it started (its beat included)."""
+        assert self.worker is not None, "the worker is not running"
+        self.worker.kill()
+        self.stopped.append(self.worker)
+        self.worker = None
+
+    # ---- Redis and PostgreSQL ----------------------------------------------------------------------
+
+    def restart_redis(self) -> None:
+        """Kill Redis and start it again on the same port with no data, as a Redis without persistence does."""
+        self.redis.restart()
+
+    def terminate_database_connections(self) -> int:
+        """``pg_terminate_backend`` of every connection to this topology's database; how many were ended."""
+        import psycopg
+
+        admin_url = urlunsplit(urlsplit(self.database_url)._replace(path="/postgres"))
+        with psycopg.connect(admin_url, autocommit=True) as connection:
+            rows = connection.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                (self.database_name,),
+            ).fetchall()
+        return sum(1 for (ended,) in rows if ended)
+
+    # ---- commands and logs -------------------------------------------------------------------------
+
+    def manage(self, *args: str) -> str:
+        return run_command([str(PYTHON), "manage.py", *args], self.command_env)
+
+    async def amanage(self, *args: str) -> str:
+        done = await anyio.run_process([str(PYTHON), "manage.py", *args], cwd=REPO, env=self.command_env, check=False)
+        output = done.stdout.decode(errors="replace")
+        assert done.returncode == 0, f"manage.py {args[0]} failed:\n{output}\n{done.stderr.decode(errors='replace')}"
+        return output
+
+    async def atenant_create(self, prefix: str, then: str = "") -> str:
+        """A new tenant ``<prefix>-<random>`` made through the services by another process; its slug."""
+        slug = f"{prefix}-{secrets.token_hex(4)}"
+        create = f"tenant = services.tenant_create(slug={slug!r}, name={prefix.title()!r}); {then}"
+        await self.amanage("shell", "-c", f"from tenants import services; {create}")
+        return slug
+
+    def processes(self) -> list[ManagedProcess]:
+        running = [p for p in self.web if p is not None]
+        if self.worker is not None:
+            running.append(self.worker)
+        return [*running, *self.stopped]
+
+    def logs(self) -> str:
+        return "\n\n".join(process.tail() for process in self.processes())
+
+
+def start_topology(stack: ExitStack, tmp: Path, *, web_processes: int = WEB_PROCESSES) -> Topology:
+    """Start a topology of its own: a fresh database with the demo and conformance tenants, a private Redis,
+    ``web_processes`` web processes (one server process each) and a worker with beat."""
+    topology = Topology(
+        tmp=tmp,
+        stack=stack,
+        redis=private_redis(stack, tmp / "redis"),
+        database_url=fresh_database(stack),
+        secret_key=secrets.token_urlsafe(32),
+        signing_key=oidc_signing_key(),
+        pki=live_pki(tmp),
+    )
+    for command in (["migrate", "--noinput"], ["load_demo_tenant"], ["load_conformance_tenant"]):
+        topology.manage(*command)
+    topology.start_worker()
+    for index in range(web_processes):
+        topology.start_web(index)
+    return topology
