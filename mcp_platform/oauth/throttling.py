@@ -52,6 +52,13 @@ def client_address(meta: Mapping[str, Any]) -> str:
     return str(nearest)
 
 
+def asgi_client_address(scope: Mapping[str, Any]) -> str:
+    """``client_address`` of an ASGI request (the MCP endpoint's consumers have no ``META``)."""
+    peer = scope.get("client") or ("", 0)
+    forwarded = b",".join(value for name, value in scope.get("headers", ()) if name.lower() == b"x-forwarded-for")
+    return client_address({"REMOTE_ADDR": peer[0], "HTTP_X_FORWARDED_FOR": forwarded.decode("latin-1")})
+
+
 def over_limit(key: str, limit: int) -> bool:
     """Count one event against ``key`` in the current window; True when it passes ``limit``."""
     cache.add(key, 0, WINDOW_SECONDS)
