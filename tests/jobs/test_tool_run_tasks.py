@@ -16,7 +16,7 @@ from mcp_platform.jobs import services
 from mcp_platform.jobs.loop import use_loop
 from mcp_platform.jobs.models import ToolRun
 from mcp_platform.jobs.selectors import Caller
-from mcp_platform.jobs.tasks import tool_run_execute, tool_runs_purge_expired
+from mcp_platform.jobs.tasks import tool_run_execute, tool_runs_purge_expired, tool_runs_resume_stalled
 from tenants.models import Backend
 from tests.factories import TenantFactory, ToolFactory
 
@@ -71,6 +71,17 @@ def test_a_duplicate_message_and_a_stale_one_do_nothing(run: ToolRun) -> None:
 
     run.refresh_from_db()
     assert (run.status, run.attempts) == ("working", 1)
+
+
+def test_the_sweep_task_starts_anew_a_run_whose_worker_stopped(run: ToolRun) -> None:
+    services.tool_run_claim(tenant_id=run.tenant_id, run_id=run.pk, generation=run.generation)
+    ToolRun.objects.filter(pk=run.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+
+    assert tool_runs_resume_stalled.run() == 1
+    tool_run_execute.run(run.tenant_id, run.pk, run.generation + 1)
+
+    run.refresh_from_db()
+    assert (run.status, run.generation, run.result["content"][0]["text"]) == ("completed", 2, "Hello, Ada!")
 
 
 def test_the_purge_task_deletes_what_expired(run: ToolRun) -> None:
