@@ -181,7 +181,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Connecting to a broker that is down fails within seconds (a task is then queued by the sweep once it is back).
+# A message a worker took and never acknowledged comes back after the visibility timeout: by then the sweep has
+# started its run anew (within a lease), so the copy finds the start stale and does nothing.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_timeout": 3}
 CELERY_BEAT_SCHEDULE = {
+    "resume-stalled-tool-runs": {
+        "task": "mcp_platform.jobs.tasks.tool_runs_resume_stalled",
+        "schedule": 5.0,
+    },
     "purge-expired-legacy-sessions": {
         "task": "mcp_platform.gateway.tasks.legacy_sessions_purge_expired",
         "schedule": 300.0,

@@ -49,6 +49,7 @@ from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
 from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_run
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.oauth.resource import principal_label
+from mcp_platform.oauth.throttling import asgi_client_address
 from tenants.cache import tenant_cache
 from tenants.events import catalog_group
 from tenants.models import Tenant
@@ -91,6 +92,7 @@ def session_env(
     sink: Sink,
     request: jsonrpc.Request,
     principal: str,
+    client_address: str,
     granted: frozenset[str] | None,
 ) -> Env:
     params = request.params or {}
@@ -99,7 +101,11 @@ def session_env(
     tasks = None
     if at_least(session.protocol_version, V2025_11_25):
         tasks = ToolRunStore.bound(
-            tenant_id=tenant.pk, principal=principal, session_id=session.pk, protocol_version=session.protocol_version
+            tenant_id=tenant.pk,
+            principal=principal,
+            session_id=session.pk,
+            protocol_version=session.protocol_version,
+            client_address=client_address,
         )
     return Env(
         version=session.protocol_version,
@@ -175,6 +181,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         self.tenant: Tenant = self.scope[TENANT_SCOPE_KEY]
         # Who is calling, as tasks, sessions and sealed request states record it, and what the token grants.
         self.principal = principal_label(self.scope)
+        self.client_address = asgi_client_address(self.scope)
         self.granted = granted_scopes(self.scope)
         method = self.scope["method"]
         if method == "POST":
@@ -264,6 +271,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
                 sink=stream,
                 request=request,
                 principal=self.principal,
+                client_address=self.client_address,
                 granted=self.granted,
             )
             start_run(request=request, env=env, sink=stream, tenant_id=self.tenant.pk, session_id=session.pk)
@@ -285,6 +293,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             headers=self.headers,
             request=message,
             principal=self.principal,
+            client_address=self.client_address,
             granted=self.granted,
         )
 
@@ -296,7 +305,9 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         except McpError as exc:
             await send_error(self.send, exc, request.id)
             return
-        tasks = stateless_tasks(tenant=self.tenant, principal=self.principal, version=envelope.version)
+        tasks = stateless_tasks(
+            tenant=self.tenant, principal=self.principal, version=envelope.version, client_address=self.client_address
+        )
         self._sse_open = True
         await serve_listen(send=self.send, subscription=subscription, tenant_id=self.tenant.pk, tasks=tasks)
 

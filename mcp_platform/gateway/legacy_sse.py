@@ -29,6 +29,7 @@ from mcp_platform.gateway.responses import send_body, send_chunk, send_empty, se
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.streams import SessionSink, start_run
 from mcp_platform.oauth.resource import principal_label
+from mcp_platform.oauth.throttling import asgi_client_address
 from tenants.events import catalog_group
 from tenants.models import Tenant
 
@@ -145,6 +146,7 @@ class LegacyMessagesConsumer(GatewayConsumer):
                     sink=sink,
                     request=message,
                     principal=principal,
+                    client_address=asgi_client_address(self.scope),
                     granted=granted_scopes(self.scope),
                 )
                 start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk)

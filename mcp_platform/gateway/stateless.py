@@ -115,9 +115,11 @@ def input_policy(tenant: Tenant, principal: str) -> InputPolicy:
     )
 
 
-def stateless_tasks(*, tenant: Tenant, principal: str, version: str) -> ToolRunStore:
+def stateless_tasks(*, tenant: Tenant, principal: str, version: str, client_address: str) -> ToolRunStore:
     """The caller's tasks in this era: the principal's (no session; task ids are unguessable)."""
-    return ToolRunStore.bound(tenant_id=tenant.pk, principal=principal, session_id="", protocol_version=version)
+    return ToolRunStore.bound(
+        tenant_id=tenant.pk, principal=principal, session_id="", protocol_version=version, client_address=client_address
+    )
 
 
 def stateless_env(
@@ -128,6 +130,7 @@ def stateless_env(
     stream: RequestStream,
     headers: Mapping[str, str],
     principal: str,
+    client_address: str,
     granted: frozenset[str] | None,
 ) -> Env:
     return Env(
@@ -142,7 +145,9 @@ def stateless_env(
         cache=tenant_cache_hints(tenant),
         headers=headers,
         input_policy=input_policy(tenant, principal),
-        tasks=stateless_tasks(tenant=tenant, principal=principal, version=envelope.version),
+        tasks=stateless_tasks(
+            tenant=tenant, principal=principal, version=envelope.version, client_address=client_address
+        ),
     )
 
 
@@ -154,11 +159,12 @@ async def serve_stateless(
     headers: Mapping[str, str],
     request: jsonrpc.Request,
     principal: str,
+    client_address: str,
     granted: frozenset[str] | None,
 ) -> None:
     """Answer one stateless request for ``principal`` (``principal_label``: ``anonymous`` on a public tenant), who
-    holds ``granted`` scopes (None on a public tenant); every error goes out with the request's id and its HTTP
-    status."""
+    holds ``granted`` scopes (None on a public tenant) and calls from ``client_address``; every error goes out with
+    the request's id and its HTTP status."""
     stream = RequestStream(send)
     try:
         envelope = open_envelope(method=request.method, params=request.params, headers=headers)
@@ -169,6 +175,7 @@ async def serve_stateless(
             stream=stream,
             headers=headers,
             principal=principal,
+            client_address=client_address,
             granted=granted,
         )
         result = await dispatch(request.method, request.params, env)

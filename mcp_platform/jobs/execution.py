@@ -139,7 +139,7 @@ async def _run_call(run: ToolRun) -> TaskOutcome | None:
 
 async def tool_run_execute(*, tenant_id: int, run_id: str, generation: int) -> Claim | None:
     """Run start ``generation`` of the run and store its outcome; the refusal when it is not ours to run
-    (``Claim.BUSY``: another worker's lease is live, try later)."""
+    (``Claim.STALE``, ``Claim.BUSY``: nothing to do)."""
     claimed = await sync_to_async(services.tool_run_claim)(tenant_id=tenant_id, run_id=run_id, generation=generation)
     if isinstance(claimed, Claim):
         return claimed

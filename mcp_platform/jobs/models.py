@@ -2,12 +2,14 @@
 
 Everything a task is lives here, so any web process can answer for it and any worker can run it: its status
 (``mcp_core.tasks`` decides the transitions), its result or error, its open questions and the answers so far,
-whose it is (tenant, principal, session), how long it lives, and the lease of the worker running it.
+whose it is (tenant, principal, session) and whose allowance of unfinished tasks it uses, how long it lives, and
+where its current start is: queued, or leased by the worker running it.
 """
 
 from __future__ import annotations
 
 from django.db import models
+from django.db.models import Q
 
 from mcp_core.tasks import TaskStatus
 
@@ -27,6 +29,9 @@ class ToolRun(models.Model):
     # handshake-era tasks also belong to the session that started them.
     principal = models.CharField(max_length=200)
     session_id = models.CharField(max_length=64, blank=True)
+    # Whose allowance of unfinished tasks the run uses: the principal, or on a public tenant the anonymous
+    # client's address (``selectors.Caller.quota_key``), so one anonymous client cannot use up everyone's.
+    quota_key = models.CharField(max_length=200, default="")
     protocol_version = models.CharField(max_length=16)
     tool_name = models.CharField(max_length=128)
     arguments = models.JSONField(default=dict)
@@ -47,14 +52,23 @@ class ToolRun(models.Model):
     # Each (re)start of the call gets the next generation; a worker message for an older one is stale.
     generation = models.PositiveIntegerField(default=1)
     attempts = models.PositiveIntegerField(default=0)
+    # The current start: queued for a worker since ``scheduled_at`` (None: its message could not be sent), then
+    # claimed by one worker, whose lease it renews until ``lease_until``. The sweep queues a start that no worker
+    # claimed in time again, and starts anew (``takeovers``) one whose lease lapsed.
+    scheduled_at = models.DateTimeField(null=True, blank=True)
     lease_until = models.DateTimeField(null=True, blank=True)
+    takeovers = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created_at"]
         indexes = [
-            models.Index(fields=["tenant", "principal", "status"], name="jobs_toolrun_active"),
+            models.Index(fields=["tenant", "quota_key", "status"], name="jobs_toolrun_quota"),
+            # What the sweep looks at: working runs only, by lease and by queueing time.
+            models.Index(
+                fields=["lease_until", "scheduled_at"], condition=Q(status="working"), name="jobs_toolrun_stalled"
+            ),
             models.Index(fields=["tenant", "principal", "session_id", "created_at"], name="jobs_toolrun_listing"),
         ]
 

@@ -18,15 +18,32 @@ from mcp_platform.jobs.models import ToolRun
 TERMINAL_STATUSES = tuple(status.value for status in TERMINAL)
 
 
+ANONYMOUS = "anonymous"
+
+
 @dataclass(frozen=True)
 class Caller:
     """Whose tasks a request may see: 2026-07-28 requests have no session (``session_id`` is empty), so a
-    handshake-era task is never visible to a stateless request or the other way round."""
+    handshake-era task is never visible to a stateless request or the other way round. ``client_address`` is the
+    client's address as the rate limits find it (``oauth.throttling.client_address``)."""
 
     tenant_id: int
     principal: str
     session_id: str
     protocol_version: str
+    client_address: str = ""
+
+    @property
+    def quota_key(self) -> str:
+        """Whose allowance of unfinished tasks a new run uses: the principal's; on a public tenant, where every
+        caller is ``anonymous``, the client's address (its session when the address is unknown)."""
+        if self.principal != ANONYMOUS:
+            return self.principal
+        if self.client_address and self.client_address != "unknown":
+            return f"{ANONYMOUS} address:{self.client_address}"
+        if self.session_id:
+            return f"{ANONYMOUS} session:{self.session_id}"
+        return ANONYMOUS
 
 
 def tool_runs_visible(*, caller: Caller) -> QuerySet[ToolRun]:
@@ -80,10 +97,10 @@ async def atool_run_list(*, caller: Caller, after: str | None, limit: int) -> tu
     return page, _list_key(page[-1]) if more and page else None
 
 
-def active_counts(*, tenant_id: int, principal: str) -> tuple[int, int]:
-    """Unfinished, unexpired runs of ``principal`` and of the whole tenant, in one query."""
+def active_counts(*, tenant_id: int, quota_key: str) -> tuple[int, int]:
+    """Unfinished, unexpired runs counted against ``quota_key`` and against the whole tenant, in one query."""
     runs = ToolRun.objects.filter(tenant_id=tenant_id, expires_at__gt=timezone.now()).exclude(
         status__in=TERMINAL_STATUSES
     )
-    counts = runs.aggregate(principal=Count("pk", filter=Q(principal=principal)), tenant=Count("pk"))
-    return counts["principal"], counts["tenant"]
+    counts = runs.aggregate(caller=Count("pk", filter=Q(quota_key=quota_key)), tenant=Count("pk"))
+    return counts["caller"], counts["tenant"]

@@ -1,9 +1,10 @@
 """Every write to tool runs: creation (within the limits), cancellation, the client's answers, the worker's claim,
-lease and outcome, and the purge of expired runs.
+lease and outcome, the sweep that queues again what no worker took up or finished, and the purge of expired runs.
 
 Each write is one transaction that asks ``mcp_core.tasks`` for the transition and changes the row only if it is
 still in the status the transition started from. Listeners (requests waiting on the task, the worker running it)
-hear about it on the channel layer after commit; the row stays the truth.
+hear about it on the channel layer after commit, and workers get a Celery message after commit; neither is the
+truth. The row is: a lost message or a dead worker costs time, found by the sweep, never the run.
 """
 
 from __future__ import annotations
@@ -11,16 +12,16 @@ from __future__ import annotations
 import enum
 import logging
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from mcp_core.content import error_result
-from mcp_core.errors import InvalidParams
+from mcp_core.errors import InternalError, InvalidParams, error_to_wire
 from mcp_core.tasks import (
     TaskEvent,
     TaskLimitExceeded,
@@ -67,10 +68,22 @@ def _announce(run: ToolRun, *, stop: bool = False) -> None:
         transaction.on_commit(lambda: _send(groups.task_control_group(tenant_id, task_id), {"kind": "cancel"}))
 
 
-def _schedule(run: ToolRun) -> None:
+def _publish(tenant_id: int, run_id: str, generation: int) -> None:
+    """Send the Celery message of one start. A broker that cannot take it (down, restarting) costs no error: the
+    start is marked unqueued and the sweep sends it once the broker is back."""
     from mcp_platform.jobs.tasks import tool_run_execute
 
-    tool_run_execute.delay_on_commit(run.tenant_id, run.pk, run.generation)
+    try:
+        tool_run_execute.delay(tenant_id, run_id, generation)
+    except Exception:
+        logger.exception("could not queue tool run %s (start %s); the sweep queues it again", run_id, generation)
+        _this_start(tenant_id, run_id, generation).filter(lease_until=None).update(scheduled_at=None)
+
+
+def _schedule(run: ToolRun) -> None:
+    """After commit, queue the run's current start for a worker."""
+    tenant_id, run_id, generation = run.tenant_id, run.pk, run.generation
+    transaction.on_commit(lambda: _publish(tenant_id, run_id, generation))
 
 
 def _transition(run: ToolRun, event: TaskEvent, **fields: Any) -> None:
@@ -92,8 +105,9 @@ def tool_run_create(*, caller: Caller, request: TaskRequest) -> ToolRun:
     """Store a working run and schedule it on a worker after commit.
 
     The lifetime is what the client asked for, capped at ``TASK_MAX_TTL_MS`` (``TASK_DEFAULT_TTL_MS`` when it
-    asked for nothing). Raises TaskLimitExceeded when the principal or the tenant already has as many unfinished
-    runs as it may, and InvalidParams when the call holds text a JSON column cannot store (U+0000).
+    asked for nothing). Raises TaskLimitExceeded when the caller (``Caller.quota_key``: the principal, or an
+    anonymous client) or the tenant already has as many unfinished runs as it may, and InvalidParams when the call
+    holds text a JSON column cannot store (U+0000).
     """
     if not json_storable([request.tool, request.arguments, request.client_capabilities, request.progress_token]):
         raise InvalidParams("A task's arguments must not contain U+0000")
@@ -103,10 +117,8 @@ def tool_run_create(*, caller: Caller, request: TaskRequest) -> ToolRun:
     with transaction.atomic():
         # Serialises the count and the insert of one tenant's runs, so the limits hold under concurrency.
         Tenant.objects.select_for_update().filter(pk=caller.tenant_id).first()
-        principal_active, tenant_active = selectors.active_counts(
-            tenant_id=caller.tenant_id, principal=caller.principal
-        )
-        if principal_active >= per_principal:
+        caller_active, tenant_active = selectors.active_counts(tenant_id=caller.tenant_id, quota_key=caller.quota_key)
+        if caller_active >= per_principal:
             raise TaskLimitExceeded(
                 f"Too many unfinished tasks: at most {per_principal} per caller; wait for some or cancel them",
                 data={"limit": per_principal, "scope": "principal"},
@@ -121,6 +133,7 @@ def tool_run_create(*, caller: Caller, request: TaskRequest) -> ToolRun:
             tenant_id=caller.tenant_id,
             principal=caller.principal,
             session_id=caller.session_id,
+            quota_key=caller.quota_key,
             protocol_version=caller.protocol_version,
             tool_name=request.tool,
             arguments=request.arguments,
@@ -130,6 +143,7 @@ def tool_run_create(*, caller: Caller, request: TaskRequest) -> ToolRun:
             input_answers={key: [a.question, a.result] for key, a in request.answers.items()},
             ttl_ms=ttl_ms,
             expires_at=timezone.now() + timedelta(milliseconds=ttl_ms),
+            scheduled_at=timezone.now(),
         )
         _schedule(run)
     return run
@@ -176,6 +190,7 @@ def tool_run_provide_input(*, caller: Caller, task_id: str, responses: Any) -> T
                 input_answers=answers,
                 input_requests={},
                 generation=run.generation + 1,
+                scheduled_at=timezone.now(),
                 status_message="",
             )
             _schedule(run)
@@ -199,8 +214,14 @@ def tool_run_fail_input(*, caller: Caller, task_id: str, message: str) -> None:
 class Claim(enum.Enum):
     # Nothing to do: the run is gone, finished, waiting for the client, or this message is for an older start.
     STALE = "stale"
-    # Another worker holds a live lease on this start: try again when it may have lapsed.
+    # A worker claimed this start already (a duplicate or redelivered message): it runs it, or, once its lease
+    # lapses, the sweep starts the run anew.
     BUSY = "busy"
+
+
+# How often a run is started anew after the worker running it stopped renewing its lease, before it fails: a
+# call that takes its worker down every time must not take down every worker in turn.
+MAX_TAKEOVERS = 3
 
 
 def _lease() -> timedelta:
@@ -218,13 +239,14 @@ def _locked_start(tenant_id: int, run_id: str, generation: int) -> QuerySet[Tool
 
 
 def tool_run_claim(*, tenant_id: int, run_id: str, generation: int) -> ToolRun | Claim:
-    """Take the lease on generation ``generation`` of a working run (idempotent against redelivered messages)."""
+    """Take the lease on start ``generation`` of a working run. Each start is claimed once: a duplicate or
+    redelivered message finds it claimed (a lapsed lease is the sweep's to act on, with a new start)."""
     with transaction.atomic():
         run = _locked_start(tenant_id, run_id, generation).select_related("tenant").first()
         if run is None:
             return Claim.STALE
         now = timezone.now()
-        if run.lease_until is not None and run.lease_until > now:
+        if run.lease_until is not None:
             return Claim.BUSY
         run.lease_until = now + _lease()
         run.attempts += 1
@@ -269,6 +291,52 @@ def tool_run_finish(*, tenant_id: int, run_id: str, generation: int, outcome: Ta
         _transition(run, outcome.event, **fields)
         _announce(run)
     return run
+
+
+def _stalled(now: datetime) -> Q:
+    """Working runs whose worker stopped renewing the lease, or whose start no worker claimed within a lease of
+    being queued (its message lost with a restarted broker, or never sent)."""
+    unclaimed = Q(lease_until=None) & (Q(scheduled_at=None) | Q(scheduled_at__lte=now - _lease()))
+    return Q(status=ToolRun.Status.WORKING, expires_at__gt=now) & (Q(lease_until__lte=now) | unclaimed)
+
+
+def _take_over(run: ToolRun, now: datetime) -> None:
+    """Start a run anew whose worker is gone: the next generation, so the old worker (should it be alive after
+    all) can neither renew nor finish its start; or fail it after ``MAX_TAKEOVERS``."""
+    if run.takeovers >= MAX_TAKEOVERS:
+        message = f"The worker running this task stopped {run.takeovers + 1} times; the task was given up"
+        error = error_to_wire(InternalError(message))[1]
+        _transition(run, TaskEvent.FAIL, lease_until=None, error=error, status_message=message)
+    else:
+        # Still working: a new start of the same call, not a transition.
+        run.generation += 1
+        run.takeovers += 1
+        run.lease_until, run.scheduled_at = None, now
+        run.status_message = "Started again: the worker running it stopped"
+        run.save(
+            update_fields=["generation", "takeovers", "lease_until", "scheduled_at", "status_message", "updated_at"]
+        )
+        _schedule(run)
+    _announce(run)
+
+
+def tool_runs_resume_stalled(*, limit: int = 500) -> int:
+    """The sweep (Celery beat, every few seconds): queue again each start no worker claimed within a lease (the
+    same start: whichever message comes first runs it, the other finds it claimed), and start anew each run whose
+    lease lapsed. Rows another transaction holds are left to the next sweep. The number of runs acted on."""
+    now = timezone.now()
+    with transaction.atomic():
+        runs = list(
+            ToolRun.objects.select_for_update(skip_locked=True).filter(_stalled(now)).order_by("created_at")[:limit]
+        )
+        for run in runs:
+            if run.lease_until is not None:
+                _take_over(run, now)
+            else:
+                run.scheduled_at = now
+                run.save(update_fields=["scheduled_at"])
+                _schedule(run)
+    return len(runs)
 
 
 def tool_runs_purge_expired() -> int:

@@ -63,9 +63,12 @@ class ToolRunStore:
         self.caller = caller
 
     @classmethod
-    def bound(cls, *, tenant_id: int, principal: str, session_id: str, protocol_version: str) -> ToolRunStore:
-        """The tasks of one caller: a 2026-07-28 request has no session (``session_id=""``)."""
-        return cls(Caller(tenant_id, principal, session_id, protocol_version))
+    def bound(
+        cls, *, tenant_id: int, principal: str, session_id: str, protocol_version: str, client_address: str
+    ) -> ToolRunStore:
+        """The tasks of one caller: a 2026-07-28 request has no session (``session_id=""``); ``client_address``
+        is whose allowance an anonymous caller's new tasks use."""
+        return cls(Caller(tenant_id, principal, session_id, protocol_version, client_address))
 
     async def create(self, request: TaskRequest) -> TaskSnapshot:
         run = await sync_to_async(services.tool_run_create)(caller=self.caller, request=request)

@@ -67,6 +67,13 @@ def client_address(meta: Mapping[str, Any]) -> str:
     return str(nearest)
 
 
+def asgi_client_address(scope: Mapping[str, Any]) -> str:
+    """``client_address`` of an ASGI request (the MCP endpoint's consumers have no ``META``)."""
+    peer = scope.get("client") or ("", 0)
+    forwarded = b",".join(value for name, value in scope.get("headers", ()) if name.lower() == b"x-forwarded-for")
+    return client_address({"REMOTE_ADDR": peer[0], "HTTP_X_FORWARDED_FOR": forwarded.decode("latin-1")})
+
+
 def client_groups(address: str) -> tuple[str, str]:
     """The client and network buckets of ``address`` (see the module docstring); unknown addresses share one."""
     ip = _address(address)

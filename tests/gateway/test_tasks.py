@@ -194,6 +194,23 @@ async def test_too_many_unfinished_tasks_is_a_clear_error(conformance, settings)
     assert "at most 1 per caller" in refused["error"]["message"]
 
 
+async def test_each_anonymous_client_has_its_own_allowance_of_unfinished_tasks(conformance, settings):
+    settings.MCP_PLATFORM = {**settings.MCP_PLATFORM, "TASK_MAX_ACTIVE_PER_PRINCIPAL": 1}
+    settings.MCP_PLATFORM["TRUSTED_PROXIES"] = ["127.0.0.1/32"]
+    slow = {"name": "slow_compute", "arguments": {"seconds": 60}}
+
+    async def call_from(address: str) -> dict[str, Any]:
+        return await call("tools/call", slow, headers={"x-forwarded-for": address})
+
+    first = await call_from("203.0.113.7")
+    again = await call_from("203.0.113.7")
+    other = await call_from("198.51.100.9")
+
+    assert first["result"]["status"] == "working"
+    assert again["error"]["code"] == -32000
+    assert other["result"]["status"] == "working"
+
+
 @pytest.fixture
 def protected(transactional_db: None) -> dict[str, Any]:
     """A tenant behind OAuth with a task-supporting tool, two members with tokens, and a second tenant."""

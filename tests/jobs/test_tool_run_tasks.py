@@ -1,5 +1,5 @@
 """The Celery task bodies, called as a worker thread calls them: the run's coroutine goes to the process's event
-loop and the thread waits for it; a message that meets another worker's live lease is retried later."""
+loop and the thread waits for it; a duplicate or stale message does nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from celery.exceptions import Retry
 from django.utils import timezone
 
 from mcp_core.tasks import TaskRequest
@@ -17,7 +16,7 @@ from mcp_platform.jobs import services
 from mcp_platform.jobs.loop import use_loop
 from mcp_platform.jobs.models import ToolRun
 from mcp_platform.jobs.selectors import Caller
-from mcp_platform.jobs.tasks import tool_run_execute, tool_runs_purge_expired
+from mcp_platform.jobs.tasks import tool_run_execute, tool_runs_purge_expired, tool_runs_resume_stalled
 from tenants.models import Backend
 from tests.factories import TenantFactory, ToolFactory
 
@@ -64,15 +63,25 @@ def test_a_message_runs_the_call_to_its_result(run: ToolRun) -> None:
     assert (run.status, run.result["content"][0]["text"], run.attempts) == ("completed", "Hello, Ada!", 1)
 
 
-def test_a_message_meeting_a_live_lease_is_retried_and_a_stale_one_does_nothing(run: ToolRun) -> None:
+def test_a_duplicate_message_and_a_stale_one_do_nothing(run: ToolRun) -> None:
     services.tool_run_claim(tenant_id=run.tenant_id, run_id=run.pk, generation=run.generation)
 
-    with pytest.raises(Retry):
-        tool_run_execute.run(run.tenant_id, run.pk, run.generation)
+    tool_run_execute.run(run.tenant_id, run.pk, run.generation)
     tool_run_execute.run(run.tenant_id, run.pk, run.generation + 1)
 
     run.refresh_from_db()
     assert (run.status, run.attempts) == ("working", 1)
+
+
+def test_the_sweep_task_starts_anew_a_run_whose_worker_stopped(run: ToolRun) -> None:
+    services.tool_run_claim(tenant_id=run.tenant_id, run_id=run.pk, generation=run.generation)
+    ToolRun.objects.filter(pk=run.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+
+    assert tool_runs_resume_stalled.run() == 1
+    tool_run_execute.run(run.tenant_id, run.pk, run.generation + 1)
+
+    run.refresh_from_db()
+    assert (run.status, run.generation, run.result["content"][0]["text"]) == ("completed", 2, "Hello, Ada!")
 
 
 def test_the_purge_task_deletes_what_expired(run: ToolRun) -> None:

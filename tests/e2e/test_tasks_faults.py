@@ -1,0 +1,162 @@
+"""Tasks when things break, on a production topology of the test's own: the worker killed mid-task, Redis
+restarted (every key lost) while tasks run and wait, and Redis down when a task is created. In each case the
+client's task ends the way the README says, and the worker process rides it out."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from tests.e2e.faults import DEMO_TENANT, Topology
+from tests.e2e.live import PRODUCTION_ONLY
+from tests.e2e.raw_http import raw_http_client, stateless_headers, stateless_request
+
+pytestmark = [*PRODUCTION_ONLY, pytest.mark.timeout(300)]
+
+TASKS = "io.modelcontextprotocol/tasks"
+# The platform's defaults (README, "Tasks"): the lease a worker holds on a run, and how often the sweep looks.
+LEASE_SECONDS = 30.0
+SWEEP_SECONDS = 5.0
+# What a worker needs to start (Django, Celery, connecting) and a run to be claimed, on a busy machine.
+WORKER_START_SECONDS = 20.0
+RUNNING_DEADLINE = 30.0
+# Creating a task with Redis down: Celery's publish retries against a refused connection, then the answer.
+BROKER_DOWN_ANSWER_SECONDS = 10.0
+# The fault topology's worker runs ``-c 4``.
+WORKER_THREADS = 4
+
+
+async def stateless(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One 2026-07-28 request of a client that takes tasks; its result (a JSON-RPC error fails the test)."""
+    name = params.get("name", params.get("taskId"))
+    message = stateless_request(secrets.token_hex(4), method, params, capabilities={"extensions": {TASKS: {}}})
+    response = await http.post(url, json=message, headers=stateless_headers(method, name))
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert "result" in answer, answer
+    return dict(answer["result"])
+
+
+async def count_slowly(http: httpx.AsyncClient, url: str, steps: int, delay_ms: int = 1000) -> str:
+    created = await stateless(
+        http, url, "tools/call", {"name": "count_slowly", "arguments": {"steps": steps, "delay_ms": delay_ms}}
+    )
+    assert (created["resultType"], created["status"]) == ("task", "working"), created
+    return str(created["taskId"])
+
+
+async def task(http: httpx.AsyncClient, url: str, task_id: str) -> dict[str, Any]:
+    return await stateless(http, url, "tasks/get", {"taskId": task_id})
+
+
+async def until(http: httpx.AsyncClient, url: str, task_id: str, reached: Any, deadline: float) -> dict[str, Any]:
+    """Poll the task (at the interval it suggests) until ``reached(task)``; fail after ``deadline`` seconds."""
+    with anyio.fail_after(deadline):
+        while True:
+            current = await task(http, url, task_id)
+            if reached(current):
+                return current
+            await anyio.sleep(current.get("pollIntervalMs", 1000) / 1000)
+
+
+def counting(current: dict[str, Any]) -> bool:
+    """The worker runs it: the call has reported progress (a 2026-07-28 task's progress is its status message)."""
+    return current["status"] == "working" and "Counted" in str(current.get("statusMessage", ""))
+
+
+def finished(current: dict[str, Any]) -> bool:
+    return current["status"] != "working"
+
+
+def counted_to(steps: int) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": f"Counted to {steps}."}]
+
+
+async def test_a_task_whose_worker_was_killed_is_finished_by_the_next_worker_within_the_lease(
+    fault_topology: Topology,
+) -> None:
+    url = fault_topology.endpoint(DEMO_TENANT)
+    steps = 8
+    async with raw_http_client() as http:
+        task_id = await count_slowly(http, url, steps)
+        await until(http, url, task_id, counting, RUNNING_DEADLINE)
+
+        fault_topology.kill_worker()
+        killed = time.monotonic()
+        fault_topology.start_worker()
+        done = await until(http, url, task_id, finished, LEASE_SECONDS + SWEEP_SECONDS + WORKER_START_SECONDS + steps)
+        took = time.monotonic() - killed
+
+    assert done["status"] == "completed", done
+    assert done["result"]["content"] == counted_to(steps)
+    print(f"finished {took:.1f} s after the kill")
+    assert took < LEASE_SECONDS + SWEEP_SECONDS + WORKER_START_SECONDS + steps
+
+
+async def test_the_worker_rides_out_redis_restarts_with_tasks_running_and_the_lost_messages_are_queued_again(
+    fault_topology: Topology,
+) -> None:
+    """Three restarts in a row, each while a task runs (its message unacknowledged) and, the third time, while
+    tasks wait in the queue that the restart empties: every task completes and the worker never exits."""
+    url, other = fault_topology.endpoint(DEMO_TENANT, web=0), fault_topology.endpoint(DEMO_TENANT, web=1)
+    worker = fault_topology.worker
+    assert worker is not None
+    async with raw_http_client() as http:
+        for _ in range(2):
+            running = await count_slowly(http, url, 4)
+            await until(http, url, running, counting, RUNNING_DEADLINE)
+            fault_topology.restart_redis()
+            done = await until(http, other, running, finished, RUNNING_DEADLINE)
+            assert done["status"] == "completed" and worker.alive, done
+
+        # Every worker thread busy, two more tasks queued in Redis: the restart loses their messages.
+        busy = [await count_slowly(http, url, 6) for _ in range(WORKER_THREADS)]
+        for task_id in busy:
+            await until(http, url, task_id, counting, RUNNING_DEADLINE)
+        queued = [await count_slowly(http, url, 2) for _ in range(2)]
+        fault_topology.restart_redis()
+        outcomes = [
+            await until(http, other, task_id, finished, LEASE_SECONDS + SWEEP_SECONDS + RUNNING_DEADLINE)
+            for task_id in [*busy, *queued]
+        ]
+        fresh = await count_slowly(http, other, 1)
+        after = await until(http, url, fresh, finished, RUNNING_DEADLINE)
+
+    assert [outcome["status"] for outcome in outcomes] == ["completed"] * (WORKER_THREADS + 2), outcomes
+    assert after["result"]["content"] == counted_to(1)
+    assert worker.alive, worker.tail()
+    assert fault_topology.redis.restarts == 3
+
+
+async def test_a_task_created_while_redis_is_down_is_accepted_and_runs_once_redis_is_back(
+    fault_topology: Topology,
+) -> None:
+    """The choice the README documents: the run is stored and the client gets its task (no 500, no error); the
+    sweep queues it once the broker is back, and it finishes, so it stops counting against the caller's limit."""
+    url = fault_topology.endpoint(DEMO_TENANT)
+    async with raw_http_client() as http:
+        # The web process knows the tenant already: a first request for a tenant is not this test's subject.
+        await until(http, url, await count_slowly(http, url, 1, delay_ms=0), finished, RUNNING_DEADLINE)
+        fault_topology.redis.kill()
+        try:
+            asked = time.monotonic()
+            created = await stateless(
+                http, url, "tools/call", {"name": "count_slowly", "arguments": {"steps": 1, "delay_ms": 0}}
+            )
+            answered_in = time.monotonic() - asked
+            while_down = await task(http, url, str(created["taskId"]))
+        finally:
+            fault_topology.redis.start()
+        done = await until(
+            http, url, str(created["taskId"]), finished, SWEEP_SECONDS + WORKER_START_SECONDS + RUNNING_DEADLINE
+        )
+
+    print(f"created in {answered_in:.2f} s with Redis down")
+    assert (created["resultType"], created["status"], while_down["status"]) == ("task", "working", "working")
+    assert answered_in < BROKER_DOWN_ANSWER_SECONDS
+    assert done["result"]["content"] == counted_to(1)
