@@ -82,13 +82,20 @@ class RequestBody:
             return DISCONNECT
         if self.complete:
             return await self._receive()
+        message = await self._read_before_deadline()
+        if message is None:
+            await self.time_out()
+            return DISCONNECT
+        return message
+
+    async def _read_before_deadline(self) -> Message | None:
+        """The next message, or None once the deadline has passed."""
         remaining = self._deadline - asyncio.get_running_loop().time()
         self._receiving = True
         try:
             message = await asyncio.wait_for(self._receive(), max(remaining, 0.0))
         except TimeoutError:
-            await self.time_out()
-            return DISCONNECT
+            return None
         finally:
             self._receiving = False
         if message["type"] != "http.request" or not message.get("more_body", False):
@@ -99,23 +106,20 @@ class RequestBody:
         self.answered = True
         self.complete = True
         timeout = platform_settings.BODY_TIMEOUT
-        body = jsonrpc.encode_error(
-            None, {"code": -32000, "message": f"Request Timeout: send the body within {timeout} s"}
-        )
-        await send_json(self._send, 408, body, headers=[CLOSE])
+        message = f"Request Timeout: send the body within {timeout} s"
+        await send_json(self._send, 408, jsonrpc.encode_error(None, {"code": -32000, "message": message}), [CLOSE])
 
-    async def drain(self, limit: int) -> bool:
-        """Read and discard the rest of the body, up to ``limit`` bytes and the deadline; whether it all came.
+    async def drain(self, limit: int) -> None:
+        """Read and discard the rest of the body, up to ``limit`` bytes and the deadline.
 
         Not while the application itself waits on ``receive``: two readers would split the messages.
         """
-        if self._receiving:
-            return self.complete
         seen = 0
-        while not self.complete and not self.answered and seen <= limit:
-            message = await self.receive()
+        while not self._receiving and not self.complete and seen <= limit:
+            message = await self._read_before_deadline()
+            if message is None:
+                return
             seen += len(message.get("body", b""))
-        return self.complete and not self.answered
 
 
 class RequestLimitsMiddleware:
@@ -138,8 +142,6 @@ class RequestLimitsMiddleware:
                 declared = declared_length(scope)
                 if declared is None or declared <= drain_limit:
                     await body.drain(drain_limit)
-                if body.answered:
-                    return
                 headers = message.get("headers", [])
                 if CLOSE not in headers:
                     message = {**message, "headers": [*headers, CLOSE]}
