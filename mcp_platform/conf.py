@@ -23,6 +23,12 @@ DEFAULTS: dict[str, Any] = {
     "ALLOWED_HOSTS": ["localhost", "127.0.0.1", "[::1]"],
     # Largest request body accepted on the MCP endpoint.
     "MAX_REQUEST_BYTES": 4 * 1024 * 1024,
+    # Largest request line plus header fields accepted on any path (larger: 431).
+    "MAX_HEADER_BYTES": 32 * 1024,
+    # How long a connection may take to send a request's headers (seconds; then 408 and closed), and a request's
+    # whole body once its headers arrived (then 408 and closed). Bounds what slow or silent clients hold.
+    "HEADER_TIMEOUT": 10.0,
+    "BODY_TIMEOUT": 30.0,
     # Handshake-era sessions idle longer than this end (seconds).
     "SESSION_IDLE_TIMEOUT": 3600,
     # Stored SSE events are kept this long for Last-Event-ID replay (seconds).
@@ -87,6 +93,9 @@ class PlatformSettings:
     PUBLIC_BASE_URL: str
     ALLOWED_HOSTS: list[str]
     MAX_REQUEST_BYTES: int
+    MAX_HEADER_BYTES: int
+    HEADER_TIMEOUT: float
+    BODY_TIMEOUT: float
     SESSION_IDLE_TIMEOUT: int
     EVENT_RETENTION: int
     SSE_RETRY_MS: int
@@ -176,6 +185,12 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
     errors: list[CheckMessage] = []
     if loaded.MAX_REQUEST_BYTES < 1024:
         errors.append(Error("MCP_PLATFORM['MAX_REQUEST_BYTES'] must be at least 1024.", id="mcp_platform.E002"))
+    if loaded.MAX_HEADER_BYTES < 4096:
+        errors.append(Error("MCP_PLATFORM['MAX_HEADER_BYTES'] must be at least 4096.", id="mcp_platform.E030"))
+    for name in ("HEADER_TIMEOUT", "BODY_TIMEOUT"):
+        value = getattr(loaded, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600:
+            errors.append(Error(f"MCP_PLATFORM[{name!r}] must be between 0 and 3600 seconds.", id="mcp_platform.E031"))
     ttl = loaded.TENANT_CACHE_TTL
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 <= ttl <= 300:
         errors.append(

@@ -62,19 +62,31 @@ def listening_socket(host: str, port: int, backlog: int = 2048) -> socket.socket
     return sock
 
 
+def request_limits() -> tuple[float, int]:
+    """The header timeout (seconds) and the header size limit (bytes) of ``MCP_PLATFORM``."""
+    from mcp_platform.conf import platform_settings
+
+    return float(platform_settings.HEADER_TIMEOUT), int(platform_settings.MAX_HEADER_BYTES)
+
+
 def run_uvicorn(
     application: Any, *, host: str, port: int, fd: int | None, access_log: bool, on_loop: OnLoop = None
 ) -> None:
-    """uvicorn with uvloop and httptools; lifespan off (Channels' router has no lifespan handler)."""
+    """uvicorn with uvloop and httptools, the latter bounded in header time and size
+    (``mcp_platform.uvicorn_protocol``); lifespan off (Channels' router has no lifespan handler)."""
     import uvicorn
     import uvloop
 
+    from mcp_platform.uvicorn_protocol import bounded_protocol
+
+    header_timeout, max_header_bytes = request_limits()
     config = uvicorn.Config(
         application,
         host=host,
         port=port,
         loop="uvloop",
-        http="httptools",
+        # A memory bound, twice the exact limit the ASGI middleware applies (it counts no request line or CRLF).
+        http=bounded_protocol(header_timeout=header_timeout, max_header_bytes=2 * max_header_bytes),
         ws="none",
         lifespan="off",
         # As daphne: X-Forwarded-* are not trusted (MCP_PUBLIC_BASE_URL names the public origin behind a proxy),
@@ -99,7 +111,11 @@ def run_daphne(
     application: Any, *, host: str, port: int, fd: int | None, access_log: bool, on_loop: OnLoop = None
 ) -> None:
     """daphne on a uvloop loop: importing ``daphne.server`` installs Twisted's asyncio reactor on a new loop of
-    the policy in force, so the policy is set first (9% less CPU per request than the default selector loop)."""
+    the policy in force, so the policy is set first (9% less CPU per request than the default selector loop).
+
+    Twisted's channel is bounded by ``mcp_platform.daphne_channel``: a whole request (headers and body) within
+    the header and body timeouts together, headers refused by Twisted (400) beyond twice the header limit; an idle
+    connection closes after the header timeout."""
     import sys
 
     import uvloop
@@ -108,6 +124,13 @@ def run_daphne(
     from daphne.access import AccessLogGenerator
     from daphne.endpoints import build_endpoint_description_strings
     from daphne.server import Server, twisted_loop
+    from twisted.internet import reactor
+
+    from mcp_platform.conf import platform_settings
+    from mcp_platform.daphne_channel import channel_factory
+
+    header_timeout, max_header_bytes = request_limits()
+    request_deadline = header_timeout + float(platform_settings.BODY_TIMEOUT)
 
     if on_loop is not None:
         on_loop(twisted_loop)
@@ -117,14 +140,24 @@ def run_daphne(
     else:
         endpoints = build_endpoint_description_strings(host=host, port=port)
     freeze_start_up_heap()
-    Server(
+    server = Server(
         application=application,
         endpoints=endpoints,
         signal_handlers=True,
         http_timeout=None,
         application_close_timeout=60,
         action_logger=AccessLogGenerator(sys.stdout) if access_log else None,
-    ).run()
+    )
+
+    def bound_connections() -> None:
+        # The factory exists once ``run`` starts, before the reactor accepts the first connection.
+        server.http_factory.timeOut = header_timeout
+        server.http_factory.protocol = channel_factory(
+            request_deadline=request_deadline, max_header_bytes=max_header_bytes
+        )
+
+    reactor.callWhenRunning(bound_connections)
+    server.run()
 
 
 def run_granian(
@@ -137,18 +170,28 @@ def run_granian(
     if fd is not None:
         raise ValueError("granian binds its own socket: run one granian process per port")
     import uvloop
-    from granian.constants import Interfaces
+    from granian.constants import HTTPModes, Interfaces
+    from granian.http import HTTP1Settings
     from granian.log import LogLevels
     from granian.server.embed import Server
+
+    header_timeout, max_header_bytes = request_limits()
 
     server = Server(
         application,
         address=host,
         port=port,
         interface=Interfaces.ASGINL,
+        # HTTP/1.1 only: in ``auto`` mode granian waits for a connection's first bytes (to tell HTTP/2 apart)
+        # with no timeout, so connections that send nothing are held for ever.
+        http=HTTPModes.http1,
         backlog=2048,
         # granian's default admits only ``backlog`` concurrent requests; every open SSE stream is one.
         backpressure=GRANIAN_MAX_CONCURRENT_REQUESTS,
+        # Headers within the header timeout (408 after), and at most twice the header limit buffered (431).
+        http1_settings=HTTP1Settings(
+            header_read_timeout=int(header_timeout * 1000), max_buffer_size=max(2 * max_header_bytes, 8192)
+        ),
         log_level=LogLevels.warning,
         log_access=access_log,
     )

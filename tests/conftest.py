@@ -1,5 +1,6 @@
 """Fixtures shared by every test package."""
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -7,6 +8,27 @@ import pytest
 from django.db import connection
 
 from tenants.cache import tenant_cache
+from tests.process_marks import RUN_MARK, kill_all, new_mark, wait_until_none_marked
+
+# How long processes the run stopped may take to finish exiting before the run counts them as left behind.
+LEFTOVER_GRACE_SECONDS = 15.0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Mark every process this run starts (they inherit the environment), to find any it leaves behind."""
+    os.environ[RUN_MARK] = new_mark()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A run that leaves a process running fails, names it, and kills it."""
+    left = wait_until_none_marked(RUN_MARK, os.environ[RUN_MARK], timeout=LEFTOVER_GRACE_SECONDS)
+    if left:
+        kill_all(left)
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        listing = "\n".join(f"  {pid}: {command}" for pid, command in sorted(left.items()))
+        if reporter is not None:
+            reporter.write_line(f"Processes started by the tests were left running (now killed):\n{listing}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

@@ -29,3 +29,16 @@ def test_a_setting_that_must_be_a_positive_integer_is_refused_otherwise(name, va
 def test_each_failing_setting_is_reported_with_its_own_message():
     errors = _errors(TENANT_CACHE_TTL=-1, TRUSTED_PROXIES=["not-a-network"], PAGE_SIZE=0)
     assert set(errors.values()) == {"mcp_platform.E009", "mcp_platform.E011", "mcp_platform.E003"}
+
+
+@pytest.mark.parametrize("name", ["HEADER_TIMEOUT", "BODY_TIMEOUT"])
+@pytest.mark.parametrize("value", [0, -1, 3601, True, "10"])
+def test_a_request_timeout_outside_an_hour_is_refused(name, value):
+    errors = _errors(**{name: value})
+    assert errors[f"MCP_PLATFORM[{name!r}] must be between 0 and 3600 seconds."] == "mcp_platform.E031"
+
+
+def test_a_header_limit_below_4096_bytes_is_refused():
+    assert _errors(MAX_HEADER_BYTES=4095) == {
+        "MCP_PLATFORM['MAX_HEADER_BYTES'] must be at least 4096.": "mcp_platform.E030"
+    }

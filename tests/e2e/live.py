@@ -43,6 +43,8 @@ SERVER = os.environ.get("MCP_E2E_SERVER", "")
 TENANT_CACHE_SECONDS = 15
 # Short, so tests see keep-alive comments (and stale stream leases) without waiting long.
 SSE_KEEPALIVE_SECONDS = 2
+# Short, so tests see slow clients cut off without waiting the production defaults.
+REQUEST_TIMEOUT_SECONDS = 4
 
 CONFORMANCE_TENANT = "conformance"
 PAGED_TENANT = "paged"
@@ -299,6 +301,8 @@ def start_web(
         **env,
         "MCP_TENANT_CACHE_SECONDS": str(TENANT_CACHE_SECONDS),
         "MCP_SSE_KEEPALIVE": str(SSE_KEEPALIVE_SECONDS),
+        "MCP_HEADER_TIMEOUT": str(REQUEST_TIMEOUT_SECONDS),
+        "MCP_BODY_TIMEOUT": str(REQUEST_TIMEOUT_SECONDS),
     }
     process = ManagedProcess.start(name, argv, env, log_dir)
     return process, f"http://127.0.0.1:{port}"

@@ -10,7 +10,7 @@ import anyio
 import httpx
 import pytest
 
-from tests.e2e.live import SERVER, SSE_KEEPALIVE_SECONDS
+from tests.e2e.live import SSE_KEEPALIVE_SECONDS
 from tests.e2e.raw_http import ACCEPT_BOTH, RawSession, raw_http_client, sse_events
 
 pytestmark = pytest.mark.anyio
@@ -74,12 +74,6 @@ async def test_a_closed_stream_ends_its_work_on_the_server_at_once(conformance_u
                 await anyio.sleep(0.1)
 
 
-@pytest.mark.xfail(
-    SERVER == "granian",
-    reason="granian resets a connection whose declared body the application did not read (docs/performance.md)",
-    raises=httpx.ReadError,
-    strict=True,
-)
 async def test_a_body_over_the_limit_is_413_before_it_is_read(conformance_url: str) -> None:
     headers = {"Accept": ACCEPT_BOTH, "Content-Type": "application/json"}
     too_big = b" " * (4 * 1024 * 1024 + 1)

@@ -22,18 +22,29 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from mcp_platform.servers import DEFAULT_SERVER, RUNNERS, SERVERS, listening_socket
+from mcp_platform.processes import end_with_parent
+from mcp_platform.servers import DEFAULT_SERVER, GRACEFUL_SHUTDOWN_SECONDS, RUNNERS, SERVERS, listening_socket
 
 logger = logging.getLogger(__name__)
 
 
 # Worker threads mostly wait on their task's coroutine (on the shared event loop), so they are cheap.
 EMBEDDED_WORKER_THREADS = 16
+# Every signal that asks ``serve --workers N`` to stop; each ends all its server processes.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+# How long a server process may take over its graceful shutdown before it is killed.
+CHILD_STOP_SECONDS = GRACEFUL_SHUTDOWN_SECONDS + 5
 
 
 def start_embedded_worker() -> threading.Thread:
     """A Celery worker consuming the in-memory broker from a daemon thread of this process; its tasks' async work
-    runs on the web server's loop (``mcp_platform.jobs.loop``), which the server hands to ``use_loop`` as it starts."""
+    runs on the web server's loop (``mcp_platform.jobs.loop``), which the server hands to ``use_loop`` as it starts.
+
+    Beat (the periodic purges of sessions and expired tool runs) runs in a thread here too, not in the child
+    process the worker would fork for it: a process of its own outlives a ``serve`` stopped by a signal.
+    """
+    from celery.beat import EmbeddedService
+
     from mcp_platform.celery import app
 
     worker = app.WorkController(
@@ -44,12 +55,10 @@ def start_embedded_worker() -> threading.Thread:
         without_heartbeat=True,
         without_mingle=True,
         without_gossip=True,
-        # The periodic purges (sessions, expired tool runs) run here too.
-        beat=True,
-        schedule_filename=str(settings.VAR_DIR / "celerybeat-schedule"),
     )
     thread = threading.Thread(target=worker.start, name="celery-embedded-worker", daemon=True)
     thread.start()
+    EmbeddedService(app, thread=True, schedule_filename=str(settings.VAR_DIR / "celerybeat-schedule")).start()
     return thread
 
 
@@ -91,10 +100,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-worker", action="store_true", help="Do not start the embedded Celery worker (production)."
         )
-        # Internal: serve on a socket inherited from the supervising ``serve --workers N``.
+        # Internal: serve on a socket inherited from the supervising ``serve --workers N``, whose pid follows.
         parser.add_argument("--fd", type=int, default=None, help=argparse.SUPPRESS)
+        parser.add_argument("--supervisor", type=int, default=None, help=argparse.SUPPRESS)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["supervisor"] is not None:
+            end_with_parent(options["supervisor"])
         workers = options["workers"]
         if workers < 1:
             raise CommandError("--workers must be at least 1")
@@ -140,28 +152,42 @@ class Command(BaseCommand):
     def _supervise(self, options: dict[str, Any]) -> int:
         """Run ``workers`` child servers on one inherited socket until a signal or a child's death.
 
-        A child that dies takes the group down (exit status 1): restarting is the process manager's job.
+        Any of ``STOP_SIGNALS`` ends every child (SIGTERM, then SIGKILL after ``CHILD_STOP_SECONDS``); a
+        supervisor killed outright takes its children with it, as each asked the kernel for its parent's death
+        signal. A child that dies takes the group down (exit status 1): restarting is the process manager's job.
         """
-        sock = listening_socket(options["host"], options["port"])
-        argv = [sys.executable, sys.argv[0], "serve", "--no-migrate", "--no-worker"]
-        argv += ["--server", options["server"], "--workers", "1", "--fd", str(sock.fileno())]
-        if options["access_log"]:
-            argv.append("--access-log")
-        children = [subprocess.Popen(argv, pass_fds=[sock.fileno()]) for _ in range(options["workers"])]
         signalled = False
 
         def on_signal(signum: int, frame: Any) -> None:
             nonlocal signalled
             signalled = True
 
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, on_signal)
+        sock = listening_socket(options["host"], options["port"])
+        argv = [sys.executable, sys.argv[0], "serve", "--no-migrate", "--no-worker", "--supervisor", str(os.getpid())]
+        argv += ["--server", options["server"], "--workers", "1", "--fd", str(sock.fileno())]
+        if options["access_log"]:
+            argv.append("--access-log")
+        children: list[subprocess.Popen[bytes]] = []
+        while not signalled and len(children) < options["workers"]:
+            children.append(subprocess.Popen(argv, pass_fds=[sock.fileno()]))
         while not signalled and all(child.poll() is None for child in children):
             time.sleep(0.2)
-        for child in children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        for child in children:
-            child.wait()
+        stop_children(children)
         sock.close()
         return 0 if signalled else 1
+
+
+def stop_children(children: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM every running child, and SIGKILL those still running ``CHILD_STOP_SECONDS`` later."""
+    for child in children:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + CHILD_STOP_SECONDS
+    for child in children:
+        try:
+            child.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
