@@ -11,11 +11,12 @@ import anyio
 import pytest
 
 from tests.e2e.faults import DEMO_TENANT, Topology
-from tests.e2e.live import PRODUCTION_ONLY
+from tests.e2e.live import PRODUCTION_ONLY, in_tenant
 from tests.e2e.raw_http import (
     RawSession,
     SseEvent,
     is_progress,
+    next_message,
     raw_http_client,
     request_message,
     sse_events,
@@ -95,3 +96,62 @@ async def test_a_stream_whose_process_was_killed_ends_with_an_error_when_resumed
             async with again.stream_get(last_event_id=last_seen) as replay:
                 replayed = [e async for e in sse_events(replay)]
     assert [e.message() for e in replayed] == [e.message() for e in after]
+
+
+async def _first_list_changed(events: AsyncIterator[SseEvent], heard: anyio.Event) -> None:
+    message = await next_message(events)
+    assert message["method"] == "notifications/tools/list_changed", message
+    heard.set()
+
+
+async def test_list_changed_reaches_streams_opened_before_and_after_a_redis_restart(fault_topology: Topology) -> None:
+    """Redis restarts without its data: every group membership is gone. A stream opened afterwards hears the next
+    change; one opened before hears changes again within seconds (a nudge sent in between may be lost: at most
+    once), not after the memberships' five-minute refresh."""
+    topology = fault_topology
+    slug = await topology.atenant_create("redis")
+    async with raw_http_client() as http:
+        old = RawSession(http, topology.endpoint(slug, web=0))
+        new = RawSession(http, topology.endpoint(slug, web=1))
+        with anyio.fail_after(TEST_DEADLINE):
+            await old.initialize()
+            await new.initialize()
+            await new.call("tools/list")  # web 1 caches the tenant: its mailbox holds the tenant's group
+            async with old.stream_get() as old_stream, anyio.create_task_group() as group:
+                old_events = sse_events(old_stream)
+                await anext(old_events)  # priming: the stream has joined the tenant's group
+                old_heard = anyio.Event()
+                group.start_soon(_first_list_changed, old_events, old_heard)
+
+                topology.restart_redis()
+
+                async with new.stream_get() as new_stream:
+                    new_events = sse_events(new_stream)
+                    await anext(new_events)
+                    new_heard = anyio.Event()
+                    group.start_soon(_first_list_changed, new_events, new_heard)
+                    await topology.amanage("shell", "-c", in_tenant(slug, CREATE_TOOL.format(name="first")))
+                    with anyio.fail_after(RECOVERY_DEADLINE):
+                        await new_heard.wait()
+                        for attempt in range(100):
+                            if old_heard.is_set():
+                                break
+                            create = in_tenant(slug, CREATE_TOOL.format(name=f"again_{attempt}"))
+                            await topology.amanage("shell", "-c", create)
+                        await old_heard.wait()
+
+
+async def test_a_session_starts_while_redis_is_down(fault_topology: Topology) -> None:
+    """The channel layer only nudges: with Redis gone, a tenant not cached yet is still served from the database."""
+    topology = fault_topology
+    slug = await topology.atenant_create("down")
+    topology.redis.kill()
+    try:
+        async with raw_http_client() as http:
+            with anyio.fail_after(TEST_DEADLINE):
+                session = RawSession(http, topology.endpoint(slug, web=0))
+                await session.initialize()
+                listed = await session.call("tools/list")
+    finally:
+        topology.redis.start()
+    assert listed["result"]["tools"] == []
