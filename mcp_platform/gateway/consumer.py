@@ -46,6 +46,7 @@ from mcp_platform.gateway.responses import (
 )
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
+from mcp_platform.gateway.stream_access import StreamAccess
 from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_run
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.oauth.resource import principal_label
@@ -303,7 +304,13 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             return
         tasks = stateless_tasks(tenant=self.tenant, principal=self.principal, version=envelope.version)
         self._sse_open = True
-        await serve_listen(send=self.send, subscription=subscription, tenant_id=self.tenant.pk, tasks=tasks)
+        await serve_listen(
+            send=self.send,
+            subscription=subscription,
+            tenant_id=self.tenant.pk,
+            tasks=tasks,
+            access=StreamAccess.of(self.scope),
+        )
 
     async def _post_without_session(self, messages: list[Any]) -> None:
         first = messages[0] if len(messages) == 1 else None
