@@ -251,7 +251,8 @@ async def post_stream_end_if_lapsed(*, session_id: str, stream_id: str) -> bool:
     gets ``RUN_LOST``, stored as the stream's last events, exactly once whoever else tries at the same time.
 
     True when the stream's run is gone (the caller then replays the stored events, its end included); False
-    while the lease is fresh. A stream that already ended is left as it is."""
+    while the lease is fresh, or while another caller that just took it is still storing the end (the caller
+    reads it at its next keep-alive). A stream that already ended is left as it is."""
     now = timezone.now()
     opening = StreamEvent.objects.filter(session_id=session_id, stream_id=stream_id, seq=0)
     # Compare-and-set: one resumer takes the lapsed lease; a process that was only slow then learns at its next
@@ -264,6 +265,8 @@ async def post_stream_end_if_lapsed(*, session_id: str, stream_id: str) -> bool:
         if await opening.filter(run_seen_at__isnull=False).aexists():
             return False
         stream = StreamEvent.objects.filter(session_id=session_id, stream_id=stream_id)
+        if await stream.filter(is_final=True).aexists():
+            return True
         if await stream.filter(created_at__gte=stale_before).aexists():
             return False
     # IntegrityError: another resumer (or the slow run) stored those seqs first; the caller reads what was stored.
