@@ -415,10 +415,12 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         return False
 
     async def _write_stored(self, seq: int, payload: str, final: bool) -> bool:
-        """Write a stored event unless already written; True when the stream is finished."""
+        """Write a stored event unless already written (an empty one only marks the end); True when the stream is
+        finished."""
         if seq > self._seq:
             self._seq = seq
-            await send_chunk(self.send, sse.event(payload, id=sse.make_event_id(self._stream_id, seq)))
+            if payload:
+                await send_chunk(self.send, sse.event(payload, id=sse.make_event_id(self._stream_id, seq)))
         if final:
             await self._close_stream()
             return True

@@ -101,8 +101,10 @@ class PostStream:
                 if last:
                     await self._finish_json()
                 return
-            if payload is not None:
-                await self._event(payload, final=last)
+            if payload is not None or last:
+                # A last request that was cancelled still stores the stream's end (an empty event, never sent),
+                # so a resumer stops there instead of waiting for the lease to lapse.
+                await self._event(payload or b"", final=last)
             if last:
                 await self._close()
 
@@ -158,8 +160,9 @@ class PostStream:
             is_final=final,
         )
         if self._attached:
-            event_id = sse.make_event_id(self._stream_id, self._seq)
-            await send_chunk(self._send, sse.event(payload, id=event_id))
+            if payload:
+                event_id = sse.make_event_id(self._stream_id, self._seq)
+                await send_chunk(self._send, sse.event(payload, id=event_id))
         else:
             group = groups.stream_group(self._tenant_id, self._session_id, self._stream_id)
             await send_to_group(group, {"seq": self._seq, "payload": text, "final": final})

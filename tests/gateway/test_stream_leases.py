@@ -9,14 +9,20 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from mcp_core import jsonrpc
+from mcp_core import jsonrpc, sse
+from mcp_core.context import ToolContext
 from mcp_platform.gateway import sessions
 from mcp_platform.gateway.models import LegacySession, StreamEvent
 from mcp_platform.gateway.sessions import post_stream_end_if_lapsed, post_stream_open, post_stream_renew
+from tenants.backends.registry import python_tool
+from tests.gateway.conftest import INIT_PARAMS, OpenStream, request, rpc
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
+
+ACME = "/t/acme/mcp"
 
 
 @pytest.fixture
@@ -73,3 +79,45 @@ async def test_a_finished_stream_is_not_touched(session: LegacySession) -> None:
     await lapse(session, "s3")
     assert await post_stream_end_if_lapsed(session_id=session.pk, stream_id="s3")
     assert [e.payload for e in await stored(session, "s3")][1:] == [done]
+
+
+@python_tool("tests.gateway.progress_then_wait")
+async def progress_then_wait(ctx: ToolContext) -> str:
+    await ctx.report_progress(1, 2, "started")
+    await asyncio.Event().wait()
+    return "never"
+
+
+async def test_a_stream_whose_last_request_was_cancelled_ends_when_resumed(tenant: Any) -> None:
+    """Cancelled requests go unanswered, but the stream still stores its end: a resumer stops there at once
+    rather than waiting for the lease to lapse and reporting a lost run."""
+    from tenants.services import tool_create
+
+    await sync_to_async(tool_create)(
+        tenant=tenant,
+        name="progress_then_wait",
+        input_schema={"type": "object", "properties": {}},
+        backend="python",
+        config={"function": "tests.gateway.progress_then_wait"},
+    )
+    init = await request("POST", ACME, body=rpc("initialize", INIT_PARAMS))
+    session = {"mcp-session-id": init.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+    params = {"name": "progress_then_wait", "arguments": {}, "_meta": {"progressToken": "p"}}
+    call = OpenStream(ACME, rpc("tools/call", params, id=9), session)
+    assert (await call.open())[0] == 200
+    assert (await call.next_message())["method"] == "notifications/progress"
+    await call.close()
+    progress = await StreamEvent.objects.aget(session_id=session["mcp-session-id"], seq=1)
+
+    cancelled = await request(
+        "POST", ACME, body=rpc("notifications/cancelled", {"requestId": 9}, id=None), headers=session
+    )
+    assert cancelled.status == 202
+    resumed = await request(
+        "GET",
+        ACME,
+        headers={"accept": "text/event-stream", "last-event-id": sse.make_event_id(progress.stream_id, 1), **session},
+        timeout=5,
+    )
+    assert resumed.status == 200
+    assert resumed.messages() == [], "a cancelled request gets no answer, not even an error"
