@@ -46,6 +46,7 @@ from mcp_platform.gateway.responses import (
 )
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
+from mcp_platform.gateway.stream_access import StreamAccess
 from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_run
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.oauth.resource import principal_label
@@ -148,6 +149,8 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
     _task: asyncio.Task[None] | None = None
     _post_stream: PostStream | None = None
     _sse_open = False
+    # GET: following a POST stream (resumed), not holding the session's standalone stream.
+    _following_post = False
 
     async def http_request(self, message: dict[str, Any]) -> None:
         # The gateway middleware hands the whole (bounded) body over in this one message.
@@ -256,6 +259,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             send=self.send,
             tenant_id=self.tenant.pk,
             session_id=session.pk,
+            request_ids=[request.id for request in requests],
             expected=len(requests) + len(invalid),
             batch=is_batch,
             priming=at_least(session.protocol_version, V2025_11_25),
@@ -274,7 +278,9 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
                 client_address=self.client_address,
                 granted=self.granted,
             )
-            start_run(request=request, env=env, sink=stream, tenant_id=self.tenant.pk, session_id=session.pk)
+            stream.adopt(
+                start_run(request=request, env=env, sink=stream, tenant_id=self.tenant.pk, session_id=session.pk)
+            )
         self._sse_open = True
         await stream.done.wait()
 
@@ -309,7 +315,13 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             tenant=self.tenant, principal=self.principal, version=envelope.version, client_address=self.client_address
         )
         self._sse_open = True
-        await serve_listen(send=self.send, subscription=subscription, tenant_id=self.tenant.pk, tasks=tasks)
+        await serve_listen(
+            send=self.send,
+            subscription=subscription,
+            tenant_id=self.tenant.pk,
+            tasks=tasks,
+            access=StreamAccess.of(self.scope),
+        )
 
     async def _post_without_session(self, messages: list[Any]) -> None:
         first = messages[0] if len(messages) == 1 else None
@@ -387,21 +399,39 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         self._sse_open = True
 
     async def _resume(self, stream_id: str, after: int) -> None:
-        """Replay a POST stream after ``after`` and follow it live until its last response."""
+        """Replay a POST stream after ``after`` and follow it live until its last response.
+
+        The process running the stream's requests keeps a lease on it; when that lease has lapsed (the process
+        stopped), the requests still unanswered get ``sessions.RUN_LOST`` and the stream ends."""
         await self._inbox.join(groups.stream_group(self.tenant.pk, self.session.pk, stream_id))
         await self._open(stream_id, after)
         await send_chunk(self.send, sse.comment("resumed"))
-        for event in await sessions.stream_events_after(session_id=self.session.pk, stream_id=stream_id, seq=after):
-            if await self._write_stored(event.seq, event.payload, event.is_final):
-                return
-        self._renew_lease = False
+        self._following_post = True
+        if await self._catch_up():
+            return
         await self._pump(self._inbox)
 
+    async def _catch_up(self) -> bool:
+        """Write what the stream stored since the last event written here (live messages are at most once), and
+        end it in its runner's place if that runner is gone. True when the stream is finished."""
+        session_id, stream_id = self.session.pk, self._stream_id
+        for event in await sessions.stream_events_after(session_id=session_id, stream_id=stream_id, seq=self._seq):
+            if await self._write_stored(event.seq, event.payload, event.is_final):
+                return True
+        if not await sessions.post_stream_end_if_lapsed(session_id=session_id, stream_id=stream_id):
+            return False
+        for event in await sessions.stream_events_after(session_id=session_id, stream_id=stream_id, seq=self._seq):
+            if await self._write_stored(event.seq, event.payload, event.is_final):
+                return True
+        return False
+
     async def _write_stored(self, seq: int, payload: str, final: bool) -> bool:
-        """Write a stored event unless already written; True when the stream is finished."""
+        """Write a stored event unless already written (an empty one only marks the end); True when the stream is
+        finished."""
         if seq > self._seq:
             self._seq = seq
-            await send_chunk(self.send, sse.event(payload, id=sse.make_event_id(self._stream_id, seq)))
+            if payload:
+                await send_chunk(self.send, sse.event(payload, id=sse.make_event_id(self._stream_id, seq)))
         if final:
             await self._close_stream()
             return True
@@ -437,14 +467,15 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
                 stored = await sessions.stream_events_after(session_id=self.session.pk, stream_id=stream_id, seq=after)
                 for event in stored:
                     await self._write_stored(event.seq, event.payload, False)
-            self._renew_lease = True
             await self._pump(self._inbox)
         finally:
             await sessions.standalone_stream_release(session_id=self.session.pk, stream_id=stream_id)
 
     async def _idle(self) -> None:
         await send_chunk(self.send, sse.comment())
-        if self._renew_lease:
+        if self._following_post:
+            await self._catch_up()
+        else:
             await sessions.standalone_stream_renew(session_id=self.session.pk, stream_id=self._stream_id)
 
     async def _push(self, method: str, params: dict[str, Any]) -> None:

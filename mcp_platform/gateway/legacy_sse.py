@@ -90,7 +90,11 @@ class LegacySseConsumer(SessionStreamMixin, GatewayConsumer):
     async def mailbox_message(self, message: dict[str, Any]) -> None:
         if message.get("kind") == "message":
             await self._write(message["payload"])
-        elif message.get("kind") == "closed" and not self._closed:
+        elif message.get("kind") == "closed":
+            await self._close_stream()
+
+    async def _close_stream(self) -> None:
+        if not self._closed:
             self._closed = True
             await send_chunk(self.send, b"", more=False)
 

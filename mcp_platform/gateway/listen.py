@@ -3,7 +3,8 @@ the client asked for, heard on the tenant's channel-layer group so a change made
 status of the caller's tasks it named (``notifications/tasks``), heard on each task's group.
 
 The stream opens with the acknowledgement, then sends notifications and keep-alive comments until the client
-closes it (which is how it cancels). Nothing is stored: the stream is not resumable in this era.
+closes it (which is how it cancels), or until its caller may no longer hear it (``StreamAccess``, asked before
+each notification and at each keep-alive). Nothing is stored: the stream is not resumable in this era.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups
 from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.responses import Send, send_chunk, start_sse
+from mcp_platform.gateway.stream_access import StreamAccess
 from tenants.events import catalog_group
 
 logger = logging.getLogger(__name__)
@@ -58,6 +60,10 @@ class ListenStream:
         async with self._lock:
             await send_chunk(self._send, sse.comment())
 
+    async def end(self) -> None:
+        async with self._lock:
+            await send_chunk(self._send, b"", more=False)
+
     async def task_changed(self, task: TaskSnapshot | None) -> None:
         if task is None or self._sent.get(task.task_id) == (task.status, task.last_updated_at):
             return
@@ -65,10 +71,12 @@ class ListenStream:
         await self._write(self.subscription.on_task(detailed_task(task)))
 
 
-async def serve_listen(*, send: Send, subscription: Subscription, tenant_id: int, tasks: TaskStore) -> None:
+async def serve_listen(
+    *, send: Send, subscription: Subscription, tenant_id: int, tasks: TaskStore, access: StreamAccess
+) -> None:
     """Join the tenant's catalog group and the groups of the caller's tasks it asked about, acknowledge, send those
-    tasks as they are now, and stay until cancelled. Joining comes first so a change committed right after the
-    acknowledgement is not missed."""
+    tasks as they are now, and stay until cancelled or no longer ``access.allowed()``. Joining comes first so a
+    change committed right after the acknowledgement is not missed."""
     task_groups = {groups.task_group(tenant_id, task_id): task_id for task_id in subscription.task_ids}
     inbox = Inbox()
     await inbox.join(catalog_group(tenant_id), *task_groups)
@@ -81,6 +89,9 @@ async def serve_listen(*, send: Send, subscription: Subscription, tenant_id: int
             await stream.task_changed(current[task_id])
         while True:
             message = await inbox.next(platform_settings.SSE_KEEPALIVE)
+            if not await access.allowed():
+                await stream.end()
+                return
             if message is None:
                 await stream.keep_alive()
             elif message.get("type") == "catalog.changed":

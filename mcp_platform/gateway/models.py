@@ -43,6 +43,9 @@ class StreamEvent(models.Model):
     payload = models.TextField(blank=True)
     # The stream ends after this event (the last response of a POST stream).
     is_final = models.BooleanField(default=False)
+    # Only on a POST stream's opening event (seq 0): when the process running its requests last proved alive (a
+    # lease renewed with each keep-alive); NULL once a resumer found it lapsed and ended the stream in its place.
+    run_seen_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

@@ -1,5 +1,8 @@
 """A handshake-era session's long-lived stream: catalog changes and session signals, from any process, become
 server messages on it. Shared by the Streamable HTTP GET stream and the 2024-11-05 HTTP+SSE stream.
+
+The caller's access is checked again before each catalog event and at each keep-alive (``StreamAccess``): a
+stream whose token was revoked, whose member was removed or whose tenant was suspended ends.
 """
 
 from __future__ import annotations
@@ -11,17 +14,22 @@ from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import sessions
 from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.models import LegacySession
+from mcp_platform.gateway.stream_access import StreamAccess
 
 
 class SessionStreamMixin:
     """For a consumer holding a session's stream: drain its ``Inbox`` into ``_push`` until ``_closed`` is true.
 
-    Subclasses write a server message (``_push``), act on the session's own signals (``mailbox_message``) and
-    keep the connection alive when nothing happens (``_idle``).
+    Subclasses write a server message (``_push``), act on the session's own signals (``mailbox_message``), keep
+    the connection alive when nothing happens (``_idle``) and end the response (``_close_stream``).
     """
 
+    scope: dict[str, Any]
     session: LegacySession
     _closed: bool
+
+    async def _close_stream(self) -> None:
+        raise NotImplementedError
 
     async def _push(self, method: str, params: dict[str, Any]) -> None:
         raise NotImplementedError
@@ -44,16 +52,23 @@ class SessionStreamMixin:
 
     async def _pump(self, inbox: Inbox) -> None:
         """Turn the inbox's messages into events until the stream closes; ``_idle`` between them."""
+        access = StreamAccess.of(self.scope)
         handlers = {
             "catalog.changed": self.catalog_changed,
             "resource.updated": self.resource_updated,
             "mailbox.message": self.mailbox_message,
         }
+        # The tenant's own changes (suspension, authorization required) are heard on the same group.
+        checked = {"catalog.changed", "resource.updated", "tenant.changed"}
         while not self._closed:
             message = await inbox.next(platform_settings.SSE_KEEPALIVE)
+            kind = "" if message is None else message.get("type", "")
+            if (message is None or kind in checked) and not await access.allowed():
+                await self._close_stream()
+                return
             if message is None:
                 await self._idle()
                 continue
-            handler = handlers.get(message.get("type", ""))
+            handler = handlers.get(kind)
             if handler is not None:
                 await handler(message)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from mcp_core import jsonrpc
+from mcp_core.errors import InternalError, error_to_wire
 from mcp_core.session import SessionEvent, SessionState, next_state
 from mcp_core.text import storable
 from mcp_platform.conf import platform_settings
@@ -136,10 +140,15 @@ async def legacy_session_subscriptions(*, session_id: str) -> list[str]:
     return list(row or [])
 
 
+def lease_stale_before(now: datetime) -> datetime:
+    """A stream's lease renewed before this has lapsed: its holder missed two keep-alives (plus slack)."""
+    return now - timedelta(seconds=platform_settings.SSE_KEEPALIVE * 2 + 5)
+
+
 async def standalone_stream_claim(*, session: LegacySession, stream_id: str) -> bool:
     """Take the session's one standalone GET stream unless a live one holds it (its lease is fresh)."""
     now = timezone.now()
-    stale_before = now - timedelta(seconds=platform_settings.SSE_KEEPALIVE * 2 + 5)
+    stale_before = lease_stale_before(now)
     free = LegacySession.objects.filter(pk=session.pk).filter(
         standalone_stream_id="",
     ) | LegacySession.objects.filter(pk=session.pk, standalone_seen_at__lt=stale_before)
@@ -174,6 +183,102 @@ async def stream_event_append(*, session_id: str, stream_id: str, seq: int, payl
 
 
 STANDALONE_MARKER = "standalone"
+
+# What the requests of a POST stream whose process stopped get instead of their answers: the call may have had
+# side effects, so the platform does not run it again on its own; the client decides.
+RUN_LOST = InternalError(
+    "The server running this request stopped before answering; its outcome is unknown. "
+    "Send the request again if it is safe to repeat.",
+    data={"reason": "server_stopped"},
+)
+
+
+async def post_stream_open(*, session_id: str, stream_id: str, request_ids: list[str | int]) -> None:
+    """Store the opening event of a POST response stream: the ids of the requests it answers, and the lease of
+    the process running them (``post_stream_renew`` keeps it fresh)."""
+    await StreamEvent.objects.acreate(
+        session_id=session_id,
+        stream_id=stream_id,
+        seq=0,
+        payload=json.dumps(request_ids),
+        is_final=False,
+        run_seen_at=timezone.now(),
+    )
+
+
+async def post_stream_renew(*, session_id: str, stream_id: str) -> bool:
+    """Renew the running process's lease; False when a resumer already ended the stream in its place."""
+    renewed = await StreamEvent.objects.filter(
+        session_id=session_id, stream_id=stream_id, seq=0, run_seen_at__isnull=False
+    ).aupdate(run_seen_at=timezone.now())
+    return renewed == 1
+
+
+def _answered_ids(events: list[StreamEvent]) -> set[tuple[str, str | int]]:
+    answered: set[tuple[str, str | int]] = set()
+    for event in events:
+        try:
+            message = json.loads(event.payload) if event.payload else None
+        except ValueError:
+            continue
+        if isinstance(message, dict) and ("result" in message or "error" in message) and "id" in message:
+            answered.add((type(message["id"]).__name__, message["id"]))
+    return answered
+
+
+def _end_lapsed(session_id: str, stream_id: str) -> None:
+    with transaction.atomic():
+        events = list(StreamEvent.objects.filter(session_id=session_id, stream_id=stream_id).order_by("seq"))
+        if not events or events[0].seq != 0 or any(event.is_final for event in events):
+            return
+        try:
+            request_ids = json.loads(events[0].payload or "[]")
+        except ValueError:
+            request_ids = []
+        answered = _answered_ids(events)
+        pending = [r for r in request_ids if (type(r).__name__, r) not in answered]
+        error = error_to_wire(RUN_LOST)[1]
+        payloads = [jsonrpc.encode_error(request_id, error).decode() for request_id in pending] or [""]
+        seq = events[-1].seq
+        StreamEvent.objects.bulk_create(
+            StreamEvent(
+                session_id=session_id,
+                stream_id=stream_id,
+                seq=seq + offset,
+                payload=payload,
+                is_final=offset == len(payloads),
+            )
+            for offset, payload in enumerate(payloads, start=1)
+        )
+
+
+async def post_stream_end_if_lapsed(*, session_id: str, stream_id: str) -> bool:
+    """End a POST stream whose running process stopped renewing its lease: every request it had not answered
+    gets ``RUN_LOST``, stored as the stream's last events, exactly once whoever else tries at the same time.
+
+    True when the stream's run is gone (the caller then replays the stored events, its end included); False
+    while the lease is fresh, or while another caller that just took it is still storing the end (the caller
+    reads it at its next keep-alive). A stream that already ended is left as it is."""
+    now = timezone.now()
+    opening = StreamEvent.objects.filter(session_id=session_id, stream_id=stream_id, seq=0)
+    # Compare-and-set: one resumer takes the lapsed lease; a process that was only slow then learns at its next
+    # renewal that it lost the stream, and stops.
+    stale_before = lease_stale_before(now)
+    taken = await opening.filter(run_seen_at__lt=stale_before).aupdate(run_seen_at=None)
+    if not taken:
+        # No lease to take: fresh, or already taken (then the taker ends the stream), or a stream opened before
+        # leases existed, which counts as gone once it has been quiet for as long as a lease lasts.
+        if await opening.filter(run_seen_at__isnull=False).aexists():
+            return False
+        stream = StreamEvent.objects.filter(session_id=session_id, stream_id=stream_id)
+        if await stream.filter(is_final=True).aexists():
+            return True
+        if await stream.filter(created_at__gte=stale_before).aexists():
+            return False
+    # IntegrityError: another resumer (or the slow run) stored those seqs first; the caller reads what was stored.
+    with contextlib.suppress(IntegrityError):
+        await sync_to_async(_end_lapsed)(session_id, stream_id)
+    return True
 
 
 async def stream_kind(*, session_id: str, stream_id: str) -> str | None:

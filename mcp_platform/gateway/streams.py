@@ -22,7 +22,7 @@ from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups
 from mcp_platform.gateway.mailbox import mailbox, send_to_group
 from mcp_platform.gateway.responses import Headers, Send, send_chunk, send_empty, send_json, start_sse
-from mcp_platform.gateway.sessions import new_token, stream_event_append
+from mcp_platform.gateway.sessions import new_token, post_stream_open, post_stream_renew, stream_event_append
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +47,7 @@ class PostStream:
         send: Send,
         tenant_id: int,
         session_id: str,
+        request_ids: list[str | int],
         expected: int,
         batch: bool,
         priming: bool,
@@ -55,6 +56,7 @@ class PostStream:
         self._send = send
         self._tenant_id = tenant_id
         self._session_id = session_id
+        self._request_ids = request_ids
         self._expected = expected
         self._batch = batch
         self._priming = priming
@@ -66,16 +68,22 @@ class PostStream:
         self._stream_id = ""
         self._seq = 0
         self._keepalive: asyncio.Task[None] | None = None
+        self._runs: set[asyncio.Task[None]] = set()
         self.done = asyncio.Event()
+
+    def adopt(self, run: asyncio.Task[None]) -> None:
+        """A run answering on this stream: cancelled if the stream is ended in this process's place."""
+        self._runs.add(run)
+        run.add_done_callback(self._runs.discard)
 
     def detach(self) -> None:
         """The client went away: keep storing events for a resumption, stop writing to the socket."""
         self._attached = False
-        if self._keepalive is not None:
-            self._keepalive.cancel()
 
     async def message(self, payload: bytes) -> None:
         async with self._lock:
+            if self._mode == "done":
+                return
             if self._mode == "json":
                 await self._open_sse()
             await self._event(payload, final=False)
@@ -85,14 +93,18 @@ class PostStream:
         async with self._lock:
             self._expected -= 1
             last = self._expected == 0
+            if self._mode == "done":
+                return
             if self._mode == "json":
                 if payload is not None:
                     self._buffered.append(payload)
                 if last:
                     await self._finish_json()
                 return
-            if payload is not None:
-                await self._event(payload, final=last)
+            if payload is not None or last:
+                # A last request that was cancelled still stores the stream's end (an empty event, never sent),
+                # so a resumer stops there instead of waiting for the lease to lapse.
+                await self._event(payload or b"", final=last)
             if last:
                 await self._close()
 
@@ -123,9 +135,8 @@ class PostStream:
     async def _open_sse(self) -> None:
         self._mode = "sse"
         self._stream_id = new_token()
-        await stream_event_append(
-            session_id=self._session_id, stream_id=self._stream_id, seq=0, payload="", is_final=False
-        )
+        await post_stream_open(session_id=self._session_id, stream_id=self._stream_id, request_ids=self._request_ids)
+        self._keepalive = asyncio.create_task(self._keep_alive())
         if not self._attached:
             return
         await start_sse(self._send, self._headers)
@@ -134,7 +145,6 @@ class PostStream:
             await send_chunk(self._send, sse.priming(event_id, platform_settings.SSE_RETRY_MS))
         else:
             await send_chunk(self._send, sse.comment("stream open"))
-        self._keepalive = asyncio.create_task(self._keep_alive())
         for payload in self._buffered:
             await self._event(payload, final=False)
         self._buffered.clear()
@@ -150,8 +160,9 @@ class PostStream:
             is_final=final,
         )
         if self._attached:
-            event_id = sse.make_event_id(self._stream_id, self._seq)
-            await send_chunk(self._send, sse.event(payload, id=event_id))
+            if payload:
+                event_id = sse.make_event_id(self._stream_id, self._seq)
+                await send_chunk(self._send, sse.event(payload, id=event_id))
         else:
             group = groups.stream_group(self._tenant_id, self._session_id, self._stream_id)
             await send_to_group(group, {"seq": self._seq, "payload": text, "final": final})
@@ -165,12 +176,34 @@ class PostStream:
         self.done.set()
 
     async def _keep_alive(self) -> None:
+        """Renew the stream's lease (attached or not: a resumer elsewhere judges by it) and keep the socket busy."""
         while True:
             await asyncio.sleep(platform_settings.SSE_KEEPALIVE)
             async with self._lock:
-                if self._mode != "sse" or not self._attached:
+                if self._mode != "sse":
                     return
-                await send_chunk(self._send, sse.comment())
+                try:
+                    renewed = await post_stream_renew(session_id=self._session_id, stream_id=self._stream_id)
+                except Exception:
+                    logger.warning("could not renew the lease of stream %s", self._stream_id, exc_info=True)
+                    renewed = True  # the resumer decides when the lease has lapsed
+                if not renewed:
+                    await self._lost()
+                    return
+                if self._attached:
+                    await send_chunk(self._send, sse.comment())
+
+    async def _lost(self) -> None:
+        """A resumer found the lease lapsed and answered the requests in this process's place: stop them."""
+        logger.warning("stream %s was ended by a resumer; cancelling its requests", self._stream_id)
+        self._mode = "done"
+        for run in list(self._runs):
+            run.cancel()
+        if self._attached:
+            self._attached = False
+            with contextlib.suppress(Exception):
+                await send_chunk(self._send, b"", more=False)
+        self.done.set()
 
 
 class SessionSink:
@@ -266,10 +299,11 @@ async def run_request(*, request: jsonrpc.Request, env: Env, sink: Sink, tenant_
         logger.exception("could not deliver the response to %s", request.method)
 
 
-def start_run(*, request: jsonrpc.Request, env: Env, sink: Sink, tenant_id: int, session_id: str) -> None:
+def start_run(*, request: jsonrpc.Request, env: Env, sink: Sink, tenant_id: int, session_id: str) -> asyncio.Task[None]:
     """Run the request in its own task, independent of the HTTP connection that brought it."""
     task = asyncio.create_task(
         run_request(request=request, env=env, sink=sink, tenant_id=tenant_id, session_id=session_id)
     )
     _running.add(task)
     task.add_done_callback(_running.discard)
+    return task

@@ -167,6 +167,29 @@ def bearer_token(authorization: str | None) -> str | None:
     return token
 
 
+def _holder_allowed(tenant: Tenant) -> Q:
+    """Tokens whose holder may use ``tenant``: an active member through any client, or a machine client bound
+    to it by client credentials."""
+    person = Q(user__is_active=True, user__tenant_memberships__tenant=tenant)
+    machine = Q(
+        user__isnull=True,
+        application__tenant=tenant,
+        application__authorization_grant_type=AbstractApplication.GRANT_CLIENT_CREDENTIALS,
+    )
+    return person | machine
+
+
+async def astill_authorized(*, tenant: Tenant, principal: Principal) -> bool:
+    """Whether the token a request was authenticated with still passes the checks of ``aauthenticate`` that can
+    change after the fact (not revoked, not expired, its user still active and a member); one query. Open streams
+    ask this before each event and at each keep-alive."""
+    return (
+        await get_access_token_model()
+        .objects.filter(_holder_allowed(tenant), pk=principal.token_id, expires__gt=timezone.now())
+        .aexists()
+    )
+
+
 async def aauthenticate(
     *, tenant: Tenant, authorization: str | None, base_url: str, endpoint: str = MCP
 ) -> Principal | Challenge:
@@ -182,15 +205,9 @@ async def aauthenticate(
     if token is None:
         return challenge(base_url=base_url, slug=tenant.slug, endpoint=endpoint)
     checksum = hashlib.sha256(token.encode()).hexdigest()
-    person = Q(user__is_active=True, user__tenant_memberships__tenant=tenant)
-    machine = Q(
-        user__isnull=True,
-        application__tenant=tenant,
-        application__authorization_grant_type=AbstractApplication.GRANT_CLIENT_CREDENTIALS,
-    )
     row = (
         await get_access_token_model()
-        .objects.filter(person | machine, token_checksum=checksum, expires__gt=timezone.now())
+        .objects.filter(_holder_allowed(tenant), token_checksum=checksum, expires__gt=timezone.now())
         .select_related("application")
         .only("id", "user_id", "scope", "resource", "updated", "application__client_id", "application__tenant_id")
         .afirst()
