@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.http_client import HttpConnection, Response, build_request
+from mcp_core.standard_headers import NAME_SOURCES
 
 HANDSHAKE = "handshake"
 STATELESS = "stateless"
@@ -22,14 +23,6 @@ HANDSHAKE_VERSION = "2025-11-25"
 STATELESS_VERSION = "2026-07-28"
 CLIENT_INFO = {"name": "mcp-bench", "version": "1.0"}
 ACCEPT_BOTH = "application/json, text/event-stream"
-NAMED_METHODS = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
 
 JSONObject = dict[str, Any]
 _ids = itertools.count(1)
@@ -86,8 +79,8 @@ def envelope(
         meta["io.modelcontextprotocol/clientCapabilities"] = capabilities or {}
         meta["io.modelcontextprotocol/clientInfo"] = CLIENT_INFO
         headers += [("MCP-Protocol-Version", STATELESS_VERSION), ("Mcp-Method", method)]
-        if method in NAMED_METHODS:
-            headers.append(("Mcp-Name", str(params[NAMED_METHODS[method]])))
+        if method in NAME_SOURCES:
+            headers.append(("Mcp-Name", str(params[NAME_SOURCES[method]])))
     elif session_id is not None:
         headers += [("MCP-Protocol-Version", HANDSHAKE_VERSION), ("Mcp-Session-Id", session_id)]
     if meta:

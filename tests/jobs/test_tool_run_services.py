@@ -24,16 +24,6 @@ ELICIT = {"method": "elicitation/create", "params": {"message": "Sure?", "reques
 YES = {"action": "accept", "content": {"confirm": True}}
 
 
-@pytest.fixture
-def tenant() -> Any:
-    return TenantFactory(slug="acme")
-
-
-@pytest.fixture
-def alice(tenant: Any) -> Caller:
-    return Caller(tenant_id=tenant.pk, principal="user:1", session_id="", protocol_version="2026-07-28")
-
-
 def request(tool: str = "job", **fields: Any) -> TaskRequest:
     return TaskRequest(tool=tool, arguments={"n": 1}, client_capabilities={"elicitation": {}}, **fields)
 

@@ -18,21 +18,10 @@ from mcp_platform.jobs.models import ToolRun
 from mcp_platform.jobs.selectors import Caller
 from mcp_platform.jobs.services import MAX_TAKEOVERS, Claim
 from mcp_platform.jobs.tasks import tool_run_execute
-from tests.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db
 
 LEASE = timedelta(seconds=30)
-
-
-@pytest.fixture
-def tenant() -> Any:
-    return TenantFactory(slug="acme")
-
-
-@pytest.fixture
-def alice(tenant: Any) -> Caller:
-    return Caller(tenant_id=tenant.pk, principal="user:1", session_id="", protocol_version="2026-07-28")
 
 
 @pytest.fixture
