@@ -56,7 +56,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="the PostgreSQL server to use; the run creates and drops a database of its own there",
     )
     parser.add_argument("--server", default="", help="ASGI server of the web processes (serve's default)")
-    parser.add_argument("--no-docs", action="store_true", help="do not update docs/performance.md")
     return parser.parse_args(argv)
 
 
