@@ -30,14 +30,25 @@ async def recycle_connections() -> None:
 
 
 class GatewayConsumer(AsyncConsumer):
+    """``response_started`` tells an error path whether the HTTP response can still carry the error: once the
+    headers are out (a 202, an SSE stream), a failure can only be logged or reported on a stream."""
+
     # Group messages arrive through the process mailbox (see mailbox.py), never on a consumer channel.
     channel_layer_alias = None
+    response_started = False
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """Dispatch the client's messages in order until a handler raises ``StopConsumer``."""
         self.scope = scope
         self.channel_layer = None
-        self.base_send = send
+        self.response_started = False
+
+        async def tracked_send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                self.response_started = True
+            await send(message)
+
+        self.base_send = tracked_send
         try:
             while True:
                 await self.dispatch(await receive())

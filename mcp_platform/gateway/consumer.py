@@ -148,6 +148,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
     _body = b""
     _task: asyncio.Task[None] | None = None
     _post_stream: PostStream | None = None
+    # Set once the response belongs to a stream (started or about to be): errors then end up on it, not here.
     _sse_open = False
     # GET: following a POST stream (resumed), not holding the session's standalone stream.
     _following_post = False
@@ -172,11 +173,11 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         except asyncio.CancelledError:
             raise
         except McpError as exc:
-            if not self._sse_open:
+            if not (self._sse_open or self.response_started):
                 await send_error(self.send, exc)
         except Exception as exc:
             logger.exception("MCP endpoint failed")
-            if not self._sse_open:
+            if not (self._sse_open or self.response_started):
                 await send_error(self.send, exc)
 
     async def _route(self) -> None:

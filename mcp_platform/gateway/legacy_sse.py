@@ -114,10 +114,13 @@ class LegacyMessagesConsumer(GatewayConsumer):
         try:
             await self._handle()
         except McpError as exc:
-            await send_error(self.send, exc)
+            if not self.response_started:
+                await send_error(self.send, exc)
         except Exception as exc:
             logger.exception("legacy messages endpoint failed")
-            await send_error(self.send, exc)
+            # After the 202 the answer belongs on the session's stream (see _initialize), not on this response.
+            if not self.response_started:
+                await send_error(self.send, exc)
 
     async def _handle(self) -> None:
         if self.scope["method"] != "POST":
@@ -172,6 +175,11 @@ class LegacyMessagesConsumer(GatewayConsumer):
             except SessionStateError as exc:
                 raise InvalidRequest(str(exc)) from None
         except McpError as exc:
+            await sink.message(jsonrpc.encode_error(request.id, error_to_wire(exc)[1]))
+            return
+        except Exception as exc:
+            # The POST was answered 202 already: the client waits for this answer on its stream, so it gets one.
+            logger.exception("legacy initialize failed")
             await sink.message(jsonrpc.encode_error(request.id, error_to_wire(exc)[1]))
             return
         result = initialize_result(server_identity(tenant), version, tasks=True)

@@ -30,6 +30,7 @@ pytestmark = PRODUCTION_ONLY
 DEADLINE = 120.0
 TERMINATION_DEADLINE = 10.0
 TRAFFIC_CLIENTS = 6
+PROBE_TIMEOUT = 15.0
 TERMINATIONS_UNDER_TRAFFIC = 3
 
 Probe = Callable[[httpx.AsyncClient, int], Awaitable[None]]
@@ -202,6 +203,12 @@ class Traffic:
     def succeeded(self) -> int:
         return sum(1 for outcome in self.outcomes if outcome.error is None)
 
+    async def each_succeeds_after(self, probes: set[str], moment: float) -> None:
+        """Until every one of ``probes`` has succeeded in a request started after ``moment`` (bounded by the
+        test's deadline)."""
+        while probes - {o.probe for o in self.outcomes if o.error is None and o.started > moment}:
+            await self.progress.wait()
+
     async def successes(self, count: int) -> None:
         """Until ``count`` more requests have succeeded (bounded by the test's deadline)."""
         target = self.succeeded() + count
@@ -210,10 +217,13 @@ class Traffic:
 
 
 async def run_probe(name: str, probe: Probe, http: httpx.AsyncClient, web: int) -> Outcome:
+    """One probe; a probe that gets no answer within ``PROBE_TIMEOUT`` (a stream kept alive by comments alone)
+    is a failure, not a hang."""
     started = time.monotonic()
     try:
-        await probe(http, web)
-    except (AssertionError, httpx.HTTPError, ValueError) as exc:
+        with anyio.fail_after(PROBE_TIMEOUT):
+            await probe(http, web)
+    except (AssertionError, httpx.HTTPError, ValueError, TimeoutError) as exc:
         return Outcome(name, started, time.monotonic(), f"{type(exc).__name__}: {exc}")
     return Outcome(name, started, time.monotonic(), None)
 
@@ -284,7 +294,8 @@ async def test_under_traffic_only_requests_in_flight_may_fail(fault_topology: To
                     started = time.monotonic()
                     assert await anyio.to_thread.run_sync(terminate_and_wait, topology) > 0
                     terminations.append((started, time.monotonic()))
-                await traffic.successes(2 * len(probes))
+                # Each kind of request must be seen succeeding after the last termination, not just any 10.
+                await traffic.each_succeeds_after({name for name, _ in probes}, terminations[-1][1])
                 stop.set()
 
     def in_flight(outcome: Outcome) -> bool:
