@@ -16,10 +16,11 @@ still get in.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.core.cache import cache
@@ -43,19 +44,24 @@ def _address(value: str) -> IPAddress | None:
         return None
 
 
+@functools.lru_cache(maxsize=4)
+def _networks(spec: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    return tuple(ipaddress.ip_network(n, strict=False) for n in spec)
+
+
 def _trusted(address: IPAddress) -> bool:
-    networks = (ipaddress.ip_network(n, strict=False) for n in platform_settings.TRUSTED_PROXIES)
+    networks = _networks(tuple(platform_settings.TRUSTED_PROXIES))
     return any(address.version == network.version and address in network for network in networks)
 
 
-def client_address(meta: Mapping[str, Any]) -> str:
-    """The client's address from a request's ``META`` (Django) or headers (oauthlib, which copies ``META``)."""
-    peer = _address(str(meta.get("REMOTE_ADDR") or ""))
+def _nearest_untrusted(peer_text: str, forwarded_for: Callable[[], str]) -> str:
+    """The peer, or behind trusted proxies the nearest untrusted hop of ``X-Forwarded-For`` (read only then)."""
+    peer = _address(peer_text)
     if peer is None:
         return "unknown"
     if not _trusted(peer):
         return str(peer)
-    hops = [hop for hop in str(meta.get("HTTP_X_FORWARDED_FOR") or "").split(",") if hop.strip()]
+    hops = [hop for hop in forwarded_for().split(",") if hop.strip()]
     nearest = peer
     for hop in reversed(hops):
         address = _address(hop)
@@ -67,11 +73,21 @@ def client_address(meta: Mapping[str, Any]) -> str:
     return str(nearest)
 
 
+def client_address(meta: Mapping[str, Any]) -> str:
+    """The client's address from a request's ``META`` (Django) or headers (oauthlib, which copies ``META``)."""
+    return _nearest_untrusted(str(meta.get("REMOTE_ADDR") or ""), lambda: str(meta.get("HTTP_X_FORWARDED_FOR") or ""))
+
+
 def asgi_client_address(scope: Mapping[str, Any]) -> str:
-    """``client_address`` of an ASGI request (the MCP endpoint's consumers have no ``META``)."""
+    """``client_address`` of an ASGI request (the MCP endpoint's consumers have no ``META``). Every MCP request
+    asks, so the headers are searched only behind a trusted proxy."""
     peer = scope.get("client") or ("", 0)
-    forwarded = b",".join(value for name, value in scope.get("headers", ()) if name.lower() == b"x-forwarded-for")
-    return client_address({"REMOTE_ADDR": peer[0], "HTTP_X_FORWARDED_FOR": forwarded.decode("latin-1")})
+
+    def forwarded_for() -> str:
+        values = [value for name, value in scope.get("headers", ()) if name.lower() == b"x-forwarded-for"]
+        return b",".join(values).decode("latin-1")
+
+    return _nearest_untrusted(str(peer[0]), forwarded_for)
 
 
 def client_groups(address: str) -> tuple[str, str]:
