@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from mcp_core import jsonrpc
@@ -30,36 +31,40 @@ CLOSE: tuple[bytes, bytes] = (b"connection", b"close")
 DISCONNECT: Message = {"type": "http.disconnect"}
 
 
-def header_bytes(scope: Scope) -> int:
-    """The size of the request target and header fields as they came on the wire (``name: value`` + CRLF)."""
-    target = len(scope.get("raw_path") or scope["path"].encode()) + len(scope.get("query_string", b""))
-    return target + sum(len(name) + len(value) + 4 for name, value in scope.get("headers", []))
+@dataclass(frozen=True)
+class Head:
+    """What the limits need from a request's head, read in one pass over its headers."""
 
+    size: int  # the request target and header fields as they came on the wire (``name: value`` + CRLF)
+    hosts: int
+    declared_length: int | None  # ``Content-Length``; None when absent or unreadable
+    body_expected: bool  # a chunked body, or a ``Content-Length`` other than 0
 
-def header_refusal(scope: Scope) -> tuple[int, str] | None:
-    """Status and message for a request refused on its headers alone, or None."""
-    limit = platform_settings.MAX_HEADER_BYTES
-    if header_bytes(scope) > limit:
-        return 431, f"Request Header Fields Too Large: the limit is {limit} bytes"
-    if sum(1 for name, _ in scope.get("headers", []) if name == b"host") > 1:
-        return 400, "Bad Request: more than one Host header"
-    return None
+    @classmethod
+    def of(cls, scope: Scope) -> Head:
+        size = len(scope.get("raw_path") or scope["path"].encode()) + len(scope.get("query_string", b""))
+        hosts = 0
+        length: int | None = None
+        has_length = chunked = False
+        for name, value in scope.get("headers", []):
+            size += len(name) + len(value) + 4
+            if name == b"host":
+                hosts += 1
+            elif name == b"content-length" and not has_length:
+                has_length = True
+                length = int(value) if value.isdigit() else None
+            elif name == b"transfer-encoding":
+                chunked = True
+        return cls(size, hosts, length, chunked or (has_length and length != 0))
 
-
-def declared_length(scope: Scope) -> int | None:
-    """The ``Content-Length`` the client declared; None when absent or unreadable."""
-    for name, value in scope.get("headers", []):
-        if name == b"content-length":
-            return int(value) if value.isdigit() else None
-    return None
-
-
-def body_expected(scope: Scope) -> bool:
-    """Whether the request has a body to read: a chunked one, or a ``Content-Length`` other than 0."""
-    names = {name for name, _ in scope.get("headers", [])}
-    if b"transfer-encoding" in names:
-        return True
-    return b"content-length" in names and declared_length(scope) != 0
+    def refusal(self) -> tuple[int, str] | None:
+        """Status and message for a request refused on its head alone, or None."""
+        limit = platform_settings.MAX_HEADER_BYTES
+        if self.size > limit:
+            return 431, f"Request Header Fields Too Large: the limit is {limit} bytes"
+        if self.hosts > 1:
+            return 400, "Bad Request: more than one Host header"
+        return None
 
 
 class RequestBody:
@@ -90,10 +95,11 @@ class RequestBody:
 
     async def _read_before_deadline(self) -> Message | None:
         """The next message, or None once the deadline has passed."""
-        remaining = self._deadline - asyncio.get_running_loop().time()
         self._receiving = True
         try:
-            message = await asyncio.wait_for(self._receive(), max(remaining, 0.0))
+            # A timeout scope, not ``wait_for``: no task per message on every request's path.
+            async with asyncio.timeout_at(self._deadline):
+                message = await self._receive()
         except TimeoutError:
             return None
         finally:
@@ -132,14 +138,15 @@ class RequestLimitsMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        body = RequestBody(receive, send, expected=body_expected(scope), timeout=platform_settings.BODY_TIMEOUT)
+        head = Head.of(scope)
+        body = RequestBody(receive, send, expected=head.body_expected, timeout=platform_settings.BODY_TIMEOUT)
         drain_limit = DRAIN_FACTOR * platform_settings.MAX_REQUEST_BYTES
 
         async def send_after_body(message: Message) -> None:
             if body.answered:
                 return
             if message["type"] == "http.response.start" and not body.complete:
-                declared = declared_length(scope)
+                declared = head.declared_length
                 if declared is None or declared <= drain_limit:
                     await body.drain(drain_limit)
                 headers = message.get("headers", [])
@@ -147,7 +154,7 @@ class RequestLimitsMiddleware:
                     message = {**message, "headers": [*headers, CLOSE]}
             await send(message)
 
-        refusal = header_refusal(scope)
+        refusal = head.refusal()
         if refusal is not None:
             status, text = refusal
             error = jsonrpc.encode_error(None, {"code": -32000, "message": text})
