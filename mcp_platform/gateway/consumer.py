@@ -415,13 +415,17 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
     async def _catch_up(self) -> bool:
         """Write what the stream stored since the last event written here (live messages are at most once), and
         end it in its runner's place if that runner is gone. True when the stream is finished."""
-        session_id, stream_id = self.session.pk, self._stream_id
-        for event in await sessions.stream_events_after(session_id=session_id, stream_id=stream_id, seq=self._seq):
-            if await self._write_stored(event.seq, event.payload, event.is_final):
-                return True
-        if not await sessions.post_stream_end_if_lapsed(session_id=session_id, stream_id=stream_id):
-            return False
-        for event in await sessions.stream_events_after(session_id=session_id, stream_id=stream_id, seq=self._seq):
+        if await self._write_stored_since():
+            return True
+        lapsed = await sessions.post_stream_end_if_lapsed(session_id=self.session.pk, stream_id=self._stream_id)
+        return lapsed and await self._write_stored_since()
+
+    async def _write_stored_since(self) -> bool:
+        """Write the stream's stored events after the last one written here; True when the stream is finished."""
+        stored = await sessions.stream_events_after(
+            session_id=self.session.pk, stream_id=self._stream_id, seq=self._seq
+        )
+        for event in stored:
             if await self._write_stored(event.seq, event.payload, event.is_final):
                 return True
         return False
