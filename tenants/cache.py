@@ -9,8 +9,6 @@ gateway wires ``listen``). A lost nudge therefore costs at most one TTL of stale
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 import time
 import weakref
 from collections import OrderedDict
@@ -26,8 +24,6 @@ from tenants.models import Tenant
 # ``listen(tenant_id, on_nudge)`` arranges for ``on_nudge()`` to be called, on this event loop, whenever any
 # process commits a change to that tenant; ``unlisten(tenant_id, on_nudge)`` undoes it.
 Listen = Callable[[int, Callable[[], None]], Awaitable[None]]
-
-logger = logging.getLogger(__name__)
 
 MAX_TENANTS = 1024
 # Catalog memo entries (pages and definitions) per tenant; a full memo starts again empty.
@@ -137,16 +133,9 @@ class TenantCache:
         if tenant_id in listening:
             return False
         listening.add(tenant_id)
-        try:
-            await self._listen(tenant_id, self._nudged(tenant_id))
-        except Exception as exc:
-            # Nudges only shorten staleness; without them an entry is still trusted for one TTL at most. Serve
-            # the tenant, and subscribe again on its next read (say, once a restarted Redis is back).
-            listening.discard(tenant_id)
-            logger.warning("tenant %s: not listening for catalog changes (%s); trusting it for one TTL", tenant_id, exc)
-            if self._unlisten is not None:
-                with contextlib.suppress(Exception):
-                    await self._unlisten(tenant_id, self._nudged(tenant_id))
+        # The gateway's listen (the process mailbox) never raises for the channel layer: a membership it could not
+        # take is taken again when Redis is back, and meanwhile an entry is trusted for one TTL at most.
+        await self._listen(tenant_id, self._nudged(tenant_id))
         return True
 
     async def _stop_listening(self, tenant_id: int) -> None:

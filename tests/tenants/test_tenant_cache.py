@@ -202,38 +202,3 @@ def test_the_first_page_costs_one_query_whatever_the_catalog_size_and_then_none(
         again = async_to_sync(catalog.list_tools)(after=None, limit=50)
     assert again is first
     assert len(first.items) == min(tools, 50)
-
-
-class UnreachableNudges(Nudges):
-    """A channel layer that is down (say, Redis restarting) until ``back`` is set."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.back = False
-        self.attempts = 0
-
-    async def listen(self, tenant_id: int, on_nudge: Callable[[], None]) -> None:
-        self.attempts += 1
-        if not self.back:
-            raise ConnectionError("Error connecting to the channel layer")
-        await super().listen(tenant_id, on_nudge)
-
-
-def test_a_tenant_is_served_while_its_nudges_cannot_be_heard_and_listened_for_once_they_can(
-    clock: Clock, tenant: Tenant
-) -> None:
-    nudges = UnreachableNudges()
-    cache = TenantCache(clock=clock)
-    cache.configure(ttl=lambda: TTL, listen=nudges.listen, unlisten=nudges.unlisten)
-
-    assert servable(cache, "acme") == tenant
-    assert nudges.attempts == 1 and not nudges.callbacks
-
-    nudges.back = True
-    clock.now += TTL
-    assert servable(cache, "acme") == tenant
-    assert tenant.pk in nudges.callbacks
-
-    services.tenant_update(tenant=tenant, data={"status": Tenant.Status.SUSPENDED})
-    nudges.callbacks[tenant.pk]()
-    assert servable(cache, "acme") is None
