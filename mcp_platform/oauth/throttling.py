@@ -54,12 +54,19 @@ def _trusted(address: IPAddress) -> bool:
     return any(address.version == network.version and address in network for network in networks)
 
 
+@functools.lru_cache(maxsize=4096)
+def _peer(peer_text: str, trusted_proxies: tuple[str, ...]) -> tuple[IPAddress | None, bool]:
+    """The peer's address and whether it is a trusted proxy (remembered: most requests come from few peers)."""
+    peer = _address(peer_text)
+    return peer, peer is not None and _trusted(peer)
+
+
 def _nearest_untrusted(peer_text: str, forwarded_for: Callable[[], str]) -> str:
     """The peer, or behind trusted proxies the nearest untrusted hop of ``X-Forwarded-For`` (read only then)."""
-    peer = _address(peer_text)
+    peer, trusted = _peer(peer_text, tuple(platform_settings.TRUSTED_PROXIES))
     if peer is None:
         return "unknown"
-    if not _trusted(peer):
+    if not trusted:
         return str(peer)
     hops = [hop for hop in forwarded_for().split(",") if hop.strip()]
     nearest = peer
