@@ -41,6 +41,8 @@ DEFAULTS: dict[str, Any] = {
     # Changes normally arrive at once through the channel layer; this bounds staleness when that nudge is lost.
     # 0 reads the tenant row on every request.
     "TENANT_CACHE_TTL": 5.0,
+    # The same bound for a web process's copy of a handshake-era session (its end, log level, handshake).
+    "SESSION_CACHE_TTL": 5.0,
     # Items per page on list methods.
     "PAGE_SIZE": 50,
     # How long a tool may wait for the client to answer a sampling/elicitation/roots request (seconds).
@@ -101,6 +103,7 @@ class PlatformSettings:
     SSE_RETRY_MS: int
     SSE_KEEPALIVE: float
     TENANT_CACHE_TTL: float
+    SESSION_CACHE_TTL: float
     PAGE_SIZE: int
     CLIENT_REQUEST_TIMEOUT: float
     CACHE_TTL_MS: int
@@ -191,11 +194,10 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
         value = getattr(loaded, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600:
             errors.append(Error(f"MCP_PLATFORM[{name!r}] must be between 0 and 3600 seconds.", id="mcp_platform.E031"))
-    ttl = loaded.TENANT_CACHE_TTL
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 <= ttl <= 300:
-        errors.append(
-            Error("MCP_PLATFORM['TENANT_CACHE_TTL'] must be between 0 and 300 seconds.", id="mcp_platform.E009")
-        )
+    for name in ("TENANT_CACHE_TTL", "SESSION_CACHE_TTL"):
+        ttl = getattr(loaded, name)
+        if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 <= ttl <= 300:
+            errors.append(Error(f"MCP_PLATFORM[{name!r}] must be between 0 and 300 seconds.", id="mcp_platform.E009"))
     if not 1 <= loaded.PAGE_SIZE <= 1000:
         errors.append(Error("MCP_PLATFORM['PAGE_SIZE'] must be between 1 and 1000.", id="mcp_platform.E003"))
     if loaded.PUBLIC_BASE_URL and not loaded.PUBLIC_BASE_URL.startswith(("http://", "https://")):

@@ -192,7 +192,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "purge-expired-legacy-sessions": {
         "task": "mcp_platform.gateway.tasks.legacy_sessions_purge_expired",
-        "schedule": 300.0,
+        "schedule": 60.0,
     },
     "purge-expired-tool-runs": {
         "task": "mcp_platform.jobs.tasks.tool_runs_purge_expired",
@@ -313,5 +313,6 @@ MCP_PLATFORM = {
     "CIMD_ALLOWED_NETWORKS": _env_list("MCP_CIMD_ALLOWED_NETWORKS", []),
     "CIMD_CA_BUNDLE": os.environ.get("MCP_CIMD_CA_BUNDLE", ""),
     "TENANT_CACHE_TTL": float(os.environ.get("MCP_TENANT_CACHE_SECONDS", "5")),
+    "SESSION_CACHE_TTL": float(os.environ.get("MCP_SESSION_CACHE_SECONDS", "5")),
     "SSE_KEEPALIVE": float(os.environ.get("MCP_SSE_KEEPALIVE", "15")),
 }

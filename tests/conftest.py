@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from mcp_platform.gateway.session_cache import session_cache
 from tenants.cache import tenant_cache
 from tests.process_marks import RUN_MARK, kill_all, new_mark, wait_until_none_marked
 
@@ -52,15 +53,17 @@ def anyio_backend() -> str:
 
 @pytest.fixture(autouse=True)
 def _fresh_tenant_cache() -> Iterator[None]:
-    """Each test starts with no remembered tenants: test databases are flushed without telling the cache.
+    """Each test starts with no remembered tenants or sessions: test databases are flushed without telling the cache.
 
     In-process tests also keep the cache off the channel layer: they run on short-lived event loops, and a mailbox
     receive left on a closed loop stalls channels-redis for the tests after it. Commits on this process still drop
     the tenant at once; nudges between processes are tested end to end (tests/e2e).
     """
     tenant_cache.clear()
+    session_cache.clear()
     saved = tenant_cache.config
     tenant_cache.configure(ttl=saved.ttl, listen=None, unlisten=None)
     yield
     tenant_cache.configure(ttl=saved.ttl, listen=saved.listen, unlisten=saved.unlisten)
     tenant_cache.clear()
+    session_cache.clear()

@@ -31,6 +31,7 @@ from mcp_core.versions import (
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups, sessions
 from mcp_platform.gateway.base import GatewayConsumer
+from mcp_platform.gateway.control import request_key, session_control
 from mcp_platform.gateway.identity import server_identity
 from mcp_platform.gateway.listen import serve_listen
 from mcp_platform.gateway.mailbox import Inbox, send_to_group
@@ -44,6 +45,7 @@ from mcp_platform.gateway.responses import (
     send_json,
     start_sse,
 )
+from mcp_platform.gateway.session_cache import session_cache
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
 from mcp_platform.gateway.stream_access import StreamAccess
@@ -132,8 +134,8 @@ async def deliver_client_messages(*, tenant_id: int, session: LegacySession, mes
             elif message.method == "notifications/cancelled":
                 request_id = (message.params or {}).get("requestId")
                 if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
-                    group = groups.request_group(tenant_id, session.pk, request_id)
-                    await send_to_group(group, {"reason": (message.params or {}).get("reason")})
+                    key = request_key(tenant_id, session.pk, request_id)
+                    await session_control.cancel(key, (message.params or {}).get("reason"))
         elif isinstance(message, (jsonrpc.Response, jsonrpc.ErrorResponse)) and isinstance(message.id, str):
             group = groups.server_request_group(tenant_id, session.pk, message.id)
             body: dict[str, Any] = (
@@ -209,9 +211,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             return None
         if not mcp_http.valid_session_id(session_id):
             raise TransportError("Bad Request: malformed Mcp-Session-Id")
-        session = await sessions.legacy_session_get(
-            tenant_id=self.tenant.pk, principal=self.principal, session_id=session_id
-        )
+        session = await session_cache.get(tenant_id=self.tenant.pk, principal=self.principal, session_id=session_id)
         if session is None or session.transport != LegacySession.Transport.STREAMABLE_HTTP:
             raise TransportError("Session not found", http_status=404)
         header = self.headers.get("mcp-protocol-version", DEFAULT_HEADERLESS_VERSION)
@@ -346,6 +346,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             client_capabilities=capabilities,
             client_info=client_info,
         )
+        await session_cache.remember(session)
         result = initialize_result(server_identity(self.tenant), version, tasks=True)
         await send_json(
             self.send,
@@ -360,7 +361,6 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         session = await self._session()
         assert session is not None
         await sessions.legacy_session_close(session=session)
-        await send_to_group(groups.session_group(self.tenant.pk, session.pk), {"kind": "closed"})
         await send_empty(self.send, 200)
 
     # --- GET: the standalone stream, or the resumption of any stream -------------------------------
@@ -451,37 +451,45 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         if not await sessions.standalone_stream_claim(session=self.session, stream_id=stream_id):
             raise TransportError("Conflict: this session already has an open GET stream", http_status=409)
         try:
-            await self._inbox.join(catalog_group(self.tenant.pk), groups.session_group(self.tenant.pk, self.session.pk))
-            if after is None:
-                await sessions.stream_event_append(
-                    session_id=self.session.pk,
-                    stream_id=stream_id,
-                    seq=0,
-                    payload=sessions.STANDALONE_MARKER,
-                    is_final=False,
-                )
-                await self._open(stream_id, 0)
-                if at_least(self.session.protocol_version, V2025_11_25):
-                    event_id = sse.make_event_id(stream_id, 0)
-                    await send_chunk(self.send, sse.priming(event_id, platform_settings.SSE_RETRY_MS))
-                else:
-                    await send_chunk(self.send, sse.comment("stream open"))
-            else:
-                await self._open(stream_id, after)
-                await send_chunk(self.send, sse.comment("resumed"))
-                stored = await sessions.stream_events_after(session_id=self.session.pk, stream_id=stream_id, seq=after)
-                for event in stored:
-                    await self._write_stored(event.seq, event.payload, False)
-            await self._pump(self._inbox)
+            await self._inbox.join(catalog_group(self.tenant.pk))
+            with session_control.watching_close(self.tenant.pk, self.session.pk, self._session_closed):
+                await self._standalone_stream(stream_id, after)
         finally:
             await sessions.standalone_stream_release(session_id=self.session.pk, stream_id=stream_id)
+
+    def _session_closed(self) -> None:
+        self._inbox.put({"type": "mailbox.message", "kind": "closed"})
+
+    async def _standalone_stream(self, stream_id: str, after: int | None) -> None:
+        if after is None:
+            await sessions.stream_event_append(
+                session_id=self.session.pk,
+                stream_id=stream_id,
+                seq=0,
+                payload=sessions.STANDALONE_MARKER,
+                is_final=False,
+            )
+            await self._open(stream_id, 0)
+            if at_least(self.session.protocol_version, V2025_11_25):
+                event_id = sse.make_event_id(stream_id, 0)
+                await send_chunk(self.send, sse.priming(event_id, platform_settings.SSE_RETRY_MS))
+            else:
+                await send_chunk(self.send, sse.comment("stream open"))
+        else:
+            await self._open(stream_id, after)
+            await send_chunk(self.send, sse.comment("resumed"))
+            stored = await sessions.stream_events_after(session_id=self.session.pk, stream_id=stream_id, seq=after)
+            for event in stored:
+                await self._write_stored(event.seq, event.payload, False)
+        await self._pump(self._inbox)
 
     async def _idle(self) -> None:
         await send_chunk(self.send, sse.comment())
         if self._following_post:
             await self._catch_up()
-        else:
-            await sessions.standalone_stream_renew(session_id=self.session.pk, stream_id=self._stream_id)
+        elif not await sessions.standalone_stream_renew(session_id=self.session.pk, stream_id=self._stream_id):
+            # The session ended (a lost signal), or another GET stream took over after this one's lease lapsed.
+            await self._close_stream()
 
     async def _push(self, method: str, params: dict[str, Any]) -> None:
         """Store and send one unrelated server message on the standalone stream."""

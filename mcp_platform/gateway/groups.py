@@ -10,11 +10,6 @@ def _digest(*parts: object) -> str:
     return hashlib.blake2b(raw, digest_size=16).hexdigest()
 
 
-def request_group(tenant_id: int, session_id: str, request_id: str | int) -> str:
-    """Signals for one in-flight client request (cancellation)."""
-    return f"mcp.req.{tenant_id}.{_digest(session_id, type(request_id).__name__, request_id)}"
-
-
 def server_request_group(tenant_id: int, session_id: str, server_request_id: str) -> str:
     """The client's answer to one server-to-client request."""
     return f"mcp.srq.{tenant_id}.{_digest(session_id, server_request_id)}"

@@ -26,6 +26,7 @@ from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.responses import send_body, send_chunk, send_empty, send_error, start_sse
+from mcp_platform.gateway.session_cache import session_cache
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.streams import SessionSink, start_run
 from mcp_platform.oauth.resource import principal_label
@@ -133,7 +134,7 @@ class LegacyMessagesConsumer(GatewayConsumer):
         session_id = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("session_id", [""])[0]
         session = None
         if mcp_http.valid_session_id(session_id):
-            session = await sessions.legacy_session_get(tenant_id=tenant.pk, principal=principal, session_id=session_id)
+            session = await session_cache.get(tenant_id=tenant.pk, principal=principal, session_id=session_id)
         if session is None or session.transport != LegacySession.Transport.HTTP_SSE:
             raise TransportError("Session not found", http_status=404)
         messages, _ = jsonrpc.decode(self._body, allow_batch=False)

@@ -174,13 +174,14 @@ class Inbox:
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._groups: list[str] = []
 
-    def _put(self, message: dict[str, Any]) -> None:
+    def put(self, message: dict[str, Any]) -> None:
+        """Queue a message that did not come through a group (a signal of this process)."""
         self.queue.put_nowait(message)
 
     async def join(self, *groups: str) -> None:
         box = mailbox()
         for group in groups:
-            await box.subscribe(group, self._put)
+            await box.subscribe(group, self.put)
             self._groups.append(group)
 
     async def leave(self) -> None:
@@ -188,7 +189,7 @@ class Inbox:
         groups, self._groups = self._groups, []
         for group in groups:
             with contextlib.suppress(Exception):
-                await asyncio.shield(box.unsubscribe(group, self._put))
+                await asyncio.shield(box.unsubscribe(group, self.put))
 
     async def next(self, timeout: float) -> dict[str, Any] | None:
         """The next message, or None when ``timeout`` passes first (time for a keep-alive)."""

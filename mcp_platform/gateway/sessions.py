@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -18,11 +19,14 @@ from mcp_core.errors import InternalError, error_to_wire
 from mcp_core.session import SessionEvent, SessionState, next_state
 from mcp_core.text import storable
 from mcp_platform.conf import platform_settings
+from mcp_platform.gateway import session_rows
 from mcp_platform.gateway.models import LegacySession, StreamEvent
 
 # last_seen_at is refreshed at most this often, so busy sessions do not write on every request.
-_TOUCH_INTERVAL = timedelta(seconds=60)
+TOUCH_INTERVAL = timedelta(seconds=60)
 MAX_SUBSCRIPTIONS = 1000
+
+logger = logging.getLogger(__name__)
 
 
 def new_token() -> str:
@@ -40,7 +44,9 @@ async def legacy_session_create(
     client_capabilities: dict[str, Any] | None = None,
     client_info: dict[str, Any] | None = None,
 ) -> LegacySession:
-    return await LegacySession.objects.acreate(
+    """Store a new session: one statement holding everything its requests need."""
+    now = timezone.now()
+    session = LegacySession(
         id=new_token(),
         tenant_id=tenant_id,
         principal=principal,
@@ -49,26 +55,31 @@ async def legacy_session_create(
         protocol_version=protocol_version,
         client_capabilities=client_capabilities or {},
         client_info=client_info or {},
+        created_at=now,
+        last_seen_at=now,
     )
+    await session_rows.insert(session)
+    return session
 
 
 async def legacy_session_get(*, tenant_id: int, principal: str, session_id: str) -> LegacySession | None:
     """The open, unexpired session with this id in this tenant, started by this principal (one query), refreshing
     its idle clock. A session id presented with another principal's token is not found: ids are not credentials."""
-    session = (
-        await LegacySession.objects.filter(tenant_id=tenant_id, principal=principal, id=session_id)
-        .exclude(state=SessionState.CLOSED.value)
-        .afirst()
-    )
+    session = await session_rows.find_open(tenant_id=tenant_id, principal=principal, session_id=session_id)
     if session is None:
         return None
     now = timezone.now()
     if now - session.last_seen_at > timedelta(seconds=platform_settings.SESSION_IDLE_TIMEOUT):
         await legacy_session_close(session=session)
         return None
-    if now - session.last_seen_at > _TOUCH_INTERVAL:
-        await LegacySession.objects.filter(pk=session.pk).aupdate(last_seen_at=now)
+    if now - session.last_seen_at > TOUCH_INTERVAL:
+        await legacy_session_touch(session_id=session.pk, now=now)
+        session.last_seen_at = now
     return session
+
+
+async def legacy_session_touch(*, session_id: str, now: datetime) -> None:
+    await session_rows.update(session_id, last_seen_at=now)
 
 
 async def legacy_session_initialize(
@@ -88,24 +99,37 @@ async def legacy_session_initialize(
 
 
 async def legacy_session_mark_initialized(*, session: LegacySession) -> None:
-    """Apply ``notifications/initialized``. Raises SessionStateError when the session was never initialized."""
-    state = next_state(SessionState(session.state), SessionEvent.INITIALIZED)
-    if state.value != session.state:
-        session.state = state.value
-        await LegacySession.objects.filter(pk=session.pk).aupdate(state=state.value)
+    """Apply ``notifications/initialized``. Raises SessionStateError when the session was never initialized.
+
+    Kept in memory only: no request behaves differently before or after it, so the row keeps what matters
+    across processes (whether the handshake was answered, and whether the session ended) and set-up costs one
+    statement."""
+    session.state = next_state(SessionState(session.state), SessionEvent.INITIALIZED).value
 
 
 async def legacy_session_close(*, session: LegacySession) -> None:
-    await LegacySession.objects.filter(pk=session.pk).aupdate(state=SessionState.CLOSED.value)
+    """End the session: one statement, then every process drops it and its GET stream ends. Its row and stored
+    events go with the periodic purge (``legacy_sessions_purge_idle``)."""
     session.state = SessionState.CLOSED.value
-    from mcp_platform.gateway.tasks import legacy_session_purge
-
-    await sync_to_async(legacy_session_purge.delay)(session.pk)
+    await session_rows.update(session.pk, state=SessionState.CLOSED.value)
+    await _changed(session, closed=True)
 
 
 async def legacy_session_set_log_level(*, session: LegacySession, level: str) -> None:
     session.log_level = level
-    await LegacySession.objects.filter(pk=session.pk).aupdate(log_level=level)
+    await session_rows.update(session.pk, log_level=level)
+    await _changed(session)
+
+
+async def _changed(session: LegacySession, *, closed: bool = False) -> None:
+    """Other processes remember sessions (``session_cache``): tell them this one changed. Never raises: a lost
+    signal costs at most ``SESSION_CACHE_TTL`` of staleness there."""
+    from mcp_platform.gateway.control import session_control
+
+    try:
+        await session_control.session_changed(session.tenant_id, session.pk, closed=closed)
+    except Exception:
+        logger.warning("could not signal the change of session %s", session.pk[:8], exc_info=True)
 
 
 def _change_subscriptions(session_id: str, uri: str, add: bool) -> list[str]:
@@ -156,10 +180,14 @@ async def standalone_stream_claim(*, session: LegacySession, stream_id: str) -> 
     return claimed == 1
 
 
-async def standalone_stream_renew(*, session_id: str, stream_id: str) -> None:
-    await LegacySession.objects.filter(pk=session_id, standalone_stream_id=stream_id).aupdate(
-        standalone_seen_at=timezone.now()
+async def standalone_stream_renew(*, session_id: str, stream_id: str) -> bool:
+    """Renew the GET stream's lease; False when the session ended or another stream holds the lease now."""
+    renewed = (
+        await LegacySession.objects.filter(pk=session_id, standalone_stream_id=stream_id)
+        .exclude(state=SessionState.CLOSED.value)
+        .aupdate(standalone_seen_at=timezone.now())
     )
+    return renewed == 1
 
 
 async def standalone_stream_release(*, session_id: str, stream_id: str) -> None:
@@ -304,5 +332,10 @@ def stream_events_purge(*, older_than: timedelta) -> int:
 
 
 def legacy_sessions_purge_idle(*, idle_for: timedelta) -> int:
-    deleted, _ = LegacySession.objects.filter(last_seen_at__lt=timezone.now() - idle_for).delete()
+    """Delete sessions that ended or idled out, with their stored events (nothing can resume a stream of a
+    session that is gone: its requests are answered 404)."""
+    ended = LegacySession.objects.filter(state=SessionState.CLOSED.value) | LegacySession.objects.filter(
+        last_seen_at__lt=timezone.now() - idle_for
+    )
+    deleted, _ = ended.delete()
     return deleted

@@ -20,6 +20,7 @@ from mcp_core.env import Env
 from mcp_core.errors import ClientRequestFailed, McpError, error_to_wire
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups
+from mcp_platform.gateway.control import request_key, session_control
 from mcp_platform.gateway.mailbox import mailbox, send_to_group
 from mcp_platform.gateway.responses import Headers, Send, send_chunk, send_empty, send_json, start_sse
 from mcp_platform.gateway.sessions import new_token, post_stream_open, post_stream_renew, stream_event_append
@@ -270,29 +271,21 @@ class SinkOutbound:
 
 
 async def run_request(*, request: jsonrpc.Request, env: Env, sink: Sink, tenant_id: int, session_id: str) -> None:
-    """Answer one request on ``sink``; ``notifications/cancelled`` from any process stops it unanswered."""
+    """Answer one request on ``sink``; ``notifications/cancelled`` from any process stops it unanswered (the
+    process has joined the tenant's control group: the session was looked up through ``session_cache``)."""
     task = asyncio.current_task()
     assert task is not None
-    cancel_group = groups.request_group(tenant_id, session_id, request.id)
-    box = mailbox()
-
-    def cancel(message: dict[str, Any]) -> None:
-        task.cancel()
-
-    await box.subscribe(cancel_group, cancel)
     payload: bytes | None
-    try:
-        result = await dispatch(request.method, request.params, env)
-        payload = jsonrpc.encode_result(request.id, result)
-    except asyncio.CancelledError:
-        payload = None
-    except Exception as exc:
-        if not isinstance(exc, McpError):
-            logger.exception("%s failed", request.method)
-        payload = jsonrpc.encode_error(request.id, error_to_wire(exc)[1])
-    finally:
-        with contextlib.suppress(Exception):
-            await asyncio.shield(box.unsubscribe(cancel_group, cancel))
+    with session_control.running(request_key(tenant_id, session_id, request.id), task):
+        try:
+            result = await dispatch(request.method, request.params, env)
+            payload = jsonrpc.encode_result(request.id, result)
+        except asyncio.CancelledError:
+            payload = None
+        except Exception as exc:
+            if not isinstance(exc, McpError):
+                logger.exception("%s failed", request.method)
+            payload = jsonrpc.encode_error(request.id, error_to_wire(exc)[1])
     try:
         await sink.response(payload)
     except Exception:

@@ -5,19 +5,13 @@ from datetime import timedelta
 from celery import shared_task
 
 from mcp_platform.conf import platform_settings
-from mcp_platform.gateway.models import LegacySession, StreamEvent
+from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.sessions import legacy_sessions_purge_idle, stream_events_purge
 
 
 @shared_task(acks_late=True, ignore_result=True)
-def legacy_session_purge(session_id: str) -> None:
-    """Drop the stored events of a closed session; the closed row stays until the idle purge removes it."""
-    StreamEvent.objects.filter(session_id=session_id, session__state="closed").delete()
-
-
-@shared_task(acks_late=True, ignore_result=True)
 def legacy_sessions_purge_expired() -> dict[str, int]:
-    """Delete sessions idle past the timeout and events past their retention."""
+    """Delete sessions that ended or idled past the timeout, and events past their retention."""
     sessions = legacy_sessions_purge_idle(idle_for=timedelta(seconds=platform_settings.SESSION_IDLE_TIMEOUT))
     events = stream_events_purge(older_than=timedelta(seconds=platform_settings.EVENT_RETENTION))
     return {"sessions": sessions, "events": events, "open": LegacySession.objects.count()}

@@ -172,3 +172,62 @@ async def test_a_listen_stream_on_a_hears_of_a_tool_created_by_another_process(l
         "method": "notifications/tools/list_changed",
         "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": "listen-1"}},
     }
+
+
+# A signal between processes travels within milliseconds; SESSION_CACHE_TTL (5 s) bounds a lost one. Deadlines
+# below the TTL show that the signal, not the expiry of B's copy, did it.
+SIGNAL_DEADLINE = 3.0
+
+
+async def test_session_ended_on_a_is_gone_on_b_and_its_stream_on_b_ends(live_platform: LiveServer) -> None:
+    async with raw_http_client() as http:
+        on_a = RawSession(http, live_platform.endpoint(web=0))
+        with anyio.fail_after(TEST_DEADLINE):
+            await on_a.initialize()
+            on_b = on_a.joined(live_platform.endpoint(web=1))
+            listed = await on_b.call("tools/list")
+            assert "result" in listed, "B now remembers the session"
+            async with on_b.stream_get() as stream:
+                assert stream.status_code == 200
+                events = sse_events(stream)
+                await anext(events)  # the priming event: the stream is open
+                ended = await on_a.http.delete(on_a.url, headers=on_a.headers())
+                assert ended.status_code == 200, ended.text
+                with anyio.fail_after(SIGNAL_DEADLINE):
+                    async for _ in events:
+                        pass  # anything left, then the end of the stream
+            with anyio.fail_after(SIGNAL_DEADLINE):
+                after = await on_b.post(request_message(on_b.next_id(), "tools/list"))
+    assert after.status_code == 404, after.text
+
+
+async def test_cancellation_sent_to_b_stops_the_call_running_on_a(live_platform: LiveServer) -> None:
+    async with raw_http_client() as http:
+        on_a = RawSession(http, live_platform.endpoint(web=0))
+        with anyio.fail_after(TEST_DEADLINE):
+            await on_a.initialize(capabilities={"elicitation": {"form": {}}})
+            on_b = on_a.joined(live_platform.endpoint(web=1))
+            call_id = on_a.next_id()
+            call = request_message(call_id, "tools/call", {"name": "test_elicitation", "arguments": {"message": "?"}})
+            seen: list[dict[str, object]] = []
+            async with on_a.stream_post(call) as stream:
+                assert stream.status_code == 200
+                events = sse_events(stream)
+                async for event in events:
+                    message = event.message()
+                    if message is not None:
+                        seen.append(message)
+                    if message is not None and message.get("method") == "elicitation/create":
+                        break
+                # The tool now waits for an answer that never comes; B relays the cancellation to A.
+                cancelled = await on_b.post(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                        "params": {"requestId": call_id, "reason": "changed my mind"},
+                    }
+                )
+                assert cancelled.status_code == 202, cancelled.text
+                with anyio.fail_after(SIGNAL_DEADLINE):
+                    seen.extend(m for m in [e.message() async for e in events] if m is not None)
+    assert [m.get("method") for m in seen] == ["elicitation/create"], "cancelled: no response, nothing more"
