@@ -273,6 +273,7 @@ class SecretAdmin(admin.ModelAdmin):
     list_select_related = ("tenant",)
     search_fields = ("name", "tenant__slug")
     autocomplete_fields = ["tenant"]
+    fields = ("tenant", "name", "value", "key_id", "created_at", "updated_at")
     readonly_fields = ("key_id", "created_at", "updated_at")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:

@@ -276,3 +276,21 @@ def test_only_superusers_widen_a_tenants_outbound_networks(client: Any, admin_cl
     refused = admin_client.post(change, {**form, "outbound_allowed_networks": '["not-a-net"]'})
     assert refused.status_code == 200
     assert "is not an address or network" in refused.content.decode()
+
+
+def test_a_generated_key_on_the_production_path_is_warned_about(settings: Any, tmp_path: Path) -> None:
+    from mcp_platform.conf import check_secret_keys_are_shared
+
+    generated = new_key()
+    (tmp_path / "secrets_encryption_key").write_text(generated)
+    settings.VAR_DIR = tmp_path
+    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
+    keys(settings, generated)
+    assert [w.id for w in check_secret_keys_are_shared(None)] == ["mcp_platform.W040"]
+    keys(settings, new_key(), generated)
+    assert [w.id for w in check_secret_keys_are_shared(None)] == ["mcp_platform.W040"]
+    keys(settings, new_key())
+    assert check_secret_keys_are_shared(None) == []
+    settings.REDIS_URL = ""
+    keys(settings, generated)
+    assert check_secret_keys_are_shared(None) == []
