@@ -108,7 +108,7 @@ def test_a_missing_secret_is_named_in_the_error(tenant: Tenant, key_a: str) -> N
 
 
 def test_bad_names_and_empty_values_are_refused_and_store_nothing(tenant: Tenant, key_a: str) -> None:
-    for name, value in (("has space", "v"), ("x" * 65, "v"), ("", "v"), ("ok", "")):
+    for name, value in (("has space", "v"), ("x" * 65, "v"), ("", "v"), ("ok", ""), ("ok", "a\x00b")):
         with pytest.raises(ValidationError):
             secret_set(tenant=tenant, name=name, value=value)
     assert not Secret.objects.exists()
@@ -239,6 +239,16 @@ def test_a_new_secret_needs_a_value_in_the_admin(admin_client: Any, tenant: Tena
     page = admin_client.post(reverse("admin:tenants_secret_add"), {"tenant": tenant.pk, "name": "api", "value": ""})
     assert page.status_code == 200
     assert "A new secret needs a value." in page.content.decode()
+    assert not Secret.objects.exists()
+
+
+def test_a_value_the_service_refuses_is_a_form_error_in_the_admin(
+    admin_client: Any, tenant: Tenant, key_a: str
+) -> None:
+    data = {"tenant": tenant.pk, "name": "api", "value": "bad\x00value"}
+    page = admin_client.post(reverse("admin:tenants_secret_add"), data)
+    assert page.status_code == 200
+    assert "Null characters are not allowed." in page.content.decode()
     assert not Secret.objects.exists()
 
 
