@@ -15,6 +15,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from tenants import secrets, services, validation
+from tenants.admin_python import PythonFunctionForm
 from tenants.models import Membership, Prompt, Resource, ResourceTemplate, Secret, Tenant, Tool
 
 JSON_WIDGET = forms.Textarea(attrs={"rows": 10, "cols": 100, "style": "font-family: monospace"})
@@ -39,11 +40,22 @@ class ServiceValidatedForm(forms.ModelForm):
 
 def _form_for(model: type[models.Model], validator: Callable[[Any], None]) -> type[ServiceValidatedForm]:
     meta = type("Meta", (), {"model": model, "fields": "__all__"})
-    return type(
-        f"{model.__name__}AdminForm",
-        (ServiceValidatedForm,),
-        {"Meta": meta, "validator": staticmethod(validator)},
+    python_capable = model in (Tool, ResourceTemplate, Prompt)
+    bases = (ServiceValidatedForm, PythonFunctionForm) if python_capable else (ServiceValidatedForm,)
+    form: type[ServiceValidatedForm] = type(
+        f"{model.__name__}AdminForm", bases, {"Meta": meta, "validator": staticmethod(validator)}
     )
+    if python_capable:
+        # The admin lays fields out in base_fields order: the function select goes right after the backend.
+        fields = dict(form.base_fields)
+        chooser = fields.pop("python_function")
+        ordered = {}
+        for name, field in fields.items():
+            ordered[name] = field
+            if name == "backend":
+                ordered["python_function"] = chooser
+        form.base_fields = ordered
+    return form
 
 
 def _adopt(obj: models.Model, stored: models.Model) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+import jsonschema_rs
 from django.core.exceptions import ValidationError
 from django.db import models
 from jsonschema import Draft202012Validator, SchemaError
@@ -21,6 +22,7 @@ from mcp_core.content import ROLES, prompt_message_problem, validate_content_ite
 from mcp_core.uritemplate import UriTemplate
 from tenants.backends.registry import PythonRegistry, UnknownPythonFunction, default_registry
 from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tenant, Tool
+from tenants.python_grants import python_function_binding_problem
 from tenants.rendering import prompt_placeholders
 
 Errors = dict[str, list[str]]
@@ -28,6 +30,13 @@ Errors = dict[str, list[str]]
 TOOL_ANNOTATION_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 STATIC_TOOL_KEYS = frozenset({"content", "isError", "structuredContent"})
 PROMPT_ARGUMENT_KEYS = frozenset({"name", "title", "description", "required"})
+KNOWN_DIALECTS = (
+    "https://json-schema.org/draft/2020-12/schema",
+    "https://json-schema.org/draft/2020-12/schema#",
+    "https://json-schema.org/draft/2019-09/schema",
+    "http://json-schema.org/draft-07/schema#",
+    "http://json-schema.org/draft-07/schema",
+)
 ONLY_STATIC_OR_PYTHON = "Templates and prompts are static or Python; the HTTP backend is for tools."
 
 
@@ -85,6 +94,11 @@ def json_schema_errors(schema: Any, *, what: str) -> list[str]:
     problems = []
     if schema.get("type") != "object":
         problems.append(f'{what} must have "type": "object" at its root.')
+    # The Rust meta-schema check answers "valid" in microseconds (an OpenAPI import stores a thousand schemas);
+    # only an invalid schema pays for the pure-Python check, which words the error the way the admin shows it.
+    # Only for dialects it bundles: given another "$schema" URI, jsonschema-rs would fetch it over the network.
+    if schema.get("$schema", KNOWN_DIALECTS[0]) in KNOWN_DIALECTS and jsonschema_rs.meta.is_valid(schema):
+        return problems
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
@@ -93,14 +107,17 @@ def json_schema_errors(schema: Any, *, what: str) -> list[str]:
     return problems
 
 
-def _python_function_errors(config: Any, lookup: Callable[[str], object]) -> list[str]:
+def _python_function_errors(
+    config: Any, lookup: Callable[[str], object], *, tenant_id: int | None, registry: PythonRegistry
+) -> list[str]:
     if not isinstance(config, dict) or set(config) != {"function"} or not isinstance(config["function"], str):
         return ['A Python backend needs config {"function": "<registered name>"} and nothing else.']
     try:
         lookup(config["function"])
     except UnknownPythonFunction as exc:
         return [str(exc)]
-    return []
+    problem = python_function_binding_problem(tenant_id=tenant_id, function=config["function"], registry=registry)
+    return [problem] if problem else []
 
 
 def _static_tool_errors(config: Any, output_schema: Any) -> list[str]:
@@ -179,7 +196,9 @@ def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry) ->
         for message in _icon_errors(tool.icons):
             _add(errors, "icons", message)
         if tool.backend == Backend.PYTHON:
-            problems = _python_function_errors(tool.config, registry.get_tool)
+            problems = _python_function_errors(
+                tool.config, registry.get_tool, tenant_id=tool.tenant_id, registry=registry
+            )
         else:
             output_schema = tool.output_schema if "output_schema" not in errors else None
             problems = _static_tool_errors(tool.config, output_schema)
@@ -247,7 +266,9 @@ def resource_template_validate(template: ResourceTemplate, *, registry: PythonRe
         except ValueError as exc:
             _add(errors, "uri_template", f"Not a valid URI template: {exc}")
         if template.backend == Backend.PYTHON:
-            problems = _python_function_errors(template.config, registry.get_resource_template)
+            problems = _python_function_errors(
+                template.config, registry.get_resource_template, tenant_id=template.tenant_id, registry=registry
+            )
         elif template.backend == Backend.HTTP:
             _add(errors, "backend", ONLY_STATIC_OR_PYTHON)
             problems = []
@@ -320,7 +341,9 @@ def prompt_validate(prompt: Prompt, *, registry: PythonRegistry = default_regist
             _add(errors, "backend", ONLY_STATIC_OR_PYTHON)
             return
         if prompt.backend == Backend.PYTHON:
-            for message in _python_function_errors(prompt.config, registry.get_prompt):
+            for message in _python_function_errors(
+                prompt.config, registry.get_prompt, tenant_id=prompt.tenant_id, registry=registry
+            ):
                 _add(errors, "config", message)
             if prompt.messages:
                 _add(errors, "messages", "A Python prompt's messages come from its function: leave them empty.")

@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 
 from tenants import services
 from tenants.models import Backend, Membership, Tenant, Tool
+from tenants.python_grants import python_function_grant
 from tests.factories import PromptFactory, ResourceFactory, TenantFactory, ToolFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -105,6 +106,7 @@ def test_python_tool_must_name_a_registered_function(tenant: Tenant) -> None:
 
 
 def test_python_tool_names_a_registered_function(tenant: Tenant) -> None:
+    python_function_grant(tenant=tenant, function="demo.echo")
     tool = services.tool_create(tenant=tenant, name="echo", backend=Backend.PYTHON, config={"function": "demo.echo"})
 
     assert tool.pk is not None

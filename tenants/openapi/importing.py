@@ -1,0 +1,156 @@
+"""The import service: a translated document stored as one source's tools, in one transaction, with one
+``list_changed`` after commit. Importing the same source (tenant + location) again updates what changed, removes
+what vanished, and touches no tool it did not make.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from tenants.events import catalog_changed
+from tenants.models import OpenApiSource, Secret, Tenant, Tool, secret_name_validator
+from tenants.openapi.document import OpenApiDocument, OpenApiError
+from tenants.openapi.translate import MAX_OPERATIONS, ImportOptions, ToolPlan, document_translate
+from tenants.validation import tool_validate
+
+JSONObject = dict[str, Any]
+MAX_REPORTED_CONFLICTS = 5
+
+
+@dataclass
+class ImportReport:
+    source: OpenApiSource
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"{self.source.name}: {len(self.created)} created, {len(self.updated)} updated, "
+            f"{len(self.unchanged)} unchanged, {len(self.removed)} removed, {len(self.skipped)} skipped"
+        )
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _check_options(tenant: Tenant, options: ImportOptions, warnings: list[str]) -> None:
+    if options.secret_name:
+        try:
+            secret_name_validator(options.secret_name)
+        except ValidationError:
+            raise OpenApiError(f"{options.secret_name!r} is not a secret name") from None
+        if not Secret.objects.filter(tenant=tenant, name=options.secret_name).exists():
+            warnings.append(f"the secret {options.secret_name!r} is not set yet: calls fail until it is")
+    if len(options.prefix) > 64:
+        raise OpenApiError("the prefix is longer than 64 characters")
+
+
+def _validated(tool: Tool, plan: ToolPlan) -> Tool:
+    try:
+        tool_validate(tool)
+    except ValidationError as exc:
+        problems = "; ".join(f"{name}: {' '.join(messages)}" for name, messages in exc.message_dict.items())
+        raise OpenApiError(f"{plan.key} cannot become tool {plan.name!r}: {problems}") from None
+    return tool
+
+
+def openapi_import(
+    *,
+    tenant: Tenant,
+    document: OpenApiDocument,
+    options: ImportOptions,
+    name: str = "",
+    select: Collection[str] | None = None,
+    max_operations: int = MAX_OPERATIONS,
+) -> ImportReport:
+    """Store ``document``'s operations (those whose keys are in ``select``, or all) as the tools of its source.
+
+    Raises ``OpenApiError`` and changes nothing when the document, an option or any one tool is refused.
+    """
+    translation = document_translate(document, options, max_operations=max_operations)
+    plans = translation.tools
+    if select is not None:
+        wanted = set(select)
+        unknown = sorted(wanted - {plan.key for plan in plans})
+        if unknown:
+            raise OpenApiError(f"no importable operation {unknown[0]!r} in {document.location}")
+        plans = [plan for plan in plans if plan.key in wanted]
+    warnings = list(translation.warnings)
+    _check_options(tenant, options, warnings)
+    with transaction.atomic():
+        source = _source_upsert(tenant, document, options, name)
+        report = ImportReport(source, skipped=translation.skipped, warnings=warnings)
+        _store(tenant, source, plans, report)
+        if report.created or report.updated or report.removed:
+            catalog_changed(tenant_id=tenant.pk, kind="tools")
+    return report
+
+
+def _source_upsert(tenant: Tenant, document: OpenApiDocument, options: ImportOptions, name: str) -> OpenApiSource:
+    source = OpenApiSource.objects.select_for_update().filter(tenant=tenant, location=document.location).first()
+    if source is None:
+        source = OpenApiSource(tenant=tenant, location=document.location)
+    source.name = (name or source.name or document.title or document.location)[:200]
+    source.prefix = options.prefix
+    source.base_url = options.base_url or ""
+    source.secret_name = options.secret_name or ""
+    source.client_id = options.client_id or ""
+    source.document_sha256 = document.sha256
+    source.imported_at = timezone.now()
+    try:
+        source.full_clean()
+    except ValidationError as exc:
+        raise OpenApiError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
+    source.save()
+    return source
+
+
+def _store(tenant: Tenant, source: OpenApiSource, plans: list[ToolPlan], report: ImportReport) -> None:
+    names = [plan.name for plan in plans]
+    existing = {tool.name: tool for tool in Tool.objects.select_for_update().filter(tenant=tenant, name__in=names)}
+    foreign = sorted(name for name, tool in existing.items() if tool.openapi_source_id != source.pk)  # type: ignore[attr-defined]
+    if foreign:
+        shown = ", ".join(foreign[:MAX_REPORTED_CONFLICTS]) + (" ..." if len(foreign) > MAX_REPORTED_CONFLICTS else "")
+        raise OpenApiError(
+            f"{len(foreign)} tool name(s) are taken by tools this source did not make: {shown}. "
+            "Choose a prefix, or rename those tools"
+        )
+    creating: list[Tool] = []
+    updating: list[Tool] = []
+    changed_fields: set[str] = set()
+    for plan in plans:
+        tool = existing.get(plan.name)
+        if tool is None:
+            tool = Tool(tenant=tenant, name=plan.name, **plan.fields)
+            tool.openapi_source = source  # type: ignore[attr-defined]
+            creating.append(_validated(tool, plan))
+            report.created.append(plan.name)
+            continue
+        changed = {key for key, value in plan.fields.items() if not _same(getattr(tool, key), value)}
+        if not changed:
+            report.unchanged.append(plan.name)
+            continue
+        for key in changed:
+            setattr(tool, key, plan.fields[key])
+        tool.updated_at = timezone.now()  # bulk_update does not apply auto_now
+        updating.append(_validated(tool, plan))
+        changed_fields |= changed
+        report.updated.append(plan.name)
+    vanished = Tool.objects.filter(openapi_source=source).exclude(name__in=names)
+    report.removed = sorted(vanished.values_list("name", flat=True))
+    vanished.delete()
+    Tool.objects.bulk_create(creating, batch_size=500)
+    if updating:
+        Tool.objects.bulk_update(updating, [*sorted(changed_fields), "updated_at"], batch_size=500)
