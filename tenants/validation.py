@@ -182,6 +182,30 @@ def _icon_errors(icons: Any) -> list[str]:
     return problems
 
 
+HTTP_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+HTTP_TOOL_KEYS = frozenset({"method", "url", "query", "headers", "body", "static_headers", "auth", "timeout"})
+
+
+def _http_tool_errors(config: Any) -> list[str]:
+    # The shape of the HTTP tool config (docs/architecture.md); the HTTP backend owns what it means at call time.
+    if not isinstance(config, dict):
+        return ["An HTTP tool's config must be an object."]
+    problems = [f"Unknown key {key!r} in an HTTP tool's config." for key in sorted(set(config) - HTTP_TOOL_KEYS)]
+    if config.get("method") not in HTTP_METHODS:
+        problems.append(f'"method" must be one of {", ".join(sorted(HTTP_METHODS))}.')
+    url = config.get("url")
+    if not isinstance(url, str) or urlsplit(url.split("{", 1)[0]).scheme not in ("http", "https"):
+        problems.append('"url" must be an http(s) URL template.')
+    for key in ("query", "headers", "static_headers"):
+        mapping = config.get(key) or {}
+        if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+            problems.append(f'"{key}" must map names to strings.')
+    auth = config.get("auth")
+    if auth is not None and (not isinstance(auth, dict) or not isinstance(auth.get("secret"), str)):
+        problems.append('"auth" must be null or name a "secret".')
+    return problems
+
+
 def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry) -> None:
     """Raise ``ValidationError`` unless ``tool`` may be stored and served."""
 
@@ -199,6 +223,8 @@ def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry) ->
             problems = _python_function_errors(
                 tool.config, registry.get_tool, tenant_id=tool.tenant_id, registry=registry
             )
+        elif tool.backend == Backend.HTTP:
+            problems = _http_tool_errors(tool.config)
         else:
             output_schema = tool.output_schema if "output_schema" not in errors else None
             problems = _static_tool_errors(tool.config, output_schema)

@@ -59,7 +59,7 @@ def operation_key(method: str, path: str) -> str:
 def tool_name(prefix: str, operation_id: str | None, method: str, path: str) -> str:
     """``<prefix><operationId>`` (or one made from method and path), kept to the tool-name rule."""
     raw = operation_id or f"{method}_{path}"
-    cleaned = _NAME_UNSAFE.sub("_", raw).strip("_") or method
+    cleaned = re.sub("_{2,}", "_", _NAME_UNSAFE.sub("_", raw)).strip("_") or method
     return (prefix + cleaned)[:NAME_LIMIT]
 
 
