@@ -56,6 +56,9 @@ def auth_for(
     if not secret:
         return None
     requirements = operation.get("security", document.data.get("security"))
+    if requirements is None:
+        # The document declares no security at all (GitHub's does not), yet a secret was given: a bearer token.
+        return {"secret": secret, "type": "bearer"}
     if not isinstance(requirements, list) or not requirements:
         return None
     schemes = (document.data.get("components") or {}).get("securitySchemes") or {}

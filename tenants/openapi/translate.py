@@ -301,10 +301,15 @@ def _output_schema(schemas: SchemaTranslator, operation: JSONObject, where: str)
         if not isinstance(root, dict) or root.get("type") != "object":
             return None
         translated, used = schemas.tool_schema(root, where=f"{where}.responses.{code}")
+        if not isinstance(translated, dict):
+            return None
+        if translated.get("type") == ["object", "null"]:
+            # A nullable object: structured content only ever comes from an object body.
+            translated["type"] = "object"
         defs = schemas.defs(used, where=where)
         if defs:
             translated = {**translated, "$defs": {**translated.get("$defs", {}), **defs}}
-        return translated if isinstance(translated, dict) else None
+        return translated
     return None
 
 
