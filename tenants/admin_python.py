@@ -14,7 +14,7 @@ from django.utils.html import format_html, format_html_join
 
 from tenants.backends.registry import default_registry
 from tenants.models import Backend, Prompt, PythonFunctionGrant, ResourceTemplate, Tool
-from tenants.python_grants import function_help, python_function_grant, python_function_revoke
+from tenants.python_grants import function_help, grant_problem, python_function_grant, python_function_revoke
 
 FunctionChoices = list[tuple[str, Any]]
 
@@ -101,6 +101,15 @@ class GrantForm(forms.ModelForm):
             "tenants.<ul>{}</ul>",
             format_html_join("", "<li><code>{}</code></li>", ((function_help(n),) for n in names)),
         )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        tenant, function = cleaned.get("tenant"), cleaned.get("function")
+        if tenant is not None and function:
+            problem = grant_problem(tenant, function)
+            if problem is not None:
+                self.add_error("function", problem)
+        return cleaned
 
 
 @admin.register(PythonFunctionGrant)

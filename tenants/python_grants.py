@@ -92,9 +92,10 @@ def function_help(name: str, *, registry: PythonRegistry = default_registry) -> 
     if function is None:
         return name
     try:
-        parameters = list(inspect.signature(function).parameters.values())[1:]  # the first is always ctx
-        signature = "(" + ", ".join(str(p) for p in parameters) + ")"
-    except (TypeError, ValueError):
-        signature = "(...)"
+        # eval_str: modules with ``from __future__ import annotations`` keep their annotations as strings.
+        parameters = list(inspect.signature(function, eval_str=True).parameters.values())[1:]  # [0] is ctx
+    except (NameError, TypeError, ValueError):
+        parameters = list(inspect.signature(function).parameters.values())[1:]
+    signature = "(" + ", ".join(str(p) for p in parameters) + ")"
     doc = (inspect.getdoc(function) or "").strip().splitlines()
     return f"{name}{signature}" + (f" - {doc[0]}" if doc else "")
