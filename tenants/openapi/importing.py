@@ -81,6 +81,9 @@ def openapi_import(
     """
     translation = document_translate(document, options, max_operations=max_operations)
     plans = translation.tools
+    if not plans and translation.skipped:
+        key, reason = translation.skipped[0]
+        raise OpenApiError(f"no operation of {document.location} can become a tool ({key}: {reason})")
     if select is not None:
         wanted = set(select)
         unknown = sorted(wanted - {plan.key for plan in plans})
