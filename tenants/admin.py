@@ -303,3 +303,6 @@ class SecretAdmin(admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Secret]) -> None:
         for secret in queryset.select_related("tenant"):
             secrets.secret_delete(tenant=secret.tenant, name=secret.name)
+
+
+from tenants import admin_openapi  # noqa: E402,F401  (registers the OpenAPI source admin and its import page)

@@ -7,16 +7,19 @@ from pathlib import Path
 
 import httpx
 
-from mcp_platform.outbound import OutboundResponseTooLarge, outbound_client, outbound_clients_close, read_capped
+from mcp_platform.outbound import OutboundResponseTooLarge, build_outbound_client, outbound_client, read_capped
 from tenants.openapi.document import MAX_DOCUMENT_BYTES, OpenApiError
 from tenants.openapi.servers import is_web_url
 
 
-async def document_fetch(url: str, *, tenant_id: int, max_bytes: int = MAX_DOCUMENT_BYTES) -> bytes:
-    """The body at ``url``, fetched on ``tenant_id``'s behalf. Raises ``OpenApiError``."""
+async def document_fetch(
+    url: str, *, tenant_id: int, max_bytes: int = MAX_DOCUMENT_BYTES, client: httpx.AsyncClient | None = None
+) -> bytes:
+    """The body at ``url``, fetched on ``tenant_id``'s behalf (by default with the pooled client of the running
+    loop). Raises ``OpenApiError``."""
     if not is_web_url(url):
         raise OpenApiError(f"{url!r} is not an http(s) URL")
-    client = outbound_client(tenant_id=tenant_id)
+    client = client or outbound_client(tenant_id=tenant_id)
     try:
         async with client.stream("GET", url, headers={"Accept": "application/json, application/yaml"}) as response:
             if response.status_code != 200:
@@ -30,11 +33,10 @@ async def document_fetch(url: str, *, tenant_id: int, max_bytes: int = MAX_DOCUM
 
 
 async def document_fetch_once(url: str, *, tenant_id: int, max_bytes: int = MAX_DOCUMENT_BYTES) -> bytes:
-    """``document_fetch`` from a short-lived event loop (a command, a sync view): closes the loop's clients."""
-    try:
-        return await document_fetch(url, tenant_id=tenant_id, max_bytes=max_bytes)
-    finally:
-        await outbound_clients_close()
+    """``document_fetch`` for a command or a sync view: a client of the door's own making, closed at once, so the
+    loop ``async_to_sync`` lends (the server's own, under ASGI) keeps its pooled clients untouched."""
+    async with build_outbound_client(tenant_id=tenant_id) as client:
+        return await document_fetch(url, tenant_id=tenant_id, max_bytes=max_bytes, client=client)
 
 
 def document_read(path: str, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> bytes:

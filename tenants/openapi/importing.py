@@ -157,3 +157,13 @@ def _store(tenant: Tenant, source: OpenApiSource, plans: list[ToolPlan], report:
     Tool.objects.bulk_create(creating, batch_size=500)
     if updating:
         Tool.objects.bulk_update(updating, [*sorted(changed_fields), "updated_at"], batch_size=500)
+
+
+def openapi_source_delete(*, source: OpenApiSource) -> None:
+    """Delete a source with the tools it made; clients hear of it after commit."""
+    with transaction.atomic():
+        had_tools = Tool.objects.filter(openapi_source=source).exists()
+        tenant_id = source.tenant_id
+        source.delete()
+        if had_tools:
+            catalog_changed(tenant_id=tenant_id, kind="tools")

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.urls import reverse
 
 from tenants.models import OpenApiSource, Tenant, Tool
 from tests.e2e.live import ManagedProcess, free_port, wait_for_port
@@ -73,3 +74,20 @@ def test_the_generated_document_is_imported_from_a_file(rest_api: str, tenant: T
     call_command("openapi_import", tenant.slug, str(document), "--base-url", rest_api)
 
     assert Tool.objects.get(tenant=tenant, name="get_pet").config["url"] == f"{rest_api}/pets/{{pet_id}}"
+
+
+def test_the_admin_imports_again_from_the_same_url(
+    rest_api: str, tenant: Tenant, loopback_allowed: None, admin_client: Any
+) -> None:
+    call_command("openapi_import", tenant.slug, f"{rest_api}/openapi.json")
+    source = OpenApiSource.objects.get(tenant=tenant)
+    Tool.objects.filter(name="get_pet").update(description="edited by hand")
+
+    response = admin_client.post(
+        reverse("admin:tenants_openapisource_changelist"),
+        {"action": "import_again", "_selected_action": [source.pk]},
+        follow=True,
+    )
+
+    assert "Pet shop: 0 created, 1 updated, 3 unchanged, 0 removed, 0 skipped" in response.content.decode()
+    assert Tool.objects.get(tenant=tenant, name="get_pet").description == "Show one pet"
