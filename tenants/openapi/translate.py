@@ -126,7 +126,15 @@ def _operation(
         raise _Skip(str(exc)) from None
     arguments = _Arguments(schemas, where)
     url_path = _parameters(arguments, schemas, path, item, operation, where)
-    body = _request_body(arguments, schemas, operation, where)
+    body = None
+    if method in ("get", "head"):
+        # HTTP gives a GET or HEAD body no meaning, and the HTTP backend sends none.
+        if isinstance(operation.get("requestBody"), dict) and schemas.deref(operation["requestBody"], where=where).get(
+            "required"
+        ):
+            raise _Skip(f"it needs a request body, which a {method.upper()} request does not carry")
+    else:
+        body = _request_body(arguments, schemas, operation, where)
     input_schema: JSONObject = {"type": "object", "properties": arguments.properties}
     if arguments.required:
         input_schema["required"] = arguments.required
