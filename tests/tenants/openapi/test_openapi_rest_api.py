@@ -10,12 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
+from mcp_core.env import Env, ServerIdentity
+from mcp_core.features.tools import call_tool
+from mcp_platform.outbound import outbound_clients_close
+from tenants.catalog import TenantCatalog
 from tenants.models import OpenApiSource, Tenant, Tool
+from tenants.secrets import secret_set
 from tests.e2e.live import ManagedProcess, free_port, wait_for_port
+from tests.support import RecordingOutbound
+from tests.tenants.openapi.rest_api import TOKEN as REST_TOKEN
 from tests.tenants.openapi.rest_api import app
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -91,3 +99,46 @@ def test_the_admin_imports_again_from_the_same_url(
 
     assert "Pet shop: 0 created, 1 updated, 3 unchanged, 0 removed, 0 skipped" in response.content.decode()
     assert Tool.objects.get(tenant=tenant, name="get_pet").description == "Show one pet"
+
+
+def call(tenant: Tenant, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``tools/call`` as the 2025-11-25 dispatcher runs it, on an event loop of its own (closed with its clients)."""
+
+    async def run() -> dict[str, Any]:
+        env = Env(
+            version="2025-11-25",
+            catalog=TenantCatalog(tenant),
+            outbound=RecordingOutbound(),
+            server=ServerIdentity("t", "1"),
+        )
+        try:
+            return await call_tool({"name": name, "arguments": arguments}, env)
+        finally:
+            await outbound_clients_close()
+
+    return async_to_sync(run)()
+
+
+def test_imported_tools_call_the_api(rest_api: str, tenant: Tenant, loopback_allowed: None) -> None:
+    call_command("openapi_import", tenant.slug, f"{rest_api}/openapi.json", "--secret", "shop")
+    secret_set(tenant=tenant, name="shop", value=REST_TOKEN)
+
+    created = call(tenant, "create_pet", {"name": "Rex", "species": "dog", "age": 2})
+    assert "isError" not in created, created
+    pet_id = created["structuredContent"]["id"]
+    assert created["structuredContent"] == {"id": pet_id, "name": "Rex", "species": "dog", "age": 2}
+
+    shown = call(tenant, "get_pet", {"pet_id": pet_id})
+    assert shown["structuredContent"]["name"] == "Rex"
+    dogs = call(tenant, "list_pets", {"species": "dog", "limit": 5, "x-request-id": "r1"})
+    assert [pet["name"] for pet in dogs["structuredContent"]["items"]] == ["Rex"]
+
+    assert "isError" not in call(tenant, "delete_pet", {"pet_id": pet_id})
+    missing = call(tenant, "get_pet", {"pet_id": pet_id})
+    assert missing["isError"] is True
+    assert "404" in missing["content"][0]["text"] and f"no pet {pet_id}" in missing["content"][0]["text"]
+
+    secret_set(tenant=tenant, name="shop", value="wrong")
+    refused = call(tenant, "create_pet", {"name": "Nope"})
+    assert refused["isError"] is True and "403" in refused["content"][0]["text"]
+    assert REST_TOKEN not in json.dumps(refused)
