@@ -187,9 +187,13 @@ class OpenApiSourceAdmin(admin.ModelAdmin):
         content, location = _read(form)
         document = document_parse(content, location=location)
         if "_import" in request.POST and form.cleaned_data["document"]:
-            selected = request.POST.getlist("operations")
+            # The form names the operations left out, not those kept: a document of a thousand operations would
+            # otherwise post more fields than Django accepts (DATA_UPLOAD_MAX_NUMBER_FIELDS).
+            left_out = set(request.POST.getlist("leave_out"))
+            keys = [plan.key for plan in document_translate(document, form.options()).tools]
+            selected = [key for key in keys if key not in left_out]
             if not selected:
-                raise OpenApiError("pick at least one operation to import")
+                raise OpenApiError("every operation was left out: nothing to import")
             report = openapi_import(
                 tenant=tenant,
                 document=document,

@@ -3,6 +3,7 @@ source with its tools; errors are shown on the page and change nothing."""
 
 from __future__ import annotations
 
+import lzma
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +43,21 @@ def test_the_preview_lists_each_operation_and_what_cannot_be_imported(admin_clie
         "pets_deletePet",
     ]
     assert {row["status"] for row in response.context["rows"]} == {"new"}
-    assert 'value="GET /pets" id="op-1"' in page
+    assert 'name="leave_out" value="GET /pets" id="op-1"' in page
     assert "multipart/form-data; HTTP tools send JSON bodies only" in page
     assert not Tool.objects.exists()  # a preview stores nothing
 
 
-def test_importing_the_picked_operations_stores_only_those(admin_client: Any, tenant: Tenant) -> None:
-    form = preview(admin_client, tenant).context["form"]
+def keep_only(response: Any, tenant: Tenant, keys: list[str]) -> dict[str, Any]:
+    """The import form as the preview leaves it, with every operation but ``keys`` ticked to be left out."""
+    form = response.context["form"]
     data = {name: form.initial.get(name) or "" for name in form.fields if name != "file"}
-    data.update(tenant=tenant.pk, operations=["GET /pets", "DELETE /pets/{petId}"], _import="1")
+    left_out = [row["key"] for row in response.context["rows"] if row["key"] not in keys]
+    return {**data, "tenant": tenant.pk, "leave_out": left_out, "_import": "1"}
+
+
+def test_importing_stores_only_the_operations_not_left_out(admin_client: Any, tenant: Tenant) -> None:
+    data = keep_only(preview(admin_client, tenant), tenant, ["GET /pets", "DELETE /pets/{petId}"])
 
     response = admin_client.post(reverse(IMPORT), data)
 
@@ -64,9 +71,7 @@ def test_importing_the_picked_operations_stores_only_those(admin_client: Any, te
 
 
 def test_a_second_preview_marks_updates_and_names_taken_by_other_tools(admin_client: Any, tenant: Tenant) -> None:
-    preview_form = preview(admin_client, tenant).context["form"]
-    data = {name: preview_form.initial.get(name) or "" for name in preview_form.fields if name != "file"}
-    admin_client.post(reverse(IMPORT), {**data, "tenant": tenant.pk, "operations": ["GET /pets"], "_import": "1"})
+    admin_client.post(reverse(IMPORT), keep_only(preview(admin_client, tenant), tenant, ["GET /pets"]))
     ToolFactory(tenant=tenant, name="pets_createPet")
 
     rows = {row["name"]: row["status"] for row in preview(admin_client, tenant).context["rows"]}
@@ -100,9 +105,7 @@ def test_a_url_on_a_private_address_is_refused_by_the_door(admin_client: Any, te
 def test_deleting_a_source_removes_its_tools_and_tells_clients(
     admin_client: Any, tenant: Tenant, listen: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    preview_form = preview(admin_client, tenant).context["form"]
-    data = {name: preview_form.initial.get(name) or "" for name in preview_form.fields if name != "file"}
-    admin_client.post(reverse(IMPORT), {**data, "tenant": tenant.pk, "operations": ["GET /pets"], "_import": "1"})
+    admin_client.post(reverse(IMPORT), keep_only(preview(admin_client, tenant), tenant, ["GET /pets"]))
     hand_made = ToolFactory(tenant=tenant, name="hand_made")
     source = OpenApiSource.objects.get()
     listener = listen(tenant)
@@ -119,3 +122,27 @@ def test_staff_without_permission_cannot_import(client: Any, tenant: Tenant) -> 
 
     client.force_login(UserFactory(username="viewer", is_staff=True))
     assert client.get(reverse(IMPORT)).status_code == 403
+
+
+def test_the_tenant_page_links_to_the_import_page_for_that_tenant(admin_client: Any, tenant: Tenant) -> None:
+    page = admin_client.get(reverse("admin:tenants_tenant_change", args=[tenant.pk])).content.decode()
+    link = f"{reverse(IMPORT)}?tenant={tenant.pk}"
+    assert f'href="{link}"' in page
+
+    form = admin_client.get(link).content.decode()
+    assert f'<option value="{tenant.pk}" selected>' in form
+
+
+def test_a_document_of_githubs_size_goes_through_preview_and_import(admin_client: Any, tenant: Tenant) -> None:
+    content = lzma.decompress((FIXTURES / "api.github.com.json.xz").read_bytes())
+    github = SimpleUploadedFile("api.github.com.json", content, content_type="application/json")
+    response = admin_client.post(reverse(IMPORT), {"tenant": tenant.pk, "file": github, "_preview": "1"})
+    assert len(response.context["rows"]) == 1223
+    deletes = [row["key"] for row in response.context["rows"] if row["method"] == "DELETE"]
+
+    kept = [row["key"] for row in response.context["rows"] if row["method"] != "DELETE"]
+    imported = admin_client.post(reverse(IMPORT), keep_only(response, tenant, kept))
+
+    assert imported.status_code == 302
+    assert Tool.objects.filter(tenant=tenant).count() == 1223 - len(deletes) > 1000
+    assert not Tool.objects.filter(tenant=tenant, annotations__destructiveHint=True).exists()
