@@ -89,6 +89,22 @@ def _network_list_errors(networks: Any) -> list[str]:
     return problems
 
 
+def _patterns_compile(node: Any) -> bool:
+    if isinstance(node, list):
+        return all(_patterns_compile(item) for item in node)
+    if not isinstance(node, dict):
+        return True
+    patterns = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
+    if isinstance(node.get("patternProperties"), dict):
+        patterns += list(node["patternProperties"])
+    try:
+        for pattern in patterns:
+            re.compile(pattern)
+    except re.error:
+        return False
+    return all(_patterns_compile(value) for value in node.values())
+
+
 def json_schema_errors(schema: Any, *, what: str) -> list[str]:
     """Why ``schema`` is not a usable tool schema (a JSON Schema 2020-12 object schema), or nothing."""
     if not isinstance(schema, dict):
@@ -99,7 +115,12 @@ def json_schema_errors(schema: Any, *, what: str) -> list[str]:
     # The Rust meta-schema check answers "valid" in microseconds (an OpenAPI import stores a thousand schemas);
     # only an invalid schema pays for the pure-Python check, which words the error the way the admin shows it.
     # Only for dialects it bundles: given another "$schema" URI, jsonschema-rs would fetch it over the network.
-    if schema.get("$schema", KNOWN_DIALECTS[0]) in KNOWN_DIALECTS and jsonschema_rs.meta.is_valid(schema):
+    # It does not check the "regex" format, which jsonschema does: patterns are compiled here.
+    if (
+        schema.get("$schema", KNOWN_DIALECTS[0]) in KNOWN_DIALECTS
+        and jsonschema_rs.meta.is_valid(schema)
+        and _patterns_compile(schema)
+    ):
         return problems
     try:
         Draft202012Validator.check_schema(schema)

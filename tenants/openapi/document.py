@@ -20,6 +20,8 @@ JSONObject = dict[str, Any]
 
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 MAX_REPORTED_ERRORS = 5
+# How many times over its distinct values a YAML document's aliases may repeat them.
+MAX_EXPANSION = 10
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -70,6 +72,8 @@ def _load(text: str, location: str) -> JSONObject:
     if stripped.startswith(("{", "[")):
         try:
             data = json.loads(text)
+        except RecursionError:
+            raise OpenApiError(f"{location}: the document is nested too deeply") from None
         except json.JSONDecodeError as exc:
             raise OpenApiError(
                 f"{location}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
@@ -82,11 +86,39 @@ def _load(text: str, location: str) -> JSONObject:
             at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
             problem = getattr(exc, "problem", None) or str(exc)
             raise OpenApiError(f"{location}: not valid YAML{at}: {problem}") from None
+        _check_expansion(loaded, location)
         # YAML gives integer keys (response codes) and dates; the OpenAPI schemas speak JSON.
         data = json.loads(json.dumps(loaded, default=str))
     if not isinstance(data, dict):
         raise OpenApiError(f"{location}: an OpenAPI document is a JSON or YAML object")
     return data
+
+
+def _check_expansion(loaded: Any, location: str) -> None:
+    """Refuse YAML whose aliases make it a cycle or expand it far beyond its size ("billion laughs"): the JSON
+    round trip below would copy every alias."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+
+    def size(node: Any) -> int:
+        if not isinstance(node, dict | list):
+            return 1
+        key = id(node)
+        if key in on_path:
+            raise OpenApiError(f"{location}: the YAML refers to itself through an alias")
+        if key not in sizes:
+            on_path.add(key)
+            children = node.values() if isinstance(node, dict) else node
+            sizes[key] = 1 + sum(size(child) for child in children)
+            on_path.discard(key)
+        return sizes[key]
+
+    try:
+        expanded = size(loaded)
+    except RecursionError:
+        raise OpenApiError(f"{location}: the document is nested too deeply") from None
+    if expanded > MAX_EXPANSION * (len(sizes) + 1) + 100_000:
+        raise OpenApiError(f"{location}: the YAML's aliases expand it to {expanded} values; refused")
 
 
 def _version(data: JSONObject, location: str) -> str:

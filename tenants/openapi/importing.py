@@ -57,13 +57,15 @@ def _check_options(tenant: Tenant, options: ImportOptions, warnings: list[str]) 
         raise OpenApiError("the prefix is longer than 64 characters")
 
 
-def _validated(tool: Tool, plan: ToolPlan) -> Tool:
+def _refusal(tool: Tool) -> str | None:
+    """Why the tool validation (the admin's and the services' rules) refuses ``tool``, or None."""
     try:
         tool_validate(tool)
     except ValidationError as exc:
-        problems = "; ".join(f"{name}: {' '.join(messages)}" for name, messages in exc.message_dict.items())
-        raise OpenApiError(f"{plan.key} cannot become tool {plan.name!r}: {problems}") from None
-    return tool
+        return "the tool would be refused: " + "; ".join(
+            f"{name}: {' '.join(messages)}" for name, messages in exc.message_dict.items()
+        )
+    return None
 
 
 def openapi_import(
@@ -133,25 +135,35 @@ def _store(tenant: Tenant, source: OpenApiSource, plans: list[ToolPlan], report:
     creating: list[Tool] = []
     updating: list[Tool] = []
     changed_fields: set[str] = set()
+    kept: list[str] = []
     for plan in plans:
         tool = existing.get(plan.name)
         if tool is None:
             tool = Tool(tenant=tenant, name=plan.name, **plan.fields)
             tool.openapi_source = source  # type: ignore[attr-defined]
-            creating.append(_validated(tool, plan))
+            changed = set(plan.fields)
+        else:
+            changed = {key for key, value in plan.fields.items() if not _same(getattr(tool, key), value)}
+            for key in changed:
+                setattr(tool, key, plan.fields[key])
+            tool.updated_at = timezone.now()  # bulk_update does not apply auto_now
+        # One operation the rules refuse (an odd schema, a header name HTTP forbids) is skipped like any other
+        # operation that cannot become a tool; it does not hold back the rest of the document.
+        refusal = _refusal(tool) if changed else None
+        if refusal is not None:
+            report.skipped.append((plan.key, refusal))
+            continue
+        kept.append(plan.name)
+        if tool.pk is None:
+            creating.append(tool)
             report.created.append(plan.name)
-            continue
-        changed = {key for key, value in plan.fields.items() if not _same(getattr(tool, key), value)}
-        if not changed:
+        elif changed:
+            updating.append(tool)
+            changed_fields |= changed
+            report.updated.append(plan.name)
+        else:
             report.unchanged.append(plan.name)
-            continue
-        for key in changed:
-            setattr(tool, key, plan.fields[key])
-        tool.updated_at = timezone.now()  # bulk_update does not apply auto_now
-        updating.append(_validated(tool, plan))
-        changed_fields |= changed
-        report.updated.append(plan.name)
-    vanished = Tool.objects.filter(openapi_source=source).exclude(name__in=names)
+    vanished = Tool.objects.filter(openapi_source=source).exclude(name__in=kept)
     report.removed = sorted(vanished.values_list("name", flat=True))
     vanished.delete()
     Tool.objects.bulk_create(creating, batch_size=500)

@@ -370,3 +370,14 @@ def test_membership_add_then_change_role_then_remove(tenant: Tenant) -> None:
     assert list(Membership.objects.values_list("role", flat=True)) == ["owner"]
     assert services.membership_remove(tenant=tenant, user=user) is True
     assert services.membership_remove(tenant=tenant, user=user) is False
+
+
+def test_an_input_schema_with_a_pattern_that_does_not_compile_is_refused(tenant: Tenant) -> None:
+    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "[unclosed"}}}
+
+    with pytest.raises(ValidationError) as excinfo:
+        services.tool_create(tenant=tenant, name="t", input_schema=schema, config=TEXT_RESULT)
+
+    assert errors_of(excinfo)["input_schema"] == [
+        "The input schema is not a valid JSON Schema (at properties/code/pattern): '[unclosed' is not a 'regex'"
+    ]

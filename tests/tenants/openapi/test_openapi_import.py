@@ -107,23 +107,37 @@ def test_an_import_that_would_replace_a_tool_it_did_not_make_changes_nothing(ten
     assert not OpenApiSource.objects.exists()
 
 
-def test_a_refused_tool_rolls_back_the_whole_reimport(tenant: Tenant) -> None:
+def test_a_refused_import_changes_nothing(tenant: Tenant) -> None:
+    run_import(tenant, petstore(), secret_name="pets")
+    stored = {t.name: (t.config, t.updated_at) for t in Tool.objects.filter(tenant=tenant)}
+    source = OpenApiSource.objects.values().get()
+    changed = petstore(**{"paths|/pets|get|summary": "Changed"})
+
+    with pytest.raises(OpenApiError, match="'bad name!' is not a secret name"):
+        run_import(tenant, changed, secret_name="bad name!")
+    ToolFactory(tenant=tenant, name="newPet")
+    changed["paths"]["/pets"]["post"]["operationId"] = "newPet"
+    with pytest.raises(OpenApiError, match="taken by tools this source did not make: newPet"):
+        run_import(tenant, changed, secret_name="pets")
+
+    assert {t.name: (t.config, t.updated_at) for t in Tool.objects.filter(tenant=tenant) if t.name != "newPet"} == (
+        stored
+    )
+    assert OpenApiSource.objects.values().get() == source
+
+
+def test_an_operation_the_tool_rules_refuse_is_skipped_and_the_rest_imported(tenant: Tenant) -> None:
     run_import(tenant, petstore())
-    stored = {t.name: t.config for t in Tool.objects.filter(tenant=tenant)}
-    broken = petstore(**{"paths|/pets|get|summary": "x" * 10})
-    broken["paths"]["/pets"]["get"]["x-broken"] = True
-    # A title longer than the model allows is refused by the tool validation, after earlier tools were staged.
-    broken["paths"]["/pets/{petId}"]["put"]["summary"] = "y" * 10
-    broken["paths"]["/pets/{petId}"]["get"]["operationId"] = "bad name" * 30
+    broken = petstore()
+    # A header name HTTP does not allow: the document is valid OpenAPI, the tool rules refuse it.
+    broken["paths"]["/pets"]["get"]["parameters"].append({"name": "X Bad", "in": "header", "schema": {}})
 
-    with pytest.raises(OpenApiError):
-        openapi_import(
-            tenant=tenant,
-            document=document_parse(json.dumps(broken).encode(), location=LOCATION),
-            options=ImportOptions(prefix="p" * 65),
-        )
+    report = run_import(tenant, broken)
 
-    assert {t.name: t.config for t in Tool.objects.filter(tenant=tenant)} == stored
+    reasons = dict(report.skipped)
+    assert "'X Bad' is not a header a tool may set" in reasons["GET /pets"]
+    assert report.removed == ["listPets"]
+    assert sorted(report.unchanged) == ["createPet", "deletePet", "get_pets_petId", "replacePet"]
 
 
 def test_selecting_operations_imports_only_those(tenant: Tenant) -> None:

@@ -208,6 +208,18 @@ def test_invalid_documents_are_refused_saying_where(content: bytes, message: str
         document_parse(content, location="doc")
 
 
+def test_yaml_aliases_that_explode_or_loop_are_refused() -> None:
+    laughs = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    laughs += [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]" for i in range(7)]
+    bomb = ("openapi: 3.1.0\n" + "\n".join(laughs) + "\n").encode()
+    with pytest.raises(OpenApiError, match="aliases expand it to"):
+        document_parse(bomb, location="doc")
+    with pytest.raises(OpenApiError, match="refers to itself through an alias"):
+        document_parse(b"openapi: 3.1.0\nloop: &l [*l]\n", location="doc")
+    with pytest.raises(OpenApiError, match="nested too deeply"):
+        document_parse(b"[" * 100_000 + b"]" * 100_000, location="doc")
+
+
 def test_structure_errors_name_the_line_in_yaml() -> None:
     content = b'openapi: 3.0.3\ninfo: {title: t, version: "1"}\npaths:\n  /a:\n    get:\n      responses:\n'
     content += b"        '200': {description: 3}\n"
