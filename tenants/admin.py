@@ -181,7 +181,9 @@ class ToolAdmin(CatalogEntryAdmin):
     form = _form_for(Tool, validation.tool_validate)
     fields_for_service = tuple(sorted(services.TOOL_FIELDS))
     list_display = ("name", "tenant", "title", "backend", "task_support", "enabled", "updated_at")
-    list_filter = ("backend", "task_support", "enabled", "tenant")
+    list_filter = ("backend", "task_support", "enabled", "tenant", "openapi_source")
+    # Where an imported tool came from: importing that source again rewrites what the document sets.
+    readonly_fields = (*CatalogEntryAdmin.readonly_fields, "openapi_source")
     search_fields = ("name", "title", "description", "tenant__slug")
 
     def create(self, obj: Tool, values: dict[str, Any]) -> Tool:

@@ -146,3 +146,16 @@ def test_a_document_of_githubs_size_goes_through_preview_and_import(admin_client
     assert imported.status_code == 302
     assert Tool.objects.filter(tenant=tenant).count() == 1223 - len(deletes) > 1000
     assert not Tool.objects.filter(tenant=tenant, annotations__destructiveHint=True).exists()
+
+
+def test_an_imported_tool_shows_its_source(admin_client: Any, tenant: Tenant) -> None:
+    admin_client.post(reverse(IMPORT), keep_only(preview(admin_client, tenant), tenant, ["GET /pets"]))
+    tool = Tool.objects.get(name="pets_listPets")
+
+    page = admin_client.get(reverse("admin:tenants_tool_change", args=[tool.pk])).content.decode()
+
+    assert "Petstore 3.0" in page
+    filtered = admin_client.get(
+        reverse("admin:tenants_tool_changelist"), {"openapi_source__id__exact": tool.openapi_source_id}
+    )
+    assert filtered.status_code == 200 and "pets_listPets" in filtered.content.decode()
