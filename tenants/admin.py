@@ -182,9 +182,11 @@ class ToolAdmin(CatalogEntryAdmin):
     fields_for_service = tuple(sorted(services.TOOL_FIELDS))
     list_display = ("name", "tenant", "title", "backend", "task_support", "enabled", "updated_at")
     list_filter = ("backend", "task_support", "enabled", "tenant", "openapi_source")
-    # Where an imported tool came from: importing that source again rewrites what the document sets.
-    readonly_fields = (*CatalogEntryAdmin.readonly_fields, "openapi_source")
     search_fields = ("name", "title", "description", "tenant__slug")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Where an imported tool came from: importing that source again rewrites what the document sets.
+        return (*super().get_readonly_fields(request, obj), "openapi_source")
 
     def create(self, obj: Tool, values: dict[str, Any]) -> Tool:
         return services.tool_create(tenant=obj.tenant, **values)
