@@ -86,9 +86,13 @@ def document_translate(
     warnings: list[str] = []
     taken: set[str] = set()
     for path, item in paths.items():
+        try:
+            item = schemas.deref(item, where=f"paths.{path}")
+        except SchemaError as exc:
+            skipped.append((f"* {path}", str(exc)))
+            continue
         if not isinstance(item, dict):
             continue
-        item = schemas.deref(item, where=f"paths.{path}")
         for method in METHODS:
             operation = item.get(method)
             if not isinstance(operation, dict):
@@ -129,9 +133,8 @@ def _operation(
     body = None
     if method in ("get", "head"):
         # HTTP gives a GET or HEAD body no meaning, and the HTTP backend sends none.
-        if isinstance(operation.get("requestBody"), dict) and schemas.deref(operation["requestBody"], where=where).get(
-            "required"
-        ):
+        body_object = schemas.deref(operation.get("requestBody"), where=f"{where}.requestBody")
+        if isinstance(body_object, dict) and body_object.get("required"):
             raise _Skip(f"it needs a request body, which a {method.upper()} request does not carry")
     else:
         body = _request_body(arguments, schemas, operation, where)

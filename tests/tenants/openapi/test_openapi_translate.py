@@ -244,8 +244,10 @@ def test_a_reference_to_nothing_skips_only_that_operation() -> None:
         "paths": {
             "/a": {"get": {"parameters": [{"$ref": "#/components/parameters/Missing"}], "responses": OK}},
             "/b": {"get": {"responses": OK}},
+            "/c": {"$ref": "#/paths/~1nowhere"},
         },
     }
     translation = document_translate(document_parse(json.dumps(document).encode(), location="d"), ImportOptions())
     assert [plan.key for plan in translation.tools] == ["GET /b"]
     assert "points at nothing" in dict(translation.skipped)["GET /a"]
+    assert "points at nothing" in dict(translation.skipped)["* /c"]
