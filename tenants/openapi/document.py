@@ -59,11 +59,6 @@ def document_parse(content: bytes, *, location: str, max_bytes: int = MAX_DOCUME
     problems = list(_structure_problems(data, text, version))
     if problems:
         raise OpenApiError(f"{location} is not a valid OpenAPI {version} document:\n" + "\n".join(problems))
-    for where in _external_references(data, ""):
-        raise OpenApiError(
-            f"{location}: at {where}: only references inside the document (#/...) are supported; "
-            "bundle the document first"
-        )
     return OpenApiDocument(data, version, location, hashlib.sha256(content).hexdigest())
 
 
@@ -178,16 +173,3 @@ def _nearest_line(lines: dict[tuple[str, ...], int], path: tuple[str, ...]) -> i
             return lines[path]
         path = path[:-1]
     return None
-
-
-def _external_references(node: Any, where: str) -> Iterator[str]:
-    if isinstance(node, dict):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and not ref.startswith("#"):
-            yield f"{where}.$ref" if where else "$ref"
-        for key, value in node.items():
-            if isinstance(value, dict | list):
-                yield from _external_references(value, f"{where}.{key}" if where else str(key))
-    elif isinstance(node, list):
-        for position, value in enumerate(node):
-            yield from _external_references(value, f"{where}[{position}]")

@@ -52,7 +52,10 @@ class SchemaTranslator:
     def resolve(self, ref: str, *, where: str) -> Any:
         """The value ``ref`` (a local JSON pointer) points at. Raises ``SchemaError``."""
         if not ref.startswith("#"):
-            raise SchemaError(f"{where}: only references inside the document are supported, not {ref!r}")
+            # Nothing is fetched on a document's say-so: a multi-file document is bundled before it is imported.
+            raise SchemaError(
+                f"{where}: only references inside the document are supported, not {ref!r} (bundle the document)"
+            )
         try:
             return self._resolver.lookup(ref).contents
         except Unresolvable:

@@ -194,11 +194,6 @@ DOCUMENT_ERRORS = [
         b"        '200': {description: 3}\n",
         "at paths./a.get.responses.200",
     ),
-    (
-        b'openapi: 3.1.0\ninfo: {title: t, version: "1"}\npaths:\n  /a:\n    get:\n      responses:\n'
-        b"        '200':\n          $ref: 'https://evil.example/r.yaml'\n",
-        "only references inside the document",
-    ),
 ]
 
 
@@ -251,3 +246,19 @@ def test_a_reference_to_nothing_skips_only_that_operation() -> None:
     assert [plan.key for plan in translation.tools] == ["GET /b"]
     assert "points at nothing" in dict(translation.skipped)["GET /a"]
     assert "points at nothing" in dict(translation.skipped)["* /c"]
+
+
+def test_references_outside_the_document_are_never_fetched_and_skip_their_operation() -> None:
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "https://api.example"}],
+        "paths": {
+            "/a": {"get": {"responses": {"200": {"$ref": "http://169.254.169.254/latest/r.yaml"}}}},
+            "/b": {"get": {"responses": {"200": {"description": "ok"}}}},
+        },
+        "components": {"examples": {"e": {"value": {"$ref": "data that only looks like a reference"}}}},
+    }
+    translation = document_translate(document_parse(json.dumps(document).encode(), location="d"), ImportOptions())
+    assert [plan.key for plan in translation.tools] == ["GET /b"]
+    assert "only references inside the document are supported" in dict(translation.skipped)["GET /a"]
