@@ -137,7 +137,7 @@ class SchemaTranslator:
             else:
                 out[key] = copy.deepcopy(value)
         if self.openapi_30:
-            self._rewrite_30(node, out)
+            return self._rewrite_30(node, out)
         return out
 
     def _translate_ref(self, node: JSONObject, ref: str, where: str, used: set[str], inlining: tuple[str, ...]) -> Any:
@@ -161,18 +161,22 @@ class SchemaTranslator:
         return {**self._translate(siblings, where, used, inlining), "allOf": [target]}
 
     @staticmethod
-    def _rewrite_30(node: JSONObject, out: JSONObject) -> None:
-        if node.get("nullable") is True:
-            kind = out.get("type")
-            if isinstance(kind, str):
-                out["type"] = [kind, "null"]
-            if isinstance(out.get("enum"), list) and None not in out["enum"]:
-                out["enum"] = [*out["enum"], None]
+    def _rewrite_30(node: JSONObject, out: JSONObject) -> JSONObject:
+        if "example" in node and "examples" not in out:
+            out["examples"] = [copy.deepcopy(node["example"])]
         for bound, limit in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
             flag = out.get(bound)
             if isinstance(flag, bool):
                 del out[bound]
                 if flag and limit in out:
                     out[bound] = out.pop(limit)
-        if "example" in node and "examples" not in out:
-            out["examples"] = [copy.deepcopy(node["example"])]
+        if node.get("nullable") is not True:
+            return out
+        kind = out.get("type")
+        if isinstance(kind, str):
+            out["type"] = [kind, "null"]
+            if isinstance(out.get("enum"), list) and None not in out["enum"]:
+                out["enum"] = [*out["enum"], None]
+            return out
+        # No type to widen (e.g. nullable beside allOf: [$ref]): null or whatever the rest allows.
+        return {"anyOf": [out, {"type": "null"}]}

@@ -11,6 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tenants.openapi.document import OpenApiDocument, OpenApiError, document_parse
+from tenants.openapi.schemas import SchemaTranslator
 from tenants.openapi.translate import ImportOptions, Translation, document_translate, tool_name
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -262,3 +263,15 @@ def test_references_outside_the_document_are_never_fetched_and_skip_their_operat
     translation = document_translate(document_parse(json.dumps(document).encode(), location="d"), ImportOptions())
     assert [plan.key for plan in translation.tools] == ["GET /b"]
     assert "only references inside the document are supported" in dict(translation.skipped)["GET /a"]
+
+
+def test_openapi_30_nullable_without_a_type_allows_null_or_the_rest() -> None:
+    document = {"components": {"schemas": {"Owner": {"type": "object"}}}}
+    translator = SchemaTranslator(document, openapi_30=True)
+    schema, used = translator.tool_schema(
+        {"nullable": True, "allOf": [{"$ref": "#/components/schemas/Owner"}]}, where="x"
+    )
+    assert schema == {"anyOf": [{"allOf": [{"$ref": "#/$defs/Owner"}]}, {"type": "null"}]}
+    assert used == {"Owner"}
+    validator = Draft202012Validator({**schema, "$defs": translator.defs(used, where="x")})
+    assert validator.is_valid(None) and validator.is_valid({}) and not validator.is_valid(3)
