@@ -42,11 +42,16 @@ KNOWN_DIALECTS = (
 ONLY_STATIC_OR_PYTHON = "Templates and prompts are static or Python; the HTTP backend is for tools."
 
 
-def _collect(instance: models.Model, checks: Callable[[Errors], None]) -> None:
-    """Run the model's own validation and ``checks``; raise everything found at once."""
+def _collect(instance: models.Model, checks: Callable[[Errors], None], *, keys_checked: bool = False) -> None:
+    """Run the model's own validation and ``checks``; raise everything found at once.
+
+    ``keys_checked``: the caller vouches for the foreign keys and uniqueness (a batch writer that checked them once
+    for all its rows in its own transaction), so the per-row queries for them are skipped.
+    """
     errors: Errors = {}
+    foreign_keys = [f.name for f in instance._meta.fields if f.is_relation] if keys_checked else None
     try:
-        instance.full_clean()
+        instance.full_clean(exclude=foreign_keys, validate_unique=not keys_checked)
     except ValidationError as exc:
         for field, messages in exc.message_dict.items():
             errors.setdefault(field, []).extend(messages)
@@ -312,8 +317,8 @@ def _icon_errors(icons: Any) -> list[str]:
     return problems
 
 
-def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry) -> None:
-    """Raise ``ValidationError`` unless ``tool`` may be stored and served."""
+def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry, keys_checked: bool = False) -> None:
+    """Raise ``ValidationError`` unless ``tool`` may be stored and served (``keys_checked``: see ``_collect``)."""
 
     def checks(errors: Errors) -> None:
         for message in json_schema_errors(tool.input_schema, what="The input schema"):
@@ -337,7 +342,7 @@ def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry) ->
         for message in problems:
             _add(errors, "config", message)
 
-    _collect(tool, checks)
+    _collect(tool, checks, keys_checked=keys_checked)
 
 
 def _resource_annotation_errors(annotations: Any) -> list[str]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from tenants.events import catalog_changed
@@ -60,7 +60,9 @@ def _check_options(tenant: Tenant, options: ImportOptions, warnings: list[str]) 
 def _refusal(tool: Tool) -> str | None:
     """Why the tool validation (the admin's and the services' rules) refuses ``tool``, or None."""
     try:
-        tool_validate(tool)
+        # The tenant and the source are this transaction's own rows, and the names were checked against the
+        # tenant's tools (locked) and made unique within the document: only the per-tool rules run per tool.
+        tool_validate(tool, keys_checked=True)
     except ValidationError as exc:
         return "the tool would be refused: " + "; ".join(
             f"{name}: {' '.join(messages)}" for name, messages in exc.message_dict.items()
@@ -166,7 +168,11 @@ def _store(tenant: Tenant, source: OpenApiSource, plans: list[ToolPlan], report:
     vanished = Tool.objects.filter(openapi_source=source).exclude(name__in=kept)
     report.removed = sorted(vanished.values_list("name", flat=True))
     vanished.delete()
-    Tool.objects.bulk_create(creating, batch_size=500)
+    try:
+        with transaction.atomic():
+            Tool.objects.bulk_create(creating, batch_size=500)
+    except IntegrityError:
+        raise OpenApiError("another tool with one of these names was saved meanwhile; import again") from None
     if updating:
         Tool.objects.bulk_update(updating, [*sorted(changed_fields), "updated_at"], batch_size=500)
 
