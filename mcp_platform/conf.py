@@ -85,6 +85,12 @@ DEFAULTS: dict[str, Any] = {
     # A PEM file of extra certificate authorities trusted when fetching client metadata documents (a local test
     # CA); empty: the system trust store only.
     "CIMD_CA_BUNDLE": "",
+    # Upstream MCP servers: after this many failed attempts in a row an upstream's circuit opens and calls fail at
+    # once for the cool-down (seconds); a proxied call waits this long for the upstream's answer (seconds). (Their
+    # catalogs are re-read on list_changed and by beat every MCP_UPSTREAM_REFRESH_SECONDS.)
+    "UPSTREAM_CIRCUIT_FAILURES": 3,
+    "UPSTREAM_CIRCUIT_COOLDOWN": 30.0,
+    "UPSTREAM_CALL_TIMEOUT": 300.0,
 }
 
 
@@ -122,6 +128,9 @@ class PlatformSettings:
     DCR_UNUSED_CLIENT_LIFETIME: int
     CIMD_ALLOWED_NETWORKS: list[str]
     CIMD_CA_BUNDLE: str
+    UPSTREAM_CIRCUIT_FAILURES: int
+    UPSTREAM_CIRCUIT_COOLDOWN: float
+    UPSTREAM_CALL_TIMEOUT: float
 
 
 def _load() -> PlatformSettings:
@@ -172,6 +181,7 @@ POSITIVE_INTEGERS = (
     "DCR_PLATFORM_PER_HOUR",
     "DCR_PER_NETWORK_UNDER_LOAD",
     "DCR_UNUSED_CLIENT_LIFETIME",
+    "UPSTREAM_CIRCUIT_FAILURES",
 )
 
 

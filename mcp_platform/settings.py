@@ -198,6 +198,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "mcp_platform.jobs.tasks.tool_runs_purge_expired",
         "schedule": 60.0,
     },
+    "refresh-upstream-catalogs": {
+        "task": "tenants.tasks.upstreams_refresh",
+        "schedule": float(os.environ.get("MCP_UPSTREAM_REFRESH_SECONDS", "300")),
+    },
     "purge-expired-oauth-rows": {
         "task": "mcp_platform.oauth.tasks.oauth_purge_expired",
         "schedule": 3600.0,
@@ -313,5 +317,7 @@ MCP_PLATFORM = {
     "CIMD_ALLOWED_NETWORKS": _env_list("MCP_CIMD_ALLOWED_NETWORKS", []),
     "CIMD_CA_BUNDLE": os.environ.get("MCP_CIMD_CA_BUNDLE", ""),
     "TENANT_CACHE_TTL": float(os.environ.get("MCP_TENANT_CACHE_SECONDS", "5")),
+    "UPSTREAM_CIRCUIT_FAILURES": int(os.environ.get("MCP_UPSTREAM_CIRCUIT_FAILURES", "3")),
+    "UPSTREAM_CIRCUIT_COOLDOWN": float(os.environ.get("MCP_UPSTREAM_CIRCUIT_COOLDOWN", "30")),
     "SSE_KEEPALIVE": float(os.environ.get("MCP_SSE_KEEPALIVE", "15")),
 }

@@ -24,6 +24,7 @@ from tenants.models import (
     TaskSupport,
     Tenant,
     Tool,
+    Upstream,
     default_input_schema,
 )
 from tenants.validation import (
@@ -283,6 +284,7 @@ def tool_create(
     task_support: str = TaskSupport.FORBIDDEN,
     enabled: bool = True,
     required_scopes: str = "",
+    upstream: Upstream | None = None,
 ) -> Tool:
     """Add a tool; ``input_schema`` defaults to ``{"type": "object"}``. Raises ``ValidationError``."""
     tool = Tool(
@@ -299,6 +301,7 @@ def tool_create(
         task_support=task_support,
         enabled=enabled,
         required_scopes=required_scopes,
+        upstream=upstream,
     )
     return _create(tool, tool_validate, "tools")
 
@@ -339,6 +342,7 @@ def resource_create(
     description: str = "",
     mime_type: str = "",
     annotations: JSONObject | None = None,
+    upstream: Upstream | None = None,
 ) -> Resource:
     """Add a concrete resource with exactly one of ``text`` or base64 ``blob``. Raises ``ValidationError``."""
     resource = Resource(
@@ -351,6 +355,7 @@ def resource_create(
         text=text,
         blob=blob,
         annotations=annotations,
+        upstream=upstream,
     )
     return _create(resource, resource_validate, "resources")
 
@@ -393,6 +398,7 @@ def resource_template_create(
     description: str = "",
     mime_type: str = "",
     completions: dict[str, list[str]] | None = None,
+    upstream: Upstream | None = None,
 ) -> ResourceTemplate:
     """Add a resource template. Raises ``ValidationError``."""
     template = ResourceTemplate(
@@ -405,6 +411,7 @@ def resource_template_create(
         backend=backend,
         config=config,
         completions={} if completions is None else completions,
+        upstream=upstream,
     )
     return _create(template, resource_template_validate, "resources")
 
@@ -449,6 +456,7 @@ def prompt_create(
     completions: dict[str, list[str]] | None = None,
     backend: str = Backend.STATIC,
     config: JSONObject | None = None,
+    upstream: Upstream | None = None,
 ) -> Prompt:
     """Add a prompt: ``static`` with messages that may use ``{{argument}}`` placeholders, or ``python`` with
     config ``{"function": "<registered name>"}`` and no messages. Raises ``ValidationError``."""
@@ -462,6 +470,7 @@ def prompt_create(
         messages=[] if messages is None else messages,
         backend=backend,
         config={} if config is None else config,
+        upstream=upstream,
     )
     return _create(prompt, prompt_validate, "prompts")
 

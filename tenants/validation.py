@@ -149,6 +149,18 @@ def _icon_errors(icons: Any) -> list[str]:
     return problems
 
 
+def _upstream_item_errors(item: Tool | ResourceTemplate | Prompt) -> list[str]:
+    """An item mirrored from an upstream: it names its upstream and the upstream's own definition."""
+    config = item.config
+    if item.upstream_id is None:
+        return ["Only items mirrored from an upstream MCP server use the upstream backend."]
+    if not isinstance(config, dict) or not isinstance(config.get("remote"), dict):
+        return ['An upstream item needs config {"remote": {...the upstream\'s definition...}, "mirrored": {...}}.']
+    if not isinstance(config["remote"].get("name"), str):
+        return ["The upstream definition in config.remote has no name."]
+    return []
+
+
 def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry) -> None:
     """Raise ``ValidationError`` unless ``tool`` may be stored and served."""
 
@@ -164,6 +176,8 @@ def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry) ->
             _add(errors, "icons", message)
         if tool.backend == Backend.PYTHON:
             problems = _python_function_errors(tool.config, registry.get_tool)
+        elif tool.backend == Backend.UPSTREAM:
+            problems = _upstream_item_errors(tool)
         else:
             output_schema = tool.output_schema if "output_schema" not in errors else None
             problems = _static_tool_errors(tool.config, output_schema)
@@ -232,6 +246,8 @@ def resource_template_validate(template: ResourceTemplate, *, registry: PythonRe
             _add(errors, "uri_template", f"Not a valid URI template: {exc}")
         if template.backend == Backend.PYTHON:
             problems = _python_function_errors(template.config, registry.get_resource_template)
+        elif template.backend == Backend.UPSTREAM:
+            problems = _upstream_item_errors(template)
         elif (
             not isinstance(template.config, dict)
             or set(template.config) != {"text"}
@@ -297,6 +313,12 @@ def prompt_validate(prompt: Prompt, *, registry: PythonRegistry = default_regist
             _add(errors, "arguments", message)
         for message in _completion_errors(prompt.completions, names, "an argument"):
             _add(errors, "completions", message)
+        if prompt.backend == Backend.UPSTREAM:
+            for message in _upstream_item_errors(prompt):
+                _add(errors, "config", message)
+            if prompt.messages:
+                _add(errors, "messages", "An upstream prompt's messages come from the upstream: leave them empty.")
+            return
         if prompt.backend == Backend.PYTHON:
             for message in _python_function_errors(prompt.config, registry.get_prompt):
                 _add(errors, "config", message)
