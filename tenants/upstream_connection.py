@@ -25,6 +25,7 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, T
 
 from mcp_core.context import ToolContext
 from mcp_core.errors import ClientRequestFailed
+from mcp_platform.outbound_httpx2 import outbound_httpx2_client
 
 if TYPE_CHECKING:
     from tenants.models import Upstream
@@ -73,12 +74,9 @@ class UpstreamTarget:
 
 
 def upstream_http_client(*, tenant_id: int, headers: dict[str, str], timeout: httpx2.Timeout) -> httpx2.AsyncClient:
-    """The HTTP client a connection to one upstream uses; the only place this module makes one.
-
-    To be replaced by the outbound door (``mcp_platform.outbound``) when it lands: its address checks, timeouts
-    and size caps then apply to every upstream connection.
-    """
-    return httpx2.AsyncClient(headers=headers, timeout=timeout, follow_redirects=False)
+    """The HTTP client of a connection to one of ``tenant_id``'s upstreams: through the outbound door, so the
+    address policy (the tenant's widened networks included), time limits and size caps apply."""
+    return outbound_httpx2_client(tenant_id=tenant_id, headers=headers, timeout=timeout)
 
 
 async def auth_headers(target: UpstreamTarget) -> tuple[dict[str, str], list[str]]:

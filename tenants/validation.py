@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,6 +28,7 @@ Errors = dict[str, list[str]]
 TOOL_ANNOTATION_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 STATIC_TOOL_KEYS = frozenset({"content", "isError", "structuredContent"})
 PROMPT_ARGUMENT_KEYS = frozenset({"name", "title", "description", "required"})
+ONLY_STATIC_OR_PYTHON = "Templates and prompts are static or Python; the HTTP backend is for tools."
 
 
 def _collect(instance: models.Model, checks: Callable[[Errors], None]) -> None:
@@ -58,8 +60,22 @@ def tenant_validate(tenant: Tenant) -> None:
             parts = urlsplit(origin)
             if parts.scheme not in ("http", "https") or not parts.netloc or parts.path or parts.query:
                 _add(errors, "allowed_origins", f"{origin!r} is not an origin (scheme://host[:port]).")
+        for message in _network_list_errors(tenant.outbound_allowed_networks):
+            _add(errors, "outbound_allowed_networks", message)
 
     _collect(tenant, checks)
+
+
+def _network_list_errors(networks: Any) -> list[str]:
+    if not isinstance(networks, list) or not all(isinstance(n, str) for n in networks):
+        return ['Networks must be a list of CIDRs such as ["10.20.0.0/16"].']
+    problems = []
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            problems.append(f"{network!r} is not an address or network (CIDR).")
+    return problems
 
 
 def json_schema_errors(schema: Any, *, what: str) -> list[str]:
@@ -248,6 +264,9 @@ def resource_template_validate(template: ResourceTemplate, *, registry: PythonRe
             problems = _python_function_errors(template.config, registry.get_resource_template)
         elif template.backend == Backend.UPSTREAM:
             problems = _upstream_item_errors(template)
+        elif template.backend == Backend.HTTP:
+            _add(errors, "backend", ONLY_STATIC_OR_PYTHON)
+            problems = []
         elif (
             not isinstance(template.config, dict)
             or set(template.config) != {"text"}
@@ -318,6 +337,9 @@ def prompt_validate(prompt: Prompt, *, registry: PythonRegistry = default_regist
                 _add(errors, "config", message)
             if prompt.messages:
                 _add(errors, "messages", "An upstream prompt's messages come from the upstream: leave them empty.")
+            return
+        if prompt.backend == Backend.HTTP:
+            _add(errors, "backend", ONLY_STATIC_OR_PYTHON)
             return
         if prompt.backend == Backend.PYTHON:
             for message in _python_function_errors(prompt.config, registry.get_prompt):

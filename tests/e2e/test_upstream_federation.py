@@ -188,6 +188,45 @@ async def test_the_downstream_token_is_never_forwarded_upstream(platform: LiveSe
     assert token not in seen
 
 
+async def test_a_bearer_secret_authenticates_the_platform_and_the_downstream_token_stays_behind(
+    platform: LiveServer, upstream: UpstreamServer
+) -> None:
+    slug = await platform.atenant_create("authed")
+    value = f"upstream-{secrets.token_hex(8)}"
+    stored = await anyio.run_process(
+        [str(PYTHON), "manage.py", "secret_set", slug, "up-token"],
+        cwd=REPO,
+        env=platform.command_env,
+        input=value.encode(),
+        check=False,
+    )
+    assert stored.returncode == 0, stored.stderr.decode()
+    await platform.amanage("upstream_add", slug, "up", upstream.url, "--bearer-secret", "up-token")
+    token = f"downstream-{secrets.token_hex(8)}"
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+    with anyio.fail_after(TEST_DEADLINE):
+        async with http, Client(streamable_http_client(platform.endpoint(slug), http_client=http), cache=None) as c:
+            seen = text_of(await c.call_tool("up_seen_authorization", {}))
+    assert f"Bearer {value}" in seen
+    assert token not in seen
+    shown = await platform.amanage("shell", "-c", in_tenant(slug, "u = tenant.upstreams.get(); print(u.auth)"))
+    assert value not in shown
+
+
+async def test_the_outbound_door_refuses_a_loopback_upstream_unless_allowed(
+    platform: LiveServer, upstream: UpstreamServer
+) -> None:
+    slug = await platform.atenant_create("strict")
+    argv = [str(PYTHON), "manage.py", "upstream_add", slug, "local", upstream.url]
+    strict_env = {**platform.command_env, "MCP_OUTBOUND_ALLOWED_NETWORKS": ""}
+    done = await anyio.run_process(argv, cwd=REPO, env=strict_env, check=False)
+    assert done.returncode != 0
+    error = done.stderr.decode()
+    assert "refused: 127.0.0.1" in error and "not an allowed network" in error, error
+    counts = await platform.amanage("shell", "-c", in_tenant(slug, "print(tenant.upstreams.count())"))
+    assert counts.strip().splitlines()[-1] == "0"
+
+
 # ---- keeping the mirror up to date ---------------------------------------------------------------------------
 
 
