@@ -13,6 +13,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import httpx2
 import mcp_types as types
 from mcp import Client
@@ -24,8 +25,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 
 from mcp_core.context import ToolContext
-from mcp_core.errors import ClientRequestFailed
+from mcp_core.errors import ClientRequestFailed, ToolError
 from mcp_platform.outbound_httpx2 import outbound_httpx2_client
+from tenants.backends.http_auth import credentials_for
 
 if TYPE_CHECKING:
     from tenants.models import Upstream
@@ -80,23 +82,19 @@ def upstream_http_client(*, tenant_id: int, headers: dict[str, str], timeout: ht
 
 
 async def auth_headers(target: UpstreamTarget) -> tuple[dict[str, str], list[str]]:
-    """The headers that authenticate the platform to the upstream, and the secret values they hold (scrubbed from
-    any error text). The downstream client's own token is never among them. Raises ``UpstreamFailure``."""
-    auth = target.auth
-    if not auth:
+    """The headers that authenticate the platform to the upstream (the HTTP tools' auth shapes, from tenant
+    secrets), and the values they hold (scrubbed from any error text). The downstream client's own token is never
+    among them. Raises ``UpstreamFailure``."""
+    if not target.auth:
         return {}, []
-    from tenants.secrets import SecretNotFound, asecret_value  # the secrets module owns every secret value
-
+    timeout = httpx.Timeout(CONNECT_TIMEOUT)
     try:
-        value = await asecret_value(tenant_id=target.tenant_id, name=str(auth["secret"]))
-    except SecretNotFound as exc:
+        found = await credentials_for(
+            tenant_id=target.tenant_id, tool_name=f"upstream {target.name}", auth=target.auth, timeout=timeout
+        )
+    except ToolError as exc:
         raise UpstreamFailure(f"upstream {target.name!r}: {exc}") from None
-    kind = auth.get("type")
-    if kind == "bearer":
-        return {"Authorization": f"Bearer {value}"}, [value]
-    if kind == "header":
-        return {str(auth["name"]): value}, [value]
-    raise UpstreamFailure(f"upstream {target.name!r}: authentication type {kind!r} is not supported")
+    return found.headers, found.sensitive
 
 
 def _leaf(exc: BaseException) -> BaseException:

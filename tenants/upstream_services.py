@@ -19,6 +19,7 @@ from tenants.models import Tenant, Upstream
 from tenants.upstream_connection import UpstreamConnection, UpstreamFailure, UpstreamTarget
 from tenants.upstream_mirror import Listing, MirrorReport, listing_fetch, mirror_apply
 from tenants.upstream_pool import upstream_pool
+from tenants.validation import auth_errors
 
 logger = logging.getLogger(__name__)
 
@@ -26,30 +27,14 @@ JSONObject = dict[str, Any]
 UPSTREAM_FIELDS = frozenset({"name", "url", "prefix", "auth", "enabled", "excluded"})
 # Changing one of these changes what a connection is: pooled sessions of the old revision are dropped.
 CONNECTION_FIELDS = frozenset({"url", "auth", "enabled"})
-AUTH_TYPES = {"bearer": set(), "header": {"name"}}
-SECRET_NAME_PATTERN = r"^[A-Za-z0-9_.\-]{1,64}$"
+# The HTTP tools' auth shapes, less the API key in the query (an MCP endpoint's URL carries no credentials).
+UPSTREAM_AUTH_TYPES = ("bearer", "header", "basic", "client_credentials")
 
 
-def _auth_errors(auth: Any) -> list[str]:
-    if auth is None:
-        return []
-    if not isinstance(auth, dict) or auth.get("type") not in AUTH_TYPES:
-        return [
-            'Authentication must be null, {"type": "bearer", "secret": "<name>"} or '
-            '{"type": "header", "name": "X-API-Key", "secret": "<name>"}.'
-        ]
-    import re
-
-    problems = []
-    if not isinstance(auth.get("secret"), str) or not re.match(SECRET_NAME_PATTERN, auth["secret"]):
-        problems.append("Authentication needs the name of a tenant secret (letters, digits, _ . -).")
-    for key in AUTH_TYPES[auth["type"]]:
-        if not isinstance(auth.get(key), str) or not auth[key]:
-            problems.append(f"Authentication of type {auth['type']!r} needs {key!r}.")
-    unknown = set(auth) - {"type", "secret"} - AUTH_TYPES[auth["type"]]
-    if unknown:
-        problems.append(f"Authentication has unknown keys: {', '.join(sorted(unknown))}.")
-    return problems
+def _upstream_auth_errors(auth: Any) -> list[str]:
+    if isinstance(auth, dict) and auth.get("type") == "query":
+        return ['An upstream authenticates with "bearer", "header", "basic" or "client_credentials".']
+    return auth_errors(auth)
 
 
 def upstream_validate(upstream: Upstream) -> None:
@@ -61,7 +46,7 @@ def upstream_validate(upstream: Upstream) -> None:
         errors.update(exc.message_dict)
     if urlsplit(upstream.url).scheme not in ("http", "https"):
         errors.setdefault("url", []).append("The URL must start with https:// (or http://).")
-    problems = _auth_errors(upstream.auth)
+    problems = _upstream_auth_errors(upstream.auth)
     if problems:
         errors.setdefault("auth", []).extend(problems)
     if not isinstance(upstream.excluded, list) or not all(isinstance(e, str) for e in upstream.excluded):
