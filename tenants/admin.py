@@ -291,3 +291,7 @@ class SecretAdmin(admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Secret]) -> None:
         for secret in queryset.select_related("tenant"):
             secrets.secret_delete(tenant=secret.tenant, name=secret.name)
+
+
+# The upstream MCP servers' admin lives in its own module; importing it registers it.
+from tenants import upstream_admin  # noqa: E402, F401
