@@ -1,6 +1,6 @@
 """One client connection to an upstream MCP server through the official ``mcp`` SDK: Streamable HTTP (the SDK
-negotiates the era) with a fallback to 2024-11-05 HTTP+SSE, authenticated from tenant secrets, and what the
-upstream sends during a call (progress, logs, elicitation, sampling, roots) relayed to that call's ``ToolContext``.
+negotiates the era) with a fallback to 2024-11-05 HTTP+SSE, through the outbound door, authenticated from tenant
+secrets; what the upstream sends during a call is relayed by ``tenants.upstream_relay``.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,17 +16,16 @@ import httpx
 import httpx2
 import mcp_types as types
 from mcp import Client
-from mcp.client.session import ClientRequestContext
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 
-from mcp_core.context import ToolContext
-from mcp_core.errors import ClientRequestFailed, ToolError
+from mcp_core.errors import ToolError
 from mcp_platform.outbound_httpx2 import outbound_httpx2_client
 from tenants.backends.http_auth import credentials_for
+from tenants.upstream_relay import Relay
 
 if TYPE_CHECKING:
     from tenants.models import Upstream
@@ -47,11 +45,6 @@ LISTEN_EVENTS: dict[type, str] = {
 }
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 300.0
-
-# The downstream call a request to the upstream is made for. The SDK carries the sender's contextvars to the
-# handlers of what arrives on that request's response stream (Streamable HTTP), so logs and server-to-client
-# requests find the call they belong to.
-_current_call: ContextVar[ToolContext | None] = ContextVar("upstream_current_call", default=None)
 
 
 class UpstreamFailure(Exception):
@@ -130,9 +123,8 @@ class UpstreamConnection:
         self._closing = asyncio.Event()
         self._error: BaseException | None = None
         self._owner: asyncio.Task[None] | None = None
-        # Calls under way: over HTTP+SSE nothing says which call a log or a question belongs to, so with one call
-        # in flight it goes to that one.
-        self._calls: dict[int, ToolContext] = {}
+        # Routes what the upstream sends during a call to that call (``with connection.relay.call(ctx)``).
+        self.relay = Relay()
 
     # ---- life cycle ------------------------------------------------------------------------------------
 
@@ -246,81 +238,18 @@ class UpstreamConnection:
             log_level="debug",
             read_timeout_seconds=READ_TIMEOUT,
             client_info=types.Implementation(name="mcp-platform-upstream", version="1"),
-            logging_callback=self._on_log,
+            logging_callback=self.relay.on_log,
             message_handler=self._on_message,
-            elicitation_callback=self._on_elicit,
-            sampling_callback=self._on_sample,
-            list_roots_callback=self._on_roots,
+            elicitation_callback=self.relay.on_elicit,
+            sampling_callback=self.relay.on_sample,
+            list_roots_callback=self.relay.on_roots,
         )
-
-    # ---- calls -----------------------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def for_call(self, ctx: ToolContext) -> Any:
-        """Route what arrives for requests made inside this block to ``ctx``."""
-        token = _current_call.set(ctx)
-        self._calls[id(ctx)] = ctx
-        try:
-            yield
-        finally:
-            self._calls.pop(id(ctx), None)
-            _current_call.reset(token)
-
-    def _call_context(self) -> ToolContext | None:
-        ctx = _current_call.get()
-        if ctx is None and len(self._calls) == 1:
-            ctx = next(iter(self._calls.values()))
-        return ctx
-
-    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
-        ctx = self._call_context()
-        if ctx is not None:
-            await ctx.log(params.level, params.data, params.logger)
 
     async def _on_message(self, message: Any) -> None:
         method = getattr(message, "method", None)
         kind = LIST_CHANGED.get(method) if isinstance(method, str) else None
         if kind is not None and self._on_list_changed is not None:
             self._on_list_changed(kind)
-
-    async def _on_elicit(
-        self, context: ClientRequestContext, params: types.ElicitRequestParams
-    ) -> types.ElicitResult | types.ErrorData:
-        ctx = self._call_context()
-        if ctx is None:
-            return types.ErrorData(code=types.INVALID_REQUEST, message="No downstream call to ask")
-        wire = params.model_dump(by_alias=True, mode="json", exclude_none=True)
-        try:
-            if wire.get("mode") == "url":
-                answer = await ctx.elicit_url(wire["message"], wire["url"], wire["elicitationId"])
-            else:
-                answer = await ctx.elicit(wire["message"], wire.get("requestedSchema", {}))
-        except ClientRequestFailed as exc:
-            return types.ErrorData(code=types.INVALID_REQUEST, message=str(exc))
-        return types.ElicitResult.model_validate(answer)
-
-    async def _on_sample(self, context: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
-        ctx = self._call_context()
-        if ctx is None:
-            return types.ErrorData(code=types.INVALID_REQUEST, message="No downstream call to ask")
-        wire = params.model_dump(by_alias=True, mode="json", exclude_none=True)
-        wire.pop("_meta", None)
-        messages, max_tokens = wire.pop("messages"), wire.pop("maxTokens")
-        try:
-            answer = await ctx.sample(messages, max_tokens, **wire)
-        except ClientRequestFailed as exc:
-            return types.ErrorData(code=types.INVALID_REQUEST, message=str(exc))
-        return types.CreateMessageResult.model_validate(answer)
-
-    async def _on_roots(self, context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
-        ctx = self._call_context()
-        if ctx is None:
-            return types.ErrorData(code=types.INVALID_REQUEST, message="No downstream call to ask")
-        try:
-            roots = await ctx.list_roots()
-        except ClientRequestFailed as exc:
-            return types.ErrorData(code=types.INVALID_REQUEST, message=str(exc))
-        return types.ListRootsResult.model_validate({"roots": roots})
 
 
 @contextlib.asynccontextmanager

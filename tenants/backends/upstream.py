@@ -55,9 +55,14 @@ async def _request(item: Tool | Resource | ResourceTemplate | Prompt, ctx: ToolC
     target = UpstreamTarget.of(upstream)
     connection = await upstream_pool.connection(target)
     try:
-        with connection.for_call(ctx):
-            async with asyncio.timeout(platform_settings.UPSTREAM_CALL_TIMEOUT):
-                result = await send(connection)
+        with connection.relay.call(ctx) as call:
+            try:
+                async with asyncio.timeout(platform_settings.UPSTREAM_CALL_TIMEOUT):
+                    result = await send(connection)
+            except BaseException:
+                # A question for the downstream client ended the call: raise why (input_required, -32021).
+                call.raise_abort()
+                raise
     except MCPError as exc:
         if exc.error.code not in TRANSPORT_CODES:
             return await _answered(target, exc)

@@ -324,3 +324,43 @@ async def test_a_dead_upstream_fails_fast_with_a_clear_error_then_recovers(
                 return not result.is_error and text_of(result) == "echo: again"
 
             await eventually(recovered, timeout=10 * CIRCUIT_COOLDOWN_SECONDS + 10, what="recovery after restart")
+
+
+# ---- the upstream's questions --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_an_upstream_elicitation_is_answered_once_by_the_downstream_user(
+    platform: LiveServer, tenant: str, era: str
+) -> None:
+    asked: list[str] = []
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    label = f"{era}-{secrets.token_hex(3)}"
+    with anyio.fail_after(TEST_DEADLINE):
+        async with downstream(platform, tenant, era, elicitation_callback=on_elicit) as client:
+            result = await client.call_tool("up_ask_name", {"label": label})
+            assert text_of(result) == "hello Ada", result
+            received = text_of(await client.call_tool("up_answers_received", {}))
+    assert asked == ["What is your name?"]
+    assert received.count(f"{label}:accept") == 1, received
+
+
+async def test_upstream_sampling_and_roots_requests_reach_a_handshake_client(platform: LiveServer, tenant: str) -> None:
+    async def on_sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="Autumn wind"), model="test-model"
+        )
+
+    async def on_roots(context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work/project", name="project")])
+
+    with anyio.fail_after(TEST_DEADLINE):
+        async with downstream(
+            platform, tenant, "legacy", sampling_callback=on_sample, list_roots_callback=on_roots
+        ) as client:
+            assert text_of(await client.call_tool("up_haiku", {"topic": "otters"})) == "Autumn wind"
+            assert text_of(await client.call_tool("up_roots", {})) == "file:///work/project"

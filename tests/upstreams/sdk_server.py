@@ -9,18 +9,39 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import uvicorn
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
+from mcp_types import CreateMessageResult, ListRootsResult, SamplingMessage, TextContent
+from pydantic import BaseModel
 
 SEEN_AUTHORIZATION: list[str] = []
 CANCELLED: list[str] = []
+ANSWERS: list[str] = []
+
+
+class NameForm(BaseModel):
+    name: str
 
 
 class Weather(TypedDict):
     city: str
     celsius: float
+
+
+# Resolvers ask the client in either era: a server-to-client request (handshake) or input_required (2026).
+def ask_for_name() -> Elicit[NameForm]:
+    return Elicit("What is your name?", NameForm)
+
+
+def ask_for_haiku(topic: str) -> Sample:
+    text = TextContent(type="text", text=f"A haiku on {topic}")
+    return Sample([SamplingMessage(role="user", content=text)], max_tokens=50)
+
+
+def ask_for_roots() -> ListRoots:
+    return ListRoots()
 
 
 def build(name: str) -> MCPServer:
@@ -74,9 +95,21 @@ def build(name: str) -> MCPServer:
         return list(SEEN_AUTHORIZATION)
 
     @server.tool(description="Ask the user for their name.")
-    async def ask_name(ctx: Context) -> str:
-        answer = await ctx.elicit("What is your name?", schema=NameForm)
-        return f"hello {answer.data.name}" if answer.action == "accept" else f"no name ({answer.action})"
+    async def ask_name(label: str, form: Annotated[NameForm, Resolve(ask_for_name)]) -> str:
+        ANSWERS.append(f"{label}:accept")
+        return f"hello {form.name}"
+
+    @server.tool(description="The answers ask_name received, as label:action.")
+    def answers_received() -> list[str]:
+        return list(ANSWERS)
+
+    @server.tool(description="Ask the client's model for a haiku.")
+    async def haiku(topic: str, sampled: Annotated[CreateMessageResult, Resolve(ask_for_haiku)]) -> str:
+        return sampled.content.text if isinstance(sampled.content, TextContent) else "?"
+
+    @server.tool(description="The client's roots.")
+    async def roots(listed: Annotated[ListRootsResult, Resolve(ask_for_roots)]) -> str:
+        return ", ".join(str(root.uri) for root in listed.roots)
 
     @server.resource("notes://readme", description="The readme.")
     def readme() -> str:
@@ -91,18 +124,6 @@ def build(name: str) -> MCPServer:
         return f"Please greet {name}."
 
     return server
-
-
-def _name_form() -> Any:
-    from pydantic import BaseModel
-
-    class Form(BaseModel):
-        name: str
-
-    return Form
-
-
-NameForm = _name_form()
 
 
 def recording(app: Any) -> Any:
