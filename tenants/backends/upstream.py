@@ -15,7 +15,7 @@ import logging
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, REQUEST_TIMEOUT
 
 from mcp_core.content import error_result
 from mcp_core.context import ToolContext
@@ -28,8 +28,16 @@ from tenants.upstream_pool import upstream_pool
 logger = logging.getLogger(__name__)
 
 JSONObject = dict[str, Any]
-# MCPError codes that say the connection, not the upstream's answer, failed.
+# MCPError codes that say the connection, not the upstream's answer, failed; and the errors the SDK's Streamable
+# HTTP transport makes up from an HTTP status (a session the upstream forgot on restart, a 5xx from a proxy).
 TRANSPORT_CODES = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT})
+TRANSPORT_ERRORS = frozenset(
+    {(INVALID_REQUEST, "Session terminated"), (INTERNAL_ERROR, "Server returned an error response")}
+)
+
+
+def _broken_connection(exc: MCPError) -> bool:
+    return exc.error.code in TRANSPORT_CODES or (exc.error.code, exc.error.message) in TRANSPORT_ERRORS
 
 
 async def _upstream_of(item: Tool | Resource | ResourceTemplate | Prompt) -> Upstream:
@@ -64,7 +72,7 @@ async def _request(item: Tool | Resource | ResourceTemplate | Prompt, ctx: ToolC
                 call.raise_abort()
                 raise
     except MCPError as exc:
-        if exc.error.code not in TRANSPORT_CODES:
+        if not _broken_connection(exc):
             return await _answered(target, exc)
         failure: UpstreamFailure = connection.failure(exc)
     except (TimeoutError, UpstreamFailure, OSError) as exc:

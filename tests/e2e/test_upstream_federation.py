@@ -364,3 +364,34 @@ async def test_upstream_sampling_and_roots_requests_reach_a_handshake_client(pla
         ) as client:
             assert text_of(await client.call_tool("up_haiku", {"topic": "otters"})) == "Autumn wind"
             assert text_of(await client.call_tool("up_roots", {})) == "file:///work/project"
+
+
+# ---- our own platform as the upstream ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_tenant_of_this_platform_serves_as_another_tenants_upstream(platform: LiveServer, era: str) -> None:
+    await platform.amanage("load_demo_tenant")
+    slug = await platform.atenant_create("federated")
+    output = await platform.amanage("upstream_add", slug, "demo", platform.endpoint("demo"))
+    assert "streamable-http" in output, output
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": "Grace"})
+
+    with anyio.fail_after(TEST_DEADLINE):
+        async with downstream(platform, slug, era, elicitation_callback=on_elicit) as client:
+            added = await client.call_tool("demo_add", {"a": 2, "b": 3})
+            assert added.structured_content == {"sum": 5}
+            counted = await client.call_tool(
+                "demo_count_slowly", {"steps": 3, "delay_ms": 10}, progress_callback=on_progress
+            )
+            assert text_of(counted) == "Counted to 3."
+            assert text_of(await client.call_tool("demo_ask_user_name", {})) == "Hello, Grace!"
+            greeting = await client.read_resource("demo://greeting/Ada")
+            assert "Hello, Ada!" in str(greeting.contents[0])
+    assert progress == [1.0, 2.0, 3.0]
