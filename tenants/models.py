@@ -311,21 +311,21 @@ class Upstream(models.Model):
     prefix = models.CharField(
         max_length=64,
         blank=True,
-        help_text="Prepended to the names of its tools, templates and prompts (<name>_ when added without one).",
+        help_text="Prepended to the names of its tools, templates and prompts (the name and _ when added without one).",
     )
     auth = models.JSONField(
         null=True,
         blank=True,
-        help_text='null, or a secret reference: {"type": "bearer", "secret": "<name>"}, '
-        '{"type": "header", "name": "X-API-Key", "secret": "<name>"}, or {"type": "client_credentials", '
-        '"secret": "<name>", "client_id": "...", "token_url": "https://...", "scope": "a b"}',
+        help_text='null, or a secret reference: {"type": "bearer", "secret": "gh-token"}, '
+        '{"type": "header", "name": "X-API-Key", "secret": "api-key"}, or {"type": "client_credentials", '
+        '"secret": "client-secret", "client_id": "...", "token_url": "https://...", "scope": "a b"}',
     )
     enabled = models.BooleanField(default=True)
     excluded = models.JSONField(
         default=list,
         blank=True,
-        help_text='Upstream items not to serve, e.g. ["tools:<upstream name>", "prompts:<upstream name>", '
-        '"resources:<uri>", "resource_templates:<upstream name>"]; a refresh removes them and keeps them out.',
+        help_text='Upstream items not to serve, by the upstream\'s names: e.g. ["tools:delete_repo", "prompts:triage", '
+        '"resources:notes://readme", "resource_templates:topic"]; a refresh removes them and keeps them out.',
     )
     # Bumped whenever what the connection depends on (URL, auth, enabled) changes: pooled sessions are keyed by it.
     revision = models.PositiveBigIntegerField(default=0, editable=False)

@@ -73,7 +73,9 @@ class UpstreamForm(forms.ModelForm):
             scope=auth.get("scope", ""),
         )
         if "prefix" in self.fields:
-            self.fields["prefix"].help_text = "Prepended to its tools', templates' and prompts' names; empty: <name>_."
+            self.fields[
+                "prefix"
+            ].help_text = "Prepended to its tools', templates' and prompts' names; empty: the name and _."
         self.stored: Upstream | None = None
         self.report = ""
 
@@ -123,7 +125,6 @@ class UpstreamAdmin(admin.ModelAdmin):
     list_filter = ("enabled", "tenant")
     list_select_related = ("tenant",)
     search_fields = ("name", "url", "tenant__slug")
-    autocomplete_fields = ["tenant"]
     readonly_fields = (*HEALTH_FIELDS, "created_at", "updated_at")
     actions = ["refresh_now"]
 
