@@ -53,6 +53,8 @@ class Topology:
     worker: ManagedProcess | None = None
     worker_starts: int = 0
     stopped: list[ManagedProcess] = field(default_factory=list)
+    # Settings every process of this topology gets besides the defaults (say, an allowed outbound network).
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     # ---- configuration -----------------------------------------------------------------------------
 
@@ -67,6 +69,7 @@ class Topology:
                 "DATABASE_URL": self.database_url,
                 "REDIS_URL": self.redis.url(),
                 "MCP_OIDC_RSA_PRIVATE_KEY": self.signing_key,
+                **self.extra_env,
             }
         )
         return env
@@ -168,9 +171,12 @@ class Topology:
         return "\n\n".join(process.tail() for process in self.processes())
 
 
-def start_topology(stack: ExitStack, tmp: Path, *, web_processes: int = WEB_PROCESSES) -> Topology:
+def start_topology(
+    stack: ExitStack, tmp: Path, *, web_processes: int = WEB_PROCESSES, extra_env: dict[str, str] | None = None
+) -> Topology:
     """Start a topology of its own: a fresh database with the demo and conformance tenants, a private Redis,
-    ``web_processes`` web processes (one server process each) and a worker with beat."""
+    ``web_processes`` web processes (one server process each) and a worker with beat; ``extra_env`` is set on
+    every process."""
     topology = Topology(
         tmp=tmp,
         stack=stack,
@@ -179,6 +185,7 @@ def start_topology(stack: ExitStack, tmp: Path, *, web_processes: int = WEB_PROC
         secret_key=secrets.token_urlsafe(32),
         signing_key=oidc_signing_key(),
         pki=live_pki(tmp),
+        extra_env=dict(extra_env or {}),
     )
     for command in (["migrate", "--noinput"], ["load_demo_tenant"], ["load_conformance_tenant"]):
         topology.manage(*command)
