@@ -166,6 +166,9 @@ class UpstreamAdmin(admin.ModelAdmin):
             data["auth"] = auth
         upstream_update(upstream=stored, data=data)
         obj.__dict__.update(stored.__dict__)
+        if data and stored.enabled:
+            # A new prefix, exclusion list, URL or credentials shows in the catalog now, not at the next refresh.
+            self.refresh_now(request, Upstream.objects.filter(pk=stored.pk))
 
     def delete_model(self, request: HttpRequest, obj: Upstream) -> None:
         upstream_delete(upstream=obj)

@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from tenants.events import CATALOG_KINDS, catalog_changed
+from tenants.events import CATALOG_KINDS, catalog_changed, tenant_changed
 from tenants.models import Tenant, Upstream
 from tenants.upstream_connection import UpstreamConnection, UpstreamFailure, UpstreamTarget
 from tenants.upstream_mirror import Listing, MirrorReport, listing_fetch, mirror_apply
@@ -91,8 +91,8 @@ def upstream_add(
 
 
 def upstream_update(*, upstream: Upstream, data: Mapping[str, Any]) -> Upstream:
-    """Change an upstream's settings; a changed prefix or exclusion list takes effect at the next refresh.
-    Raises ``ValidationError``."""
+    """Change an upstream's settings; a changed prefix or exclusion list takes effect at the next refresh (the
+    admin runs one at once). Raises ``ValidationError``."""
     unknown = sorted(set(data) - UPSTREAM_FIELDS)
     if unknown:
         raise ValidationError({field: ["This field cannot be changed here."] for field in unknown})
@@ -110,10 +110,10 @@ def upstream_update(*, upstream: Upstream, data: Mapping[str, Any]) -> Upstream:
         upstream.revision += 1
     with transaction.atomic():
         upstream.save()
-        if "enabled" in changed:
-            # Disabled upstreams' items are not served (see the backend); lists change.
-            for kind in CATALOG_KINDS:
-                catalog_changed(tenant_id=upstream.tenant_id, kind=kind)
+        if changed & CONNECTION_FIELDS:
+            # Cached tool and prompt definitions carry their upstream row: a new revision makes every process read
+            # them again, so calls use the new URL or credentials (a disabled upstream's calls fail, saying so).
+            tenant_changed(tenant_id=upstream.tenant_id)
     return upstream
 
 

@@ -14,6 +14,7 @@ import httpx2
 import mcp_types as types
 import pytest
 from mcp.client import Client
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.live import PYTHON, REPO, LiveServer, in_tenant
@@ -154,6 +155,21 @@ async def test_progress_and_logs_of_the_upstream_reach_the_downstream_client(
     assert logs == ["counted 1", "counted 2", "counted 3"]
 
 
+async def test_a_2024_11_05_client_of_the_platform_gets_the_upstreams_progress(
+    platform: LiveServer, tenant: str
+) -> None:
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    with anyio.fail_after(TEST_DEADLINE):
+        async with Client(sse_client(platform.sse_endpoint(tenant)), mode="legacy", cache=None) as client:
+            result = await client.call_tool("up_slow_count", {"steps": 2}, progress_callback=on_progress)
+    assert text_of(result) == "counted to 2"
+    assert progress == [1.0, 2.0]
+
+
 async def test_structured_content_and_errors_pass_through(platform: LiveServer, tenant: str) -> None:
     with anyio.fail_after(TEST_DEADLINE):
         async with downstream(platform, tenant, "2026-07-28") as client:
@@ -165,10 +181,13 @@ async def test_structured_content_and_errors_pass_through(platform: LiveServer, 
             assert "fail" in text_of(failed)
 
 
-async def test_cancelling_the_downstream_call_cancels_the_upstream_call(platform: LiveServer, tenant: str) -> None:
+@pytest.mark.parametrize("era", ERAS)
+async def test_cancelling_the_downstream_call_cancels_the_upstream_call(
+    platform: LiveServer, tenant: str, era: str
+) -> None:
     label = f"cancel-{secrets.token_hex(3)}"
     with anyio.fail_after(TEST_DEADLINE):
-        async with downstream(platform, tenant, "legacy") as client:
+        async with downstream(platform, tenant, era) as client:
             with anyio.move_on_after(1.0):
                 await client.call_tool("up_wait_forever", {"label": label})
 

@@ -124,3 +124,20 @@ def test_the_list_shows_each_upstreams_health_and_last_error(admin_client: Any, 
 
     assert "circuit open: upstream &#x27;dead&#x27;: ConnectError: connection refused" in page
     assert '<td class="field-health">ok</td>' in page
+
+
+@LOOPBACK_ALLOWED
+def test_a_new_prefix_saved_in_the_admin_renames_the_mirrored_items_at_once(
+    admin_client: Any, tenant: Tenant, upstream: UpstreamServer
+) -> None:
+    admin_client.post(reverse("admin:tenants_upstream_add"), upstream_form(tenant, upstream.url))
+    stored = Upstream.objects.get(tenant=tenant)
+    form = upstream_form(tenant, upstream.url, prefix="kb.", excluded='["tools:fail"]')
+    del form["tenant"]
+
+    response = admin_client.post(reverse("admin:tenants_upstream_change", args=[stored.pk]), form)
+
+    assert response.status_code == 302
+    names = set(Tool.objects.filter(tenant=tenant).values_list("name", flat=True))
+    assert "kb.echo" in names and "docs_echo" not in names and "kb.fail" not in names
+    assert tenant.prompts.filter(name="kb.greet").exists()
