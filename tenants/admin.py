@@ -258,8 +258,11 @@ class SecretAdminForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        if self.instance.pk is None and not cleaned.get("value"):
+        value = cleaned.get("value")
+        if self.instance.pk is None and not value:
             self.add_error("value", "A new secret needs a value.")
+        elif value and (problem := secrets.secret_value_problem(value)) is not None:
+            self.add_error("value", problem)
         return cleaned
 
 
@@ -273,6 +276,7 @@ class SecretAdmin(admin.ModelAdmin):
     list_select_related = ("tenant",)
     search_fields = ("name", "tenant__slug")
     autocomplete_fields = ["tenant"]
+    fields = ("tenant", "name", "value", "key_id", "created_at", "updated_at")
     readonly_fields = ("key_id", "created_at", "updated_at")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:

@@ -66,7 +66,7 @@ class Tenant(models.Model):
         default=list,
         blank=True,
         help_text="Non-public networks this tenant's HTTP tools and other outbound requests may reach, on top of "
-        'the platform\'s, e.g. ["10.20.0.0/16"]. Platform staff only.',
+        'the platform\'s, e.g. ["10.20.0.0/16"]. Only superusers can change it.',
     )
     # Bumped in the same transaction as any change to the tenant or its catalog: per-process caches compare it
     # (tenants.cache), so a change is seen even when its channel-layer nudge is lost.

@@ -80,12 +80,20 @@ def _decrypt(secret: Secret) -> str:
 # ---- services ------------------------------------------------------------------------------------------------
 
 
+def secret_value_problem(value: object) -> str | None:
+    """Why ``value`` cannot be stored as a secret, or None (the message never repeats the value)."""
+    if not isinstance(value, str) or value == "":
+        return "A secret needs a value."
+    if "\x00" in value:
+        return "A secret value cannot contain NUL characters."
+    return None
+
+
 def secret_set(*, tenant: Tenant, name: str, value: str) -> Secret:
     """Store ``value`` as ``tenant``'s secret ``name`` (creating or replacing it). Raises ``ValidationError``."""
-    if not isinstance(value, str) or value == "":
-        raise ValidationError({"value": ["A secret needs a value."]})
-    if "\x00" in value:
-        raise ValidationError({"value": ["A secret value cannot contain NUL characters."]})
+    problem = secret_value_problem(value)
+    if problem is not None:
+        raise ValidationError({"value": [problem]})
     with transaction.atomic():
         secret = Secret.objects.select_for_update().filter(tenant=tenant, name=name).first()
         if secret is None:
@@ -125,7 +133,7 @@ def secrets_reencrypt() -> tuple[int, int]:
     """
     current = _keys()[0].key_id
     moved = 0
-    for pk in Secret.objects.exclude(key_id=current).values_list("pk", flat=True).iterator():
+    for pk in list(Secret.objects.exclude(key_id=current).values_list("pk", flat=True)):
         with transaction.atomic():
             secret = Secret.objects.select_for_update().filter(pk=pk).first()
             if secret is None or secret.key_id == current:

@@ -193,11 +193,10 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JS
             response, data, cut = await _send(client, request, credentials, limit)
         except OutboundRefused as exc:
             raise ToolError(f"{shown} was not sent: {exc}") from None
-        except httpx.TimeoutException as exc:
-            kind = {httpx.ConnectTimeout: "connecting", httpx.PoolTimeout: "waiting for a connection"}.get(
-                type(exc), "waiting for the response"
-            )
-            raise ToolError(f"{shown} timed out after {timeout.read} s {kind}") from None
+        except httpx.ConnectTimeout:
+            raise ToolError(f"{shown} timed out after {timeout.connect} s connecting") from None
+        except httpx.TimeoutException:
+            raise ToolError(f"{shown} timed out after {timeout.read} s waiting for the response") from None
         except httpx.HTTPError as exc:
             reason = redact(str(exc), credentials.sensitive) or type(exc).__name__
             raise ToolError(f"{shown} failed: {reason}") from None

@@ -107,7 +107,11 @@ async def _client_credentials_token(
         lifetime = float(answer.get("expires_in") or DEFAULT_TOKEN_LIFETIME)
     except (ValueError, KeyError, TypeError):
         raise ToolError(f"the token endpoint {where} did not answer with an access_token") from None
-    _tokens[key] = _Token(token, time.monotonic() + max(0.0, lifetime - TOKEN_EXPIRY_MARGIN))
+    now = time.monotonic()
+    # Expired tokens go when a new one comes, so the cache holds at most the live token of each config.
+    for stale in [k for k, t in _tokens.items() if t.expires_at <= now]:
+        _tokens.pop(stale, None)
+    _tokens[key] = _Token(token, now + max(0.0, lifetime - TOKEN_EXPIRY_MARGIN))
     return token, key, False
 
 

@@ -144,6 +144,15 @@ def test_header_arguments_and_static_headers_are_sent(tenant: Tenant, api: RestA
     assert headers["x-client"] == "mcp"
 
 
+def test_a_line_break_in_a_header_argument_is_refused_not_sent(
+    tenant: Tenant, api: RestApi, loopback_allowed: None
+) -> None:
+    http_tool(tenant, "traced", {"url": api.base + "/pets", "headers": {"X-Trace": "trace"}}, {"trace": {}})
+    result = call(tenant, "traced", {"trace": "a\r\nX-Injected: yes"})
+    assert result["isError"] is True
+    assert text(result).startswith(f"GET {api.base}/pets failed: ")
+
+
 # ---- authentication from secrets ---------------------------------------------------------------------------
 
 

@@ -108,7 +108,7 @@ def test_a_missing_secret_is_named_in_the_error(tenant: Tenant, key_a: str) -> N
 
 
 def test_bad_names_and_empty_values_are_refused_and_store_nothing(tenant: Tenant, key_a: str) -> None:
-    for name, value in (("has space", "v"), ("x" * 65, "v"), ("", "v"), ("ok", "")):
+    for name, value in (("has space", "v"), ("x" * 65, "v"), ("", "v"), ("ok", ""), ("ok", "a\x00b")):
         with pytest.raises(ValidationError):
             secret_set(tenant=tenant, name=name, value=value)
     assert not Secret.objects.exists()
@@ -242,6 +242,16 @@ def test_a_new_secret_needs_a_value_in_the_admin(admin_client: Any, tenant: Tena
     assert not Secret.objects.exists()
 
 
+def test_a_value_the_service_refuses_is_a_form_error_in_the_admin(
+    admin_client: Any, tenant: Tenant, key_a: str
+) -> None:
+    data = {"tenant": tenant.pk, "name": "api", "value": "bad\x00value"}
+    page = admin_client.post(reverse("admin:tenants_secret_add"), data)
+    assert page.status_code == 200
+    assert "Null characters are not allowed." in page.content.decode()
+    assert not Secret.objects.exists()
+
+
 def test_deleting_a_secret_in_the_admin_removes_it(admin_client: Any, tenant: Tenant, key_a: str) -> None:
     secret = secret_set(tenant=tenant, name="api", value=PLAINTEXT)
     page = admin_client.post(reverse("admin:tenants_secret_delete", args=[secret.pk]), {"post": "yes"})
@@ -276,3 +286,21 @@ def test_only_superusers_widen_a_tenants_outbound_networks(client: Any, admin_cl
     refused = admin_client.post(change, {**form, "outbound_allowed_networks": '["not-a-net"]'})
     assert refused.status_code == 200
     assert "is not an address or network" in refused.content.decode()
+
+
+def test_a_generated_key_on_the_production_path_is_warned_about(settings: Any, tmp_path: Path) -> None:
+    from mcp_platform.conf import check_secret_keys_are_shared
+
+    generated = new_key()
+    (tmp_path / "secrets_encryption_key").write_text(generated)
+    settings.VAR_DIR = tmp_path
+    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
+    keys(settings, generated)
+    assert [w.id for w in check_secret_keys_are_shared(None)] == ["mcp_platform.W040"]
+    keys(settings, new_key(), generated)
+    assert [w.id for w in check_secret_keys_are_shared(None)] == ["mcp_platform.W040"]
+    keys(settings, new_key())
+    assert check_secret_keys_are_shared(None) == []
+    settings.REDIS_URL = ""
+    keys(settings, generated)
+    assert check_secret_keys_are_shared(None) == []
