@@ -18,6 +18,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.live import PYTHON, REPO, LiveServer, in_tenant
+from tests.e2e.sdk_tasks import TasksClient
 from tests.e2e.upstreams import CIRCUIT_COOLDOWN_SECONDS, UpstreamServer, platform_and_upstreams, upstream_server
 
 pytestmark = pytest.mark.anyio
@@ -414,3 +415,34 @@ async def test_a_tenant_of_this_platform_serves_as_another_tenants_upstream(plat
             greeting = await client.read_resource("demo://greeting/Ada")
             assert "Hello, Ada!" in str(greeting.contents[0])
     assert progress == [1.0, 2.0, 3.0]
+
+
+# ---- tasks ---------------------------------------------------------------------------------------------------
+
+
+async def test_an_upstream_tool_marked_for_tasks_runs_as_a_task_on_the_worker(
+    platform: LiveServer, tenant: str
+) -> None:
+    await platform.amanage(
+        "shell",
+        "-c",
+        in_tenant(
+            tenant,
+            "services.tool_update(tool=tenant.tools.get(name='up_slow_count'), data={'task_support': 'required'})",
+        ),
+    )
+    tasks = TasksClient()
+    with anyio.fail_after(TEST_DEADLINE):
+        async with Client(
+            platform.endpoint(tenant), cache=None, read_timeout_seconds=REQUEST_TIMEOUT, extensions=[tasks]
+        ) as client:
+            result = await client.call_tool("up_slow_count", {"steps": 2})
+    assert text_of(result) == "counted to 2"
+    (created,) = tasks.created
+    assert created.status == "working" and tasks.statuses[-1] == "completed"
+    # A refresh keeps what the admin chose.
+    await platform.amanage("upstream_refresh", tenant, "up")
+    kept = await platform.amanage(
+        "shell", "-c", in_tenant(tenant, "print(tenant.tools.get(name='up_slow_count').task_support)")
+    )
+    assert kept.strip().splitlines()[-1] == "required"
