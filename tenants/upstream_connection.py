@@ -115,7 +115,9 @@ class UpstreamConnection:
 
     def __init__(self, target: UpstreamTarget, *, on_list_changed: Callable[[str], None] | None = None) -> None:
         self.target = target
+        # What was negotiated, kept after the connection closes (upstream_add reports it).
         self.transport = ""
+        self.protocol_version = ""
         self._on_list_changed = on_list_changed
         self._client: Client | None = None
         self._secrets: list[str] = []
@@ -146,10 +148,6 @@ class UpstreamConnection:
         if self._client is None or not self.alive:
             raise UpstreamFailure(f"upstream {self.target.name!r}: the connection is closed")
         return self._client
-
-    @property
-    def protocol_version(self) -> str:
-        return self._client.protocol_version if self._client is not None else ""
 
     async def close(self) -> None:
         self._closing.set()
@@ -184,7 +182,7 @@ class UpstreamConnection:
             self._ready.set()
 
     async def _opened(self, client: Client, transport: str) -> None:
-        self._client, self.transport = client, transport
+        self._client, self.transport, self.protocol_version = client, transport, client.protocol_version
         capabilities = client.server_capabilities
         if capabilities.logging is not None and client.protocol_version < "2026":
             # Handshake era: logs flow only after the level is set; the downstream side filters by its own level.

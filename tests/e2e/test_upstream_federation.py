@@ -53,7 +53,7 @@ async def tenant(platform: LiveServer, upstream: UpstreamServer) -> str:
     """A fresh tenant with the Streamable HTTP upstream added as ``up`` (so its items are ``up_*``)."""
     slug = await platform.atenant_create("fed")
     output = await platform.amanage("upstream_add", slug, "up", upstream.url)
-    assert "streamable-http" in output, output
+    assert "(streamable-http, 2026-07-28)" in output, output
     return slug
 
 
