@@ -314,3 +314,6 @@ class SecretAdmin(admin.ModelAdmin):
 
 
 from tenants import admin_openapi  # noqa: E402,F401  (registers the OpenAPI source admin and its import page)
+
+# The upstream MCP servers' admin lives in its own module; importing it registers it.
+from tenants import upstream_admin  # noqa: E402, F401
