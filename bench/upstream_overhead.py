@@ -37,7 +37,7 @@ def _wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 60
     while True:
         if process.poll() is not None:
-            raise RuntimeError(f"{process.args} exited with {process.returncode}")
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
             return
