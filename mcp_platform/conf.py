@@ -5,13 +5,15 @@ Reloaded when a test overrides the setting; validated by a system check at start
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import CheckMessage, Error, register
+from django.core.checks import CheckMessage, Error, Warning, register
 from django.core.signals import setting_changed
 
 from mcp_core.caching import CACHE_SCOPES
@@ -81,12 +83,26 @@ DEFAULTS: dict[str, Any] = {
     # A self-registered client that never obtained a token (or whose tokens are all gone) is deleted this long
     # after it registered (seconds); clients register again when told their client_id is unknown.
     "DCR_UNUSED_CLIENT_LIFETIME": 24 * 3600,
-    # Networks the client-metadata-document fetcher may reach although they are not public (loopback for tests
-    # and local development, e.g. ["127.0.0.1/32"]). Empty: only globally routable addresses.
+    # Networks the client-metadata-document fetcher may reach although they are not public, on top of
+    # OUTBOUND_ALLOWED_NETWORKS (kept so existing deployments keep working; new ones set the outbound setting).
     "CIMD_ALLOWED_NETWORKS": [],
     # A PEM file of extra certificate authorities trusted when fetching client metadata documents (a local test
     # CA); empty: the system trust store only.
     "CIMD_CA_BUNDLE": "",
+    # The outbound door (mcp_platform.outbound): non-public networks every request the platform makes on a
+    # tenant's behalf may reach (on-premises APIs, local development, tests: e.g. ["127.0.0.1/32"]). Empty: only
+    # globally routable addresses. Platform staff can widen it for one tenant (Tenant.outbound_allowed_networks).
+    "OUTBOUND_ALLOWED_NETWORKS": [],
+    # Outbound time limits (seconds): to connect, and between two reads of a response.
+    "OUTBOUND_CONNECT_TIMEOUT": 5.0,
+    "OUTBOUND_READ_TIMEOUT": 30.0,
+    # Largest response body the outbound door reads (bytes; event streams are exempt: they are read per event).
+    "OUTBOUND_MAX_RESPONSE_BYTES": 16 * 1024 * 1024,
+    # HTTP tools: the body kept in a tool result (bytes); a longer body is cut with a note.
+    "HTTP_TOOL_MAX_RESULT_BYTES": 256 * 1024,
+    # Keys that encrypt tenant secrets (base64 of 32 random bytes each): the first encrypts, all decrypt, so
+    # a new key goes first and the old one stays until ``manage.py secrets_reencrypt`` has run.
+    "SECRET_KEYS": [],
 }
 
 
@@ -125,6 +141,12 @@ class PlatformSettings:
     DCR_UNUSED_CLIENT_LIFETIME: int
     CIMD_ALLOWED_NETWORKS: list[str]
     CIMD_CA_BUNDLE: str
+    OUTBOUND_ALLOWED_NETWORKS: list[str]
+    OUTBOUND_CONNECT_TIMEOUT: float
+    OUTBOUND_READ_TIMEOUT: float
+    OUTBOUND_MAX_RESPONSE_BYTES: int
+    HTTP_TOOL_MAX_RESULT_BYTES: int
+    SECRET_KEYS: list[str]
 
 
 def _load() -> PlatformSettings:
@@ -175,6 +197,8 @@ POSITIVE_INTEGERS = (
     "DCR_PLATFORM_PER_HOUR",
     "DCR_PER_NETWORK_UNDER_LOAD",
     "DCR_UNUSED_CLIENT_LIFETIME",
+    "OUTBOUND_MAX_RESPONSE_BYTES",
+    "HTTP_TOOL_MAX_RESULT_BYTES",
 )
 
 
@@ -190,7 +214,7 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
         errors.append(Error("MCP_PLATFORM['MAX_REQUEST_BYTES'] must be at least 1024.", id="mcp_platform.E002"))
     if loaded.MAX_HEADER_BYTES < 4096:
         errors.append(Error("MCP_PLATFORM['MAX_HEADER_BYTES'] must be at least 4096.", id="mcp_platform.E030"))
-    for name in ("HEADER_TIMEOUT", "BODY_TIMEOUT"):
+    for name in ("HEADER_TIMEOUT", "BODY_TIMEOUT", "OUTBOUND_CONNECT_TIMEOUT", "OUTBOUND_READ_TIMEOUT"):
         value = getattr(loaded, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600:
             errors.append(Error(f"MCP_PLATFORM[{name!r}] must be between 0 and 3600 seconds.", id="mcp_platform.E031"))
@@ -216,7 +240,7 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
         errors.append(
             Error("MCP_PLATFORM['TASK_DEFAULT_TTL_MS'] must not exceed TASK_MAX_TTL_MS.", id="mcp_platform.E010")
         )
-    for name in ("TRUSTED_PROXIES", "CIMD_ALLOWED_NETWORKS"):
+    for name in ("TRUSTED_PROXIES", "CIMD_ALLOWED_NETWORKS", "OUTBOUND_ALLOWED_NETWORKS"):
         for network in getattr(loaded, name):
             try:
                 ipaddress.ip_network(network, strict=False)
@@ -226,4 +250,60 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
                 )
     if loaded.CIMD_CA_BUNDLE and not Path(loaded.CIMD_CA_BUNDLE).is_file():
         errors.append(Error("MCP_PLATFORM['CIMD_CA_BUNDLE'] must name a PEM file.", id="mcp_platform.E013"))
+    errors.extend(_secret_key_errors(loaded.SECRET_KEYS))
+    return errors
+
+
+@register()
+def check_secret_keys_are_shared(app_configs: Any, **kwargs: Any) -> list[CheckMessage]:
+    """On the production path (several processes) a key generated under one process's var/ differs from the next
+    process's: secrets stored by one could not be read by the others."""
+    generated = Path(settings.VAR_DIR) / "secrets_encryption_key"
+    keys = getattr(settings, "MCP_PLATFORM", {}).get("SECRET_KEYS") or []
+    if settings.REDIS_URL and generated.exists() and generated.read_text().strip() in keys:
+        return [
+            Warning(
+                "Tenant secrets are encrypted with a key generated for this process only.",
+                hint="Set MCP_SECRET_KEYS to the same keys on every process.",
+                id="mcp_platform.W040",
+            )
+        ]
+    return []
+
+
+def decode_secret_key(value: str) -> bytes:
+    """The 32 bytes of one ``SECRET_KEYS`` entry. Raises ``ValueError`` (naming the entry's position, never its
+    value) for anything else."""
+    try:
+        key = base64.b64decode(value.strip(), validate=True)
+    except (binascii.Error, ValueError, AttributeError):
+        raise ValueError("is not base64") from None
+    if len(key) != 32:
+        raise ValueError(f"decodes to {len(key)} bytes, not 32")
+    return key
+
+
+def _secret_key_errors(values: Any) -> list[CheckMessage]:
+    if not isinstance(values, list) or not values:
+        return [
+            Error(
+                "MCP_PLATFORM['SECRET_KEYS'] must name at least one key (MCP_SECRET_KEYS, comma-separated).",
+                id="mcp_platform.E040",
+            )
+        ]
+    errors: list[CheckMessage] = []
+    decoded: list[bytes] = []
+    for position, value in enumerate(values, start=1):
+        try:
+            decoded.append(decode_secret_key(value))
+        except ValueError as exc:
+            errors.append(
+                Error(
+                    f"MCP_PLATFORM['SECRET_KEYS'] key {position} {exc}.",
+                    hint="Make one with: openssl rand -base64 32",
+                    id="mcp_platform.E041",
+                )
+            )
+    if len(set(decoded)) != len(decoded):
+        errors.append(Error("MCP_PLATFORM['SECRET_KEYS'] names the same key twice.", id="mcp_platform.E042"))
     return errors

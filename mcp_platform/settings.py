@@ -64,6 +64,26 @@ def _embedded_oidc_key() -> str:
     return path.read_text()
 
 
+def _embedded_secrets_key() -> str:
+    """A key for tenant secrets (AES-256-GCM, tenants.secrets), generated once under var/ (0600) for embedded runs.
+
+    Every process must decrypt with the same keys: set ``MCP_SECRET_KEYS`` on the production path.
+    """
+    path = VAR_DIR / "secrets_encryption_key"
+    if not path.exists():
+        import base64
+
+        # Created with its final mode and exclusively: a concurrent first start keeps whichever key won.
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(base64.b64encode(secrets.token_bytes(32)).decode())
+    return path.read_text().strip()
+
+
 SECRET_KEY = os.environ.get("SECRET_KEY") or _embedded_secret_key()
 DEBUG = _env_bool("DEBUG", False)
 ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
@@ -312,6 +332,9 @@ MCP_PLATFORM = {
     "TRUSTED_PROXIES": _env_list("MCP_TRUSTED_PROXIES", []),
     "CIMD_ALLOWED_NETWORKS": _env_list("MCP_CIMD_ALLOWED_NETWORKS", []),
     "CIMD_CA_BUNDLE": os.environ.get("MCP_CIMD_CA_BUNDLE", ""),
+    "OUTBOUND_ALLOWED_NETWORKS": _env_list("MCP_OUTBOUND_ALLOWED_NETWORKS", []),
+    # The first key encrypts, every key decrypts (rotation: put the new key first, run secrets_reencrypt).
+    "SECRET_KEYS": _env_list("MCP_SECRET_KEYS", []) or [_embedded_secrets_key()],
     "TENANT_CACHE_TTL": float(os.environ.get("MCP_TENANT_CACHE_SECONDS", "5")),
     "SESSION_CACHE_TTL": float(os.environ.get("MCP_SESSION_CACHE_SECONDS", "5")),
     "SSE_KEEPALIVE": float(os.environ.get("MCP_SSE_KEEPALIVE", "15")),

@@ -61,6 +61,13 @@ class Tenant(models.Model):
         choices=[("public", "Public (shared caches allowed)"), ("private", "Private (per authorization)")],
         help_text="2026-07-28 cache hint: who may share a cached copy. Empty: the platform default.",
     )
+    # Widening of the outbound door for this tenant's requests (mcp_platform.outbound); set by platform staff only.
+    outbound_allowed_networks = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Non-public networks this tenant's HTTP tools and other outbound requests may reach, on top of "
+        'the platform\'s, e.g. ["10.20.0.0/16"]. Only superusers can change it.',
+    )
     # Bumped in the same transaction as any change to the tenant or its catalog: per-process caches compare it
     # (tenants.cache), so a change is seen even when its channel-layer nudge is lost.
     revision = models.PositiveBigIntegerField(default=0, editable=False)
@@ -97,6 +104,7 @@ class Backend(models.TextChoices):
 
     STATIC = "static", "Static"
     PYTHON = "python", "Python function"
+    HTTP = "http", "HTTP request"
 
 
 class TaskSupport(models.TextChoices):
@@ -121,7 +129,9 @@ class Tool(models.Model):
         default=dict,
         blank=True,
         help_text='static: {"content": [...], "isError": false, "structuredContent"?: {...}}; '
-        'python: {"function": "<registered name>"}',
+        'python: {"function": "<registered name>"}; '
+        'http: {"method": "GET", "url": "https://api.example/{id}", "query": {}, "headers": {}, "body": null, '
+        '"auth": null, "timeout": 30}',
     )
     task_support = models.CharField(
         max_length=16,
@@ -229,6 +239,35 @@ class Prompt(models.Model):
     class Meta:
         ordering = ["tenant_id", "name"]
         constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="tenants_prompt_unique_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# ---- secrets ----------------------------------------------------------------------------------------------
+
+# A secret's name: what HTTP tools, OpenAPI sources and upstreams refer to it by.
+SECRET_NAME_PATTERN = r"^[A-Za-z0-9_.\-]{1,64}$"
+secret_name_validator = RegexValidator(
+    SECRET_NAME_PATTERN, "Use 1 to 64 characters: letters, digits, underscore, hyphen and dot.", code="invalid_name"
+)
+
+
+class Secret(models.Model):
+    """A tenant's credential, stored only as AES-GCM ciphertext (tenants.secrets owns every write and read)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="secrets")
+    name = models.CharField(max_length=64, validators=[secret_name_validator])
+    # base64(nonce || ciphertext || tag), bound to (tenant, name) as associated data.
+    ciphertext = models.TextField(editable=False)
+    # Which of MCP_SECRET_KEYS encrypted it (a fingerprint of the key, never the key).
+    key_id = models.CharField(max_length=16, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["tenant_id", "name"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="tenants_secret_unique_name")]
 
     def __str__(self) -> str:
         return self.name

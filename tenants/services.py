@@ -57,6 +57,7 @@ TENANT_FIELDS = frozenset(
         "requires_authorization",
         "cache_ttl_ms",
         "cache_scope",
+        "outbound_allowed_networks",
     }
 )
 TOOL_FIELDS = frozenset(
@@ -144,6 +145,7 @@ def tenant_create(
     status: str = Tenant.Status.ACTIVE,
     cache_ttl_ms: int | None = None,
     cache_scope: str = "",
+    outbound_allowed_networks: list[str] | None = None,
 ) -> Tenant:
     """Create a tenant. Raises ``ValidationError``."""
     tenant = Tenant(
@@ -155,6 +157,7 @@ def tenant_create(
         status=status,
         cache_ttl_ms=cache_ttl_ms,
         cache_scope=cache_scope,
+        outbound_allowed_networks=list(outbound_allowed_networks or []),
     )
     with transaction.atomic():
         _save(tenant, tenant_validate)

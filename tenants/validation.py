@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -18,8 +20,9 @@ from jsonschema import Draft202012Validator, SchemaError
 
 from mcp_core.content import ROLES, prompt_message_problem, validate_content_item
 from mcp_core.uritemplate import UriTemplate
+from tenants.backends import http as http_backend
 from tenants.backends.registry import PythonRegistry, UnknownPythonFunction, default_registry
-from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tenant, Tool
+from tenants.models import SECRET_NAME_PATTERN, Backend, Prompt, Resource, ResourceTemplate, Tenant, Tool
 from tenants.rendering import prompt_placeholders
 
 Errors = dict[str, list[str]]
@@ -27,6 +30,7 @@ Errors = dict[str, list[str]]
 TOOL_ANNOTATION_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 STATIC_TOOL_KEYS = frozenset({"content", "isError", "structuredContent"})
 PROMPT_ARGUMENT_KEYS = frozenset({"name", "title", "description", "required"})
+ONLY_STATIC_OR_PYTHON = "Templates and prompts are static or Python; the HTTP backend is for tools."
 
 
 def _collect(instance: models.Model, checks: Callable[[Errors], None]) -> None:
@@ -58,8 +62,22 @@ def tenant_validate(tenant: Tenant) -> None:
             parts = urlsplit(origin)
             if parts.scheme not in ("http", "https") or not parts.netloc or parts.path or parts.query:
                 _add(errors, "allowed_origins", f"{origin!r} is not an origin (scheme://host[:port]).")
+        for message in _network_list_errors(tenant.outbound_allowed_networks):
+            _add(errors, "outbound_allowed_networks", message)
 
     _collect(tenant, checks)
+
+
+def _network_list_errors(networks: Any) -> list[str]:
+    if not isinstance(networks, list) or not all(isinstance(n, str) for n in networks):
+        return ['Networks must be a list of CIDRs such as ["10.20.0.0/16"].']
+    problems = []
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            problems.append(f"{network!r} is not an address or network (CIDR).")
+    return problems
 
 
 def json_schema_errors(schema: Any, *, what: str) -> list[str]:
@@ -114,6 +132,113 @@ def _static_tool_errors(config: Any, output_schema: Any) -> list[str]:
     return problems
 
 
+HTTP_TOOL_KEYS = frozenset({"method", "url", "query", "headers", "body", "static_headers", "auth", "timeout"})
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+# Headers the request itself owns: a tool config setting them would confuse the connection, not the API.
+RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "upgrade", "te"})
+AUTH_KEYS = {
+    "bearer": {"secret", "type"},
+    "basic": {"secret", "type"},
+    "header": {"secret", "type", "name"},
+    "query": {"secret", "type", "name"},
+    "client_credentials": {"secret", "type", "client_id", "token_url", "scope"},
+}
+MAX_HTTP_TIMEOUT = 300
+
+
+def _string_map_errors(value: Any, what: str, *, headers: bool, literal_values: bool = False) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return [f'"{what}" must be an object of strings.']
+    problems = []
+    for name, item in value.items():
+        if headers and (not HEADER_NAME.match(name) or name.lower() in RESERVED_HEADERS):
+            problems.append(f'"{what}": {name!r} is not a header a tool may set.')
+        if literal_values and ("\r" in item or "\n" in item):
+            problems.append(f'"{what}": the value of {name!r} has a line break.')
+        if not headers and not name:
+            problems.append(f'"{what}" has an empty parameter name.')
+    return problems
+
+
+def _auth_errors(auth: Any) -> list[str]:
+    if auth is None:
+        return []
+    if not isinstance(auth, dict) or auth.get("type") not in AUTH_KEYS:
+        return [f'"auth" must be null or an object whose "type" is one of {", ".join(AUTH_KEYS)}.']
+    kind = auth["type"]
+    problems = [f'"auth" ({kind}) has unknown key {key!r}.' for key in sorted(set(auth) - AUTH_KEYS[kind])]
+    secret = auth.get("secret")
+    if not isinstance(secret, str) or not re.match(SECRET_NAME_PATTERN, secret):
+        problems.append('"auth" needs "secret": the name of one of the tenant\'s secrets.')
+    if kind in ("header", "query"):
+        name = auth.get("name")
+        if not isinstance(name, str) or not name or (kind == "header" and not HEADER_NAME.match(name)):
+            problems.append(f'"auth" ({kind}) needs "name": the {kind} parameter that carries the key.')
+    if kind == "client_credentials":
+        if not isinstance(auth.get("client_id"), str) or not auth["client_id"]:
+            problems.append('"auth" (client_credentials) needs "client_id".')
+        token_url = auth.get("token_url")
+        if not isinstance(token_url, str) or urlsplit(token_url).scheme not in ("http", "https"):
+            problems.append('"auth" (client_credentials) needs "token_url": an http(s) URL.')
+        if "scope" in auth and not isinstance(auth["scope"], str):
+            problems.append('"auth" (client_credentials): "scope" must be a string of space-separated scopes.')
+    return problems
+
+
+def _http_tool_errors(config: Any, input_schema: Any) -> list[str]:
+    """Why ``config`` is not an HTTP tool's config (the shape in docs: method, url, query, headers, body, auth)."""
+    if not isinstance(config, dict):
+        return ["An HTTP tool's config must be an object."]
+    problems = [f"Unknown key {key!r} in an HTTP tool's config." for key in sorted(set(config) - HTTP_TOOL_KEYS)]
+    method = config.get("method", "GET")
+    if method not in http_backend.METHODS:
+        problems.append(f'"method" must be one of {", ".join(http_backend.METHODS)}.')
+    url = config.get("url")
+    used: list[str] = []
+    if not isinstance(url, str) or not url:
+        problems.append('An HTTP tool needs "url": an RFC 6570 template such as "https://api.example/pets/{id}".')
+    elif (problem := http_backend.url_template_problem(url)) is not None:
+        problems.append(f'"url": {problem}.')
+    else:
+        used += http_backend.url_template_variables(url)
+    for key in ("query", "headers"):
+        problems += _string_map_errors(config.get(key), key, headers=key == "headers")
+        if isinstance(config.get(key), dict):
+            used += [v for v in config[key].values() if isinstance(v, str)]
+    problems += _string_map_errors(config.get("static_headers"), "static_headers", headers=True, literal_values=True)
+    body = config.get("body")
+    if body is not None:
+        if isinstance(body, dict) and set(body) == {"argument"} and isinstance(body["argument"], str):
+            used.append(body["argument"])
+        elif (
+            isinstance(body, dict)
+            and set(body) == {"arguments"}
+            and isinstance(body["arguments"], list)
+            and all(isinstance(n, str) for n in body["arguments"])
+        ):
+            used += body["arguments"]
+        else:
+            problems.append('"body" must be null, {"argument": "<name>"} or {"arguments": ["<name>", ...]}.')
+        if method in ("GET", "HEAD"):
+            problems.append(f'A {method} request has no body: remove "body" or change the method.')
+    problems += _auth_errors(config.get("auth"))
+    timeout = config.get("timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= MAX_HTTP_TIMEOUT
+    ):
+        problems.append(f'"timeout" must be a number of seconds above 0 and at most {MAX_HTTP_TIMEOUT}.')
+    declared = input_schema.get("properties") if isinstance(input_schema, dict) else None
+    if isinstance(declared, dict):
+        problems += [
+            f"{name!r} is used by the request but is not a property of the input schema."
+            for name in dict.fromkeys(used)
+            if name not in declared
+        ]
+    return problems
+
+
 def _tool_annotation_errors(annotations: Any) -> list[str]:
     if annotations is None:
         return []
@@ -164,6 +289,8 @@ def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry) ->
             _add(errors, "icons", message)
         if tool.backend == Backend.PYTHON:
             problems = _python_function_errors(tool.config, registry.get_tool)
+        elif tool.backend == Backend.HTTP:
+            problems = _http_tool_errors(tool.config, tool.input_schema)
         else:
             output_schema = tool.output_schema if "output_schema" not in errors else None
             problems = _static_tool_errors(tool.config, output_schema)
@@ -232,6 +359,9 @@ def resource_template_validate(template: ResourceTemplate, *, registry: PythonRe
             _add(errors, "uri_template", f"Not a valid URI template: {exc}")
         if template.backend == Backend.PYTHON:
             problems = _python_function_errors(template.config, registry.get_resource_template)
+        elif template.backend == Backend.HTTP:
+            _add(errors, "backend", ONLY_STATIC_OR_PYTHON)
+            problems = []
         elif (
             not isinstance(template.config, dict)
             or set(template.config) != {"text"}
@@ -297,6 +427,9 @@ def prompt_validate(prompt: Prompt, *, registry: PythonRegistry = default_regist
             _add(errors, "arguments", message)
         for message in _completion_errors(prompt.completions, names, "an argument"):
             _add(errors, "completions", message)
+        if prompt.backend == Backend.HTTP:
+            _add(errors, "backend", ONLY_STATIC_OR_PYTHON)
+            return
         if prompt.backend == Backend.PYTHON:
             for message in _python_function_errors(prompt.config, registry.get_prompt):
                 _add(errors, "config", message)

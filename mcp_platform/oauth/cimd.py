@@ -4,67 +4,43 @@ DOT fetches the document behind an ``https`` client_id on first sight, checks th
 (``client_id`` equals the URL), is public and carries no secret, stores it as an application and re-fetches it
 when its Cache-Control lifetime (bounded by ``CIMD_METADATA_MIN/MAX_AGE_SECONDS``) runs out. This module adds:
 
-- the fetch: only to globally routable addresses unless ``MCP_PLATFORM["CIMD_ALLOWED_NETWORKS"]`` names the
-  network (loopback for tests and local development), always to the address that was checked (no second DNS
-  lookup to rebind), https only, no redirects, bounded time and size, optional extra CA (``CIMD_CA_BUNDLE``);
+- the fetch, under the outbound door's address policy (``mcp_platform.outbound``): only to globally routable
+  addresses unless ``OUTBOUND_ALLOWED_NETWORKS`` or ``CIMD_ALLOWED_NETWORKS`` names the network (loopback for
+  tests and local development), always to the address that was checked (no second DNS lookup to rebind), https
+  only, no redirects, bounded time and size, optional extra CA (``CIMD_CA_BUNDLE``). It stays a blocking fetch
+  (DOT calls it from a synchronous view), so it uses the door's policy functions rather than its async client;
 - the document must also pass what dynamic registration accepts (grant types, redirect URIs, name);
 - first sights count against the same per-address hourly limit as registrations.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 import ssl
 import time
 from typing import Any
 
 import urllib3
-from oauth2_provider.cimd import CIMDError, SafeMetadataFetcher, _ip_is_public, _validate_client_id_url
+from oauth2_provider.cimd import CIMDError, SafeMetadataFetcher, _validate_client_id_url
 from oauth2_provider.settings import oauth2_settings
 
 from mcp_platform.conf import platform_settings
 from mcp_platform.oauth.registration import metadata_problem
 from mcp_platform.oauth.throttling import registration_refused
-
-
-def _public(address: str) -> bool:
-    """DOT's check (globally routable, embedded IPv4 decoded), and never multicast or reserved, which Python
-    counts as global."""
-    ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return _ip_is_public(address) and not (ip.is_multicast or ip.is_reserved)
-
-
-def _allowed_by_setting(address: str) -> bool:
-    ip = ipaddress.ip_address(address)
-    for network in platform_settings.CIMD_ALLOWED_NETWORKS:
-        allowed = ipaddress.ip_network(network, strict=False)
-        if ip.version == allowed.version and ip in allowed:
-            return True
-    return False
+from mcp_platform.outbound import OutboundRefused, resolve_checked_sync
 
 
 def resolve_fetchable(hostname: str, port: int) -> list[str]:
-    """Every address ``hostname`` resolves to, each public or explicitly allowed; else ``CIMDError``.
+    """Every address ``hostname`` resolves to, each public or allowed by the outbound policy (the door's
+    ``OUTBOUND_ALLOWED_NETWORKS`` plus ``CIMD_ALLOWED_NETWORKS``); else ``CIMDError``.
 
     One refused address refuses the host: a mixed answer must not let a connection through to the private one.
     """
     try:
-        infos = socket.getaddrinfo(hostname, port, proto=socket.IPPROTO_TCP)
-    except socket.gaierror as exc:
+        return resolve_checked_sync(hostname, port, extra_networks=platform_settings.CIMD_ALLOWED_NETWORKS)
+    except OutboundRefused as exc:
+        raise CIMDError(f"client_id host resolves to a non-public address ({exc})") from None
+    except OSError as exc:
         raise CIMDError(f"could not resolve client_id host: {exc}") from exc
-    addresses: list[str] = []
-    for info in infos:
-        address = str(info[4][0])
-        if not (_public(address) or _allowed_by_setting(address)):
-            raise CIMDError(f"client_id host resolves to a non-public address ({address})")
-        if address not in addresses:
-            addresses.append(address)
-    if not addresses:
-        raise CIMDError("client_id host did not resolve to any address")
-    return addresses
 
 
 def _tls_context() -> ssl.SSLContext:

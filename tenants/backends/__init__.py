@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_core.context import ToolContext
-from tenants.backends import python, static
+from tenants.backends import http, python, static
 from tenants.models import Backend, Prompt, ResourceTemplate, Tool
 
 JSONObject = dict[str, Any]
@@ -21,6 +21,8 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> An
         return await python.tool_invoke(tool, arguments, ctx)
     if tool.backend == Backend.STATIC:
         return static.tool_invoke(tool)
+    if tool.backend == Backend.HTTP:
+        return await http.tool_invoke(tool, arguments, ctx)
     raise ValueError(f"tool {tool.name!r} has unknown backend {tool.backend!r}")
 
 

@@ -7,6 +7,8 @@ what a test does to them reaches no other test and nothing else on the machine.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import secrets
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -67,6 +69,8 @@ class Topology:
                 "DATABASE_URL": self.database_url,
                 "REDIS_URL": self.redis.url(),
                 "MCP_OIDC_RSA_PRIVATE_KEY": self.signing_key,
+                # One key for tenant secrets in every process (derived from the topology's SECRET_KEY).
+                "MCP_SECRET_KEYS": base64.b64encode(hashlib.sha256(self.secret_key.encode()).digest()).decode(),
             }
         )
         return env

@@ -11,6 +11,7 @@ Either way the platform trusts a test CA for client metadata documents served on
 
 from __future__ import annotations
 
+import base64
 import os
 import secrets
 import shutil
@@ -391,11 +392,14 @@ def production_server(stack: ExitStack, tmp: Path) -> LiveServer:
     redis_url = private_redis(stack, tmp / "redis").url()
     secret_key = secrets.token_urlsafe(32)
     signing_key = oidc_signing_key()
+    # One key for tenant secrets in every process, as MCP_SECRET_KEYS is set in production.
+    secrets_key = base64.b64encode(secrets.token_bytes(32)).decode()
     pki = live_pki(tmp)
 
     def env_for(name: str) -> dict[str, str]:
         env = base_env(tmp / f"var-{name}", secret_key, pki)
         env.update({"DATABASE_URL": database_url, "REDIS_URL": redis_url, "MCP_OIDC_RSA_PRIVATE_KEY": signing_key})
+        env["MCP_SECRET_KEYS"] = secrets_key
         return env
 
     command_env = env_for("commands")

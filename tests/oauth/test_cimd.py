@@ -69,6 +69,14 @@ def test_the_allow_list_opens_only_the_networks_it_names(settings):
         resolve_fetchable("127.0.0.2", 443)
 
 
+def test_the_outbound_allow_list_opens_the_same_networks_to_the_fetch(settings):
+    settings.MCP_PLATFORM = {**settings.MCP_PLATFORM, "CIMD_ALLOWED_NETWORKS": [], "OUTBOUND_ALLOWED_NETWORKS": []}
+    with pytest.raises(CIMDError, match=r"non-public address \(refused: ::1 \(loopback\)"):
+        resolve_fetchable("::1", 443)
+    settings.MCP_PLATFORM = {**settings.MCP_PLATFORM, "OUTBOUND_ALLOWED_NETWORKS": ["::1/128"]}
+    assert resolve_fetchable("::1", 443) == ["::1"]
+
+
 def test_document_must_name_its_own_url(acme, browser, documents, loopback_documents_trusted):
     client_id = documents.url(DOCUMENT)
     documents.publish(

@@ -195,7 +195,7 @@ def test_tenant_admin_manages_memberships_inline(admin_client: Any) -> None:
     assert list(Membership.objects.filter(tenant=tenant).values_list("user_id", "role")) == [(user.pk, "owner")]
 
 
-@pytest.mark.parametrize("model", ["tenant", "membership", "tool", "resource", "resourcetemplate", "prompt"])
+@pytest.mark.parametrize("model", ["tenant", "membership", "tool", "resource", "resourcetemplate", "prompt", "secret"])
 def test_admin_pages_render(admin_client: Any, tenant: Tenant, model: str) -> None:
     ToolFactory(tenant=tenant)
 

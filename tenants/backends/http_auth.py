@@ -1,0 +1,154 @@
+"""Authentication of HTTP tools from tenant secrets: bearer, API key in a header or the query, basic, and OAuth 2.0
+client credentials with a per-process token cache. Values are fetched at the moment of use and never kept beyond
+the request, except client-credentials access tokens, which are cached in memory until they expire.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from mcp_core.errors import ToolError
+from mcp_platform.outbound import OutboundRefused, outbound_client, read_capped
+from tenants.secrets import SecretNotFound, SecretUnreadable, asecret_value
+
+AUTH_TYPES = ("bearer", "header", "query", "basic", "client_credentials")
+# A token is renewed this long before the expiry its server announced (clock skew, time in flight).
+TOKEN_EXPIRY_MARGIN = 30.0
+DEFAULT_TOKEN_LIFETIME = 300.0
+TOKEN_RESPONSE_LIMIT = 64 * 1024
+
+
+@dataclass
+class Credentials:
+    """What an auth config adds to one request, and the values that must never reach a result."""
+
+    headers: dict[str, str] = field(default_factory=dict)
+    params: list[tuple[str, str]] = field(default_factory=list)
+    # Header names that carry a credential: dropped when a redirect leaves the API's origin.
+    secret_headers: set[str] = field(default_factory=set)
+    sensitive: list[str] = field(default_factory=list)
+    # Set when the bearer token came from the cache: a 401 then means it was revoked early.
+    cached_token_key: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    value: str
+    expires_at: float
+
+
+# Per process: (tenant, token URL, client id, scope, fingerprint of the client secret) -> access token.
+_tokens: dict[tuple[Any, ...], _Token] = {}
+
+
+def forget_token(key: tuple[Any, ...]) -> None:
+    """Drop a cached token the API refused (revoked early): the next call fetches a new one."""
+    _tokens.pop(key, None)
+
+
+async def _secret(tenant_id: int, name: str, tool_name: str) -> str:
+    try:
+        return await asecret_value(tenant_id=tenant_id, name=name)
+    except SecretNotFound:
+        raise ToolError(f"HTTP tool {tool_name!r} needs the secret {name!r}, which this tenant does not have") from None
+    except SecretUnreadable as exc:
+        raise ToolError(f"HTTP tool {tool_name!r} cannot read its secret: {exc}") from None
+
+
+def _where(url: str) -> str:
+    """A URL as messages show it: no query (an API key may be there), no user info."""
+    parts = httpx.URL(url)
+    return f"{parts.scheme}://{parts.host}{f':{parts.port}' if parts.port else ''}{parts.path}"
+
+
+async def _client_credentials_token(
+    tenant_id: int, auth: dict[str, Any], client_secret: str, timeout: httpx.Timeout
+) -> tuple[str, tuple[Any, ...], bool]:
+    """An access token for the auth config (cached until shortly before it expires), its cache key, and whether
+    it came from the cache.
+
+    Raises ``ToolError`` naming the token endpoint and its status, never the secret.
+    """
+    fingerprint = hashlib.sha256(client_secret.encode()).hexdigest()
+    key = (tenant_id, auth["token_url"], auth["client_id"], auth.get("scope", ""), fingerprint)
+    cached = _tokens.get(key)
+    if cached is not None and cached.expires_at > time.monotonic():
+        return cached.value, key, True
+    form = {"grant_type": "client_credentials"}
+    if auth.get("scope"):
+        form["scope"] = auth["scope"]
+    where = _where(auth["token_url"])
+    try:
+        async with outbound_client(tenant_id=tenant_id).stream(
+            "POST",
+            auth["token_url"],
+            data=form,
+            auth=httpx.BasicAuth(auth["client_id"], client_secret),
+            headers={"Accept": "application/json"},
+            timeout=timeout,
+            follow_redirects=False,
+        ) as response:
+            body = await read_capped(response, TOKEN_RESPONSE_LIMIT)
+    except OutboundRefused as exc:
+        raise ToolError(f"could not get an access token from {where}: {exc}") from None
+    except httpx.HTTPError as exc:
+        raise ToolError(f"could not get an access token from {where}: {type(exc).__name__}") from None
+    if not response.is_success:
+        raise ToolError(f"could not get an access token from {where}: HTTP {response.status_code}")
+    try:
+        answer = httpx.Response(200, content=body).json()
+        token = str(answer["access_token"])
+        lifetime = float(answer.get("expires_in") or DEFAULT_TOKEN_LIFETIME)
+    except (ValueError, KeyError, TypeError):
+        raise ToolError(f"the token endpoint {where} did not answer with an access_token") from None
+    now = time.monotonic()
+    # Expired tokens go when a new one comes, so the cache holds at most the live token of each config.
+    for stale in [k for k, t in _tokens.items() if t.expires_at <= now]:
+        _tokens.pop(stale, None)
+    _tokens[key] = _Token(token, now + max(0.0, lifetime - TOKEN_EXPIRY_MARGIN))
+    return token, key, False
+
+
+async def credentials_for(
+    *, tenant_id: int, tool_name: str, auth: dict[str, Any] | None, timeout: httpx.Timeout
+) -> Credentials:
+    """What ``auth`` adds to a request of the tool. Raises ``ToolError`` (missing secret, token endpoint failure)."""
+    found = Credentials()
+    if not auth:
+        return found
+    value = await _secret(tenant_id, auth["secret"], tool_name)
+    found.sensitive.append(value)
+    kind = auth["type"]
+    if kind == "bearer":
+        found.headers["Authorization"] = f"Bearer {value}"
+        found.secret_headers.add("Authorization")
+    elif kind == "header":
+        found.headers[auth["name"]] = value
+        found.secret_headers.add(auth["name"])
+    elif kind == "query":
+        found.params.append((auth["name"], value))
+    elif kind == "basic":
+        encoded = base64.b64encode(value.encode()).decode()
+        found.headers["Authorization"] = f"Basic {encoded}"
+        found.secret_headers.add("Authorization")
+        found.sensitive += [encoded, value.partition(":")[2]]
+    elif kind == "client_credentials":
+        token, key, from_cache = await _client_credentials_token(tenant_id, auth, value, timeout)
+        found.cached_token_key = key if from_cache else None
+        found.headers["Authorization"] = f"Bearer {token}"
+        found.secret_headers.add("Authorization")
+        found.sensitive.append(token)
+    return found
+
+
+def redact(text: str, sensitive: list[str]) -> str:
+    """``text`` with every credential value replaced: an API that echoes a key must not hand it to the model."""
+    for value in sorted((v for v in sensitive if len(v) >= 4), key=len, reverse=True):
+        text = text.replace(value, "[secret]")
+    return text

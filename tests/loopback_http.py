@@ -1,0 +1,70 @@
+"""A small real HTTP server on a loopback address, in a thread, that records what reached it.
+
+Routes: ``/hello`` (JSON naming the Host header it got), ``/redirect?to=URL`` (302 there), ``/bytes?n=N`` (N bytes).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+
+class LoopbackServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, host: str) -> None:
+        super().__init__((host, 0), _Handler)
+        self.hits: Counter[str] = Counter()
+        self.hosts: list[str] = []
+
+    @property
+    def base(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: LoopbackServer
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet: the tests read hits, not logs
+        pass
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for name, value in (headers or {"Content-Type": "application/json"}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        parts = urlsplit(self.path)
+        query = parse_qs(parts.query)
+        self.server.hits[parts.path] += 1
+        self.server.hosts.append(self.headers.get("Host", ""))
+        if parts.path == "/hello":
+            self._send(200, json.dumps({"host": self.headers.get("Host")}).encode())
+        elif parts.path == "/redirect":
+            self._send(302, b"", {"Location": query["to"][0]})
+        elif parts.path == "/bytes":
+            self._send(200, b"x" * int(query["n"][0]), {"Content-Type": "application/octet-stream"})
+        else:
+            self._send(404, b"{}")
+
+
+@contextmanager
+def loopback_server(host: str = "127.0.0.1") -> Iterator[LoopbackServer]:
+    server = LoopbackServer(host)
+    thread = threading.Thread(target=server.serve_forever, name=f"loopback-http-{host}", daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
