@@ -1,0 +1,176 @@
+"""One row of every model the admin shows, made for a given tenant: the registry the admin isolation test builds
+its fixtures from. A model registered in the admin without an entry here fails that test by name."""
+
+from __future__ import annotations
+
+import secrets as token_bytes
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth.models import Group
+from django.db import models
+from django.utils import timezone
+from oauth2_provider.models import AccessToken, Grant, IDToken, RefreshToken
+
+from mcp_platform.jobs.models import ToolRun
+from mcp_platform.oauth.machine_clients import machine_client_create
+from mcp_platform.oauth.models import MachineClient, TenantApplication
+from tenants import secrets
+from tenants.models import Membership, Prompt, Resource, ResourceTemplate, Secret, Tenant, Tool
+from tests.factories import (
+    MembershipFactory,
+    OAuthClientFactory,
+    PromptFactory,
+    ResourceFactory,
+    ResourceTemplateFactory,
+    ToolFactory,
+    UserFactory,
+)
+
+Maker = Callable[[Tenant], models.Model]
+ADMIN_OBJECTS: dict[type[models.Model], Maker] = {}
+
+
+def makes(*model_classes: type[models.Model]) -> Callable[[Maker], Maker]:
+    def register(maker: Maker) -> Maker:
+        for model in model_classes:
+            ADMIN_OBJECTS[model] = maker
+        return maker
+
+    return register
+
+
+def admin_object(model: type[models.Model], tenant: Tenant) -> models.Model:
+    """A row of ``model`` that belongs to ``tenant`` (or, for platform models, is named after it)."""
+    maker = ADMIN_OBJECTS.get(model)
+    if maker is None:
+        raise LookupError(
+            f"No fixture for {model._meta.label}: it is registered in the admin, so add a maker for it to "
+            "tests/admin_objects.py (the isolation test must reach every registered model)."
+        )
+    return maker(tenant)
+
+
+def _application(tenant: Tenant) -> TenantApplication:
+    app = TenantApplication.objects.filter(tenant=tenant, name=f"{tenant.slug} app").first()
+    return app or OAuthClientFactory(tenant=tenant, name=f"{tenant.slug} app")
+
+
+def _person(tenant: Tenant, role: str) -> Any:
+    return UserFactory(username=f"{tenant.slug}-{role}", email=f"{role}@{tenant.slug}.example")
+
+
+@makes(Tenant)
+def _tenant(tenant: Tenant) -> Tenant:
+    return tenant
+
+
+@makes(Membership)
+def _membership(tenant: Tenant) -> Membership:
+    return MembershipFactory(tenant=tenant, user=_person(tenant, "member"), role=Membership.Role.MEMBER)
+
+
+@makes(Tool)
+def _tool(tenant: Tenant) -> Tool:
+    return ToolFactory(tenant=tenant, name=f"{tenant.slug}_tool")
+
+
+@makes(Resource)
+def _resource(tenant: Tenant) -> Resource:
+    return ResourceFactory(tenant=tenant, uri=f"docs://{tenant.slug}/readme", name=f"{tenant.slug}-readme")
+
+
+@makes(ResourceTemplate)
+def _template(tenant: Tenant) -> ResourceTemplate:
+    return ResourceTemplateFactory(tenant=tenant, name=f"{tenant.slug}-pages", uri_template=f"{tenant.slug}://{{p}}")
+
+
+@makes(Prompt)
+def _prompt(tenant: Tenant) -> Prompt:
+    return PromptFactory(tenant=tenant, name=f"{tenant.slug}-prompt")
+
+
+@makes(Secret)
+def _secret(tenant: Tenant) -> Secret:
+    return secrets.secret_set(tenant=tenant, name=f"{tenant.slug}_key", value="not-for-other-tenants")
+
+
+@makes(TenantApplication)
+def _client(tenant: Tenant) -> TenantApplication:
+    return _application(tenant)
+
+
+@makes(MachineClient)
+def _machine_client(tenant: Tenant) -> MachineClient:
+    client, _ = machine_client_create(tenant=tenant, name=f"{tenant.slug} robot", scopes=["mcp:tools"])
+    return MachineClient.objects.get(pk=client.pk)
+
+
+@makes(ToolRun)
+def _tool_run(tenant: Tenant) -> ToolRun:
+    return ToolRun.objects.create(
+        id=f"{tenant.slug}-run-{token_bytes.token_hex(4)}",
+        tenant=tenant,
+        principal="user:1",
+        protocol_version="2026-07-28",
+        tool_name=f"{tenant.slug}_tool",
+        ttl_ms=60_000,
+        expires_at=timezone.now() + timedelta(minutes=1),
+    )
+
+
+# Platform models: not any tenant's, named after one so that a page listing them would show it.
+
+
+@makes(UserFactory._meta.model)
+def _user(tenant: Tenant) -> Any:
+    return _person(tenant, "person")
+
+
+@makes(Group)
+def _group(tenant: Tenant) -> Group:
+    return Group.objects.get_or_create(name=f"{tenant.slug} group")[0]
+
+
+@makes(AccessToken)
+def _access_token(tenant: Tenant) -> AccessToken:
+    return AccessToken.objects.create(
+        user=_person(tenant, "person"),
+        application=_application(tenant),
+        token=token_bytes.token_urlsafe(30),
+        expires=timezone.now() + timedelta(hours=1),
+        scope="mcp:tools",
+    )
+
+
+@makes(RefreshToken)
+def _refresh_token(tenant: Tenant) -> RefreshToken:
+    access = _access_token(tenant)
+    return RefreshToken.objects.create(
+        user=access.user, application=access.application, token=token_bytes.token_urlsafe(30), access_token=access
+    )
+
+
+@makes(Grant)
+def _grant(tenant: Tenant) -> Grant:
+    return Grant.objects.create(
+        user=_person(tenant, "person"),
+        application=_application(tenant),
+        code=token_bytes.token_urlsafe(30),
+        expires=timezone.now() + timedelta(minutes=1),
+        redirect_uri="http://127.0.0.1/callback",
+        scope="mcp:tools",
+        code_challenge="x" * 43,
+        code_challenge_method="S256",
+    )
+
+
+@makes(IDToken)
+def _id_token(tenant: Tenant) -> IDToken:
+    return IDToken.objects.create(
+        user=_person(tenant, "person"),
+        application=_application(tenant),
+        expires=timezone.now() + timedelta(hours=1),
+        scope="openid",
+    )
