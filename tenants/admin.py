@@ -17,6 +17,7 @@ from django.http import HttpRequest
 from tenants import secrets, services, validation
 from tenants.admin_memberships import MembershipForm, is_last_owner
 from tenants.admin_policy import OWNING, admin_scope
+from tenants.admin_python import PythonFunctionForm
 from tenants.admin_scoping import NOBODY, TenantScopedAdmin, TenantScopedInline
 from tenants.models import Membership, Prompt, Resource, ResourceTemplate, Secret, Tenant, Tool
 
@@ -42,11 +43,22 @@ class ServiceValidatedForm(forms.ModelForm):
 
 def _form_for(model: type[models.Model], validator: Callable[[Any], None]) -> type[ServiceValidatedForm]:
     meta = type("Meta", (), {"model": model, "fields": "__all__"})
-    return type(
-        f"{model.__name__}AdminForm",
-        (ServiceValidatedForm,),
-        {"Meta": meta, "validator": staticmethod(validator)},
+    python_capable = model in (Tool, ResourceTemplate, Prompt)
+    bases = (ServiceValidatedForm, PythonFunctionForm) if python_capable else (ServiceValidatedForm,)
+    form: type[ServiceValidatedForm] = type(
+        f"{model.__name__}AdminForm", bases, {"Meta": meta, "validator": staticmethod(validator)}
     )
+    if python_capable:
+        # The admin lays fields out in base_fields order: the function select goes right after the backend.
+        fields = dict(form.base_fields)
+        chooser = fields.pop("python_function")
+        ordered = {}
+        for name, field in fields.items():
+            ordered[name] = field
+            if name == "backend":
+                ordered["python_function"] = chooser
+        form.base_fields = ordered
+    return form
 
 
 def _adopt(obj: models.Model, stored: models.Model) -> None:
@@ -193,8 +205,12 @@ class ToolAdmin(CatalogEntryAdmin):
     form = _form_for(Tool, validation.tool_validate)
     fields_for_service = tuple(sorted(services.TOOL_FIELDS))
     list_display = ("name", "tenant", "title", "backend", "task_support", "enabled", "updated_at")
-    list_filter = ("backend", "task_support", "enabled", "tenant")
+    list_filter = ("backend", "task_support", "enabled", "tenant", "openapi_source")
     search_fields = ("name", "title", "description", "tenant__slug")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Where an imported tool came from: importing that source again rewrites what the document sets.
+        return (*super().get_readonly_fields(request, obj), "openapi_source")
 
     def create(self, obj: Tool, values: dict[str, Any]) -> Tool:
         return services.tool_create(tenant=obj.tenant, **values)
@@ -320,3 +336,6 @@ class SecretAdmin(TenantScopedAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Secret]) -> None:
         for secret in queryset.select_related("tenant"):
             secrets.secret_delete(tenant=secret.tenant, name=secret.name)
+
+
+from tenants import admin_openapi  # noqa: E402,F401  (registers the OpenAPI source admin and its import page)

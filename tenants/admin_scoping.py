@@ -45,9 +45,14 @@ def scoped_choices(queryset: QuerySet[Any], request: HttpRequest, site: admin.Ad
 
 def scope_form_fields(form: forms.BaseForm, request: HttpRequest, site: admin.AdminSite, roles: Roles) -> None:
     """Narrow every model choice of ``form`` (declared or generated) to what the person may pick. A tenant choice
-    is required of tenant admins: a row without a tenant is platform staff's."""
-    if admin_scope(request).everything:
+    is required of tenant admins: a row without a tenant is platform staff's. A form that offers tenants' rows in
+    other fields narrows them in its ``limit_to_tenants(tenant_ids)``."""
+    scope = admin_scope(request)
+    if scope.everything:
         return
+    limit = getattr(form, "limit_to_tenants", None)
+    if callable(limit):
+        limit(scope.tenant_ids(roles))
     for field in form.fields.values():
         if isinstance(field, forms.ModelChoiceField) and field.queryset is not None:
             field.queryset = scoped_choices(field.queryset, request, site, roles)

@@ -271,3 +271,70 @@ class Secret(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# ---- OpenAPI import ---------------------------------------------------------------------------------------
+
+
+class OpenApiSource(models.Model):
+    """An imported OpenAPI document: where it came from and how; its tools point back here (``Tool.openapi_source``),
+    so importing it again replaces exactly what it made."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="openapi_sources")
+    name = models.CharField(max_length=200, help_text="A label for the admin; the document's title by default.")
+    location = models.CharField(max_length=2048, help_text="The document's URL, or the file name it was read from.")
+    prefix = models.CharField(max_length=64, blank=True, help_text="Put before every tool name, e.g. petstore_.")
+    base_url = models.CharField(
+        max_length=2048, blank=True, help_text="Overrides the document's servers. Empty: from the document."
+    )
+    secret_name = models.CharField(
+        max_length=64, blank=True, help_text="The tenant secret the tools authenticate with."
+    )
+    client_id = models.CharField(max_length=255, blank=True, help_text="OAuth 2.0 client credentials: the client id.")
+    document_sha256 = models.CharField(max_length=64, editable=False)
+    imported_at = models.DateTimeField(editable=False)
+
+    class Meta:
+        ordering = ["tenant_id", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "location"], name="tenants_openapi_source_unique_location")
+        ]
+        verbose_name = "OpenAPI source"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+Tool.add_to_class(
+    "openapi_source",
+    models.ForeignKey(
+        OpenApiSource,
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.CASCADE,
+        related_name="tools",
+        help_text="The OpenAPI import this tool came from; importing it again updates or removes the tool.",
+    ),
+)
+
+
+# ---- Python functions a tenant may bind -------------------------------------------------------------------
+
+
+class PythonFunctionGrant(models.Model):
+    """Platform staff allow one registered Python function to one tenant (``tenants.python_grants`` owns the rule)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="python_function_grants")
+    function = models.CharField(max_length=200, help_text="A registered function name, e.g. demo.echo.")
+    granted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["tenant_id", "function"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "function"], name="tenants_python_grant_unique_function")
+        ]
+        verbose_name = "Python function grant"
+
+    def __str__(self) -> str:
+        return f"{self.function} for {self.tenant}"

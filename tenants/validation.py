@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+import jsonschema_rs
 from django.core.exceptions import ValidationError
 from django.db import models
 from jsonschema import Draft202012Validator, SchemaError
@@ -23,6 +24,7 @@ from mcp_core.uritemplate import UriTemplate
 from tenants.backends import http as http_backend
 from tenants.backends.registry import PythonRegistry, UnknownPythonFunction, default_registry
 from tenants.models import SECRET_NAME_PATTERN, Backend, Prompt, Resource, ResourceTemplate, Tenant, Tool
+from tenants.python_grants import python_function_binding_problem
 from tenants.rendering import prompt_placeholders
 
 Errors = dict[str, list[str]]
@@ -30,14 +32,26 @@ Errors = dict[str, list[str]]
 TOOL_ANNOTATION_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 STATIC_TOOL_KEYS = frozenset({"content", "isError", "structuredContent"})
 PROMPT_ARGUMENT_KEYS = frozenset({"name", "title", "description", "required"})
+KNOWN_DIALECTS = (
+    "https://json-schema.org/draft/2020-12/schema",
+    "https://json-schema.org/draft/2020-12/schema#",
+    "https://json-schema.org/draft/2019-09/schema",
+    "http://json-schema.org/draft-07/schema#",
+    "http://json-schema.org/draft-07/schema",
+)
 ONLY_STATIC_OR_PYTHON = "Templates and prompts are static or Python; the HTTP backend is for tools."
 
 
-def _collect(instance: models.Model, checks: Callable[[Errors], None]) -> None:
-    """Run the model's own validation and ``checks``; raise everything found at once."""
+def _collect(instance: models.Model, checks: Callable[[Errors], None], *, keys_checked: bool = False) -> None:
+    """Run the model's own validation and ``checks``; raise everything found at once.
+
+    ``keys_checked``: the caller vouches for the foreign keys and uniqueness (a batch writer that checked them once
+    for all its rows in its own transaction), so the per-row queries for them are skipped.
+    """
     errors: Errors = {}
+    foreign_keys = [f.name for f in instance._meta.fields if f.is_relation] if keys_checked else None
     try:
-        instance.full_clean()
+        instance.full_clean(exclude=foreign_keys, validate_unique=not keys_checked)
     except ValidationError as exc:
         for field, messages in exc.message_dict.items():
             errors.setdefault(field, []).extend(messages)
@@ -80,6 +94,22 @@ def _network_list_errors(networks: Any) -> list[str]:
     return problems
 
 
+def _patterns_compile(node: Any) -> bool:
+    if isinstance(node, list):
+        return all(_patterns_compile(item) for item in node)
+    if not isinstance(node, dict):
+        return True
+    patterns = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
+    if isinstance(node.get("patternProperties"), dict):
+        patterns += list(node["patternProperties"])
+    try:
+        for pattern in patterns:
+            re.compile(pattern)
+    except re.error:
+        return False
+    return all(_patterns_compile(value) for value in node.values())
+
+
 def json_schema_errors(schema: Any, *, what: str) -> list[str]:
     """Why ``schema`` is not a usable tool schema (a JSON Schema 2020-12 object schema), or nothing."""
     if not isinstance(schema, dict):
@@ -87,6 +117,16 @@ def json_schema_errors(schema: Any, *, what: str) -> list[str]:
     problems = []
     if schema.get("type") != "object":
         problems.append(f'{what} must have "type": "object" at its root.')
+    # The Rust meta-schema check answers "valid" in microseconds (an OpenAPI import stores a thousand schemas);
+    # only an invalid schema pays for the pure-Python check, which words the error the way the admin shows it.
+    # Only for dialects it bundles: given another "$schema" URI, jsonschema-rs would fetch it over the network.
+    # It does not check the "regex" format, which jsonschema does: patterns are compiled here.
+    if (
+        schema.get("$schema", KNOWN_DIALECTS[0]) in KNOWN_DIALECTS
+        and jsonschema_rs.meta.is_valid(schema)
+        and _patterns_compile(schema)
+    ):
+        return problems
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
@@ -95,14 +135,17 @@ def json_schema_errors(schema: Any, *, what: str) -> list[str]:
     return problems
 
 
-def _python_function_errors(config: Any, lookup: Callable[[str], object]) -> list[str]:
+def _python_function_errors(
+    config: Any, lookup: Callable[[str], object], *, tenant_id: int | None, registry: PythonRegistry
+) -> list[str]:
     if not isinstance(config, dict) or set(config) != {"function"} or not isinstance(config["function"], str):
         return ['A Python backend needs config {"function": "<registered name>"} and nothing else.']
     try:
         lookup(config["function"])
     except UnknownPythonFunction as exc:
         return [str(exc)]
-    return []
+    problem = python_function_binding_problem(tenant_id=tenant_id, function=config["function"], registry=registry)
+    return [problem] if problem else []
 
 
 def _static_tool_errors(config: Any, output_schema: Any) -> list[str]:
@@ -274,8 +317,8 @@ def _icon_errors(icons: Any) -> list[str]:
     return problems
 
 
-def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry) -> None:
-    """Raise ``ValidationError`` unless ``tool`` may be stored and served."""
+def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry, keys_checked: bool = False) -> None:
+    """Raise ``ValidationError`` unless ``tool`` may be stored and served (``keys_checked``: see ``_collect``)."""
 
     def checks(errors: Errors) -> None:
         for message in json_schema_errors(tool.input_schema, what="The input schema"):
@@ -288,7 +331,9 @@ def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry) ->
         for message in _icon_errors(tool.icons):
             _add(errors, "icons", message)
         if tool.backend == Backend.PYTHON:
-            problems = _python_function_errors(tool.config, registry.get_tool)
+            problems = _python_function_errors(
+                tool.config, registry.get_tool, tenant_id=tool.tenant_id, registry=registry
+            )
         elif tool.backend == Backend.HTTP:
             problems = _http_tool_errors(tool.config, tool.input_schema)
         else:
@@ -297,7 +342,7 @@ def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry) ->
         for message in problems:
             _add(errors, "config", message)
 
-    _collect(tool, checks)
+    _collect(tool, checks, keys_checked=keys_checked)
 
 
 def _resource_annotation_errors(annotations: Any) -> list[str]:
@@ -358,7 +403,9 @@ def resource_template_validate(template: ResourceTemplate, *, registry: PythonRe
         except ValueError as exc:
             _add(errors, "uri_template", f"Not a valid URI template: {exc}")
         if template.backend == Backend.PYTHON:
-            problems = _python_function_errors(template.config, registry.get_resource_template)
+            problems = _python_function_errors(
+                template.config, registry.get_resource_template, tenant_id=template.tenant_id, registry=registry
+            )
         elif template.backend == Backend.HTTP:
             _add(errors, "backend", ONLY_STATIC_OR_PYTHON)
             problems = []
@@ -431,7 +478,9 @@ def prompt_validate(prompt: Prompt, *, registry: PythonRegistry = default_regist
             _add(errors, "backend", ONLY_STATIC_OR_PYTHON)
             return
         if prompt.backend == Backend.PYTHON:
-            for message in _python_function_errors(prompt.config, registry.get_prompt):
+            for message in _python_function_errors(
+                prompt.config, registry.get_prompt, tenant_id=prompt.tenant_id, registry=registry
+            ):
                 _add(errors, "config", message)
             if prompt.messages:
                 _add(errors, "messages", "A Python prompt's messages come from its function: leave them empty.")

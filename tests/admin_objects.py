@@ -17,7 +17,18 @@ from mcp_platform.jobs.models import ToolRun
 from mcp_platform.oauth.machine_clients import machine_client_create
 from mcp_platform.oauth.models import MachineClient, TenantApplication
 from tenants import secrets
-from tenants.models import Membership, Prompt, Resource, ResourceTemplate, Secret, Tenant, Tool
+from tenants.models import (
+    Membership,
+    OpenApiSource,
+    Prompt,
+    PythonFunctionGrant,
+    Resource,
+    ResourceTemplate,
+    Secret,
+    Tenant,
+    Tool,
+)
+from tenants.python_grants import python_function_grant
 from tests.factories import (
     MembershipFactory,
     OAuthClientFactory,
@@ -174,3 +185,21 @@ def _id_token(tenant: Tenant) -> IDToken:
         expires=timezone.now() + timedelta(hours=1),
         scope="openid",
     )
+
+
+@makes(OpenApiSource)
+def _openapi_source(tenant: Tenant) -> OpenApiSource:
+    source = OpenApiSource.objects.create(
+        tenant=tenant,
+        name=f"{tenant.slug} api",
+        location=f"https://{tenant.slug}.example/openapi.json",
+        document_sha256="0" * 64,
+        imported_at=timezone.now(),
+    )
+    ToolFactory(tenant=tenant, name=f"{tenant.slug}_imported", openapi_source=source)
+    return source
+
+
+@makes(PythonFunctionGrant)
+def _python_grant(tenant: Tenant) -> PythonFunctionGrant:
+    return python_function_grant(tenant=tenant, function="demo.echo")

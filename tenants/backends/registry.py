@@ -42,6 +42,7 @@ class PythonRegistry:
         self._templates: dict[str, PythonTemplateFunction] = {}
         self._prompts: dict[str, PythonPromptFunction] = {}
         self._continue_as_task: set[str] = set()
+        self._reserved: dict[str, frozenset[str]] = {}
 
     def tool(self, name: str, *, continues_as_task: bool = False) -> Callable[[F], F]:
         """Decorator registering ``async def fn(ctx: ToolContext, **arguments)`` under ``name``.
@@ -87,6 +88,24 @@ class PythonRegistry:
 
     def prompt_names(self) -> list[str]:
         return sorted(self._prompts)
+
+    def names(self) -> list[str]:
+        """Every registered name, of any kind."""
+        return sorted({*self._tools, *self._templates, *self._prompts})
+
+    def function(self, name: str) -> Callable[..., Any] | None:
+        """The function registered as ``name`` (tool first, then template, then prompt), or None."""
+        return self._tools.get(name) or self._templates.get(name) or self._prompts.get(name)
+
+    def reserve_package(self, package: str, *, tenants: tuple[str, ...]) -> None:
+        """Keep the functions named ``<package>.*`` for the tenants with these slugs (the built-in fixtures that
+        register them), so platform staff cannot grant them to anyone else."""
+        self._reserved[package] = frozenset(tenants)
+
+    def reserved_for(self, name: str) -> frozenset[str] | None:
+        """The tenant slugs that alone may bind ``name``, or None when any tenant may be granted it."""
+        package, dot, _ = name.partition(".")
+        return self._reserved.get(package) if dot else None
 
     @staticmethod
     def _lookup(table: dict[str, G], kind: str, name: str) -> G:

@@ -6,7 +6,10 @@ import asyncio
 import time
 
 from mcp_core.context import ToolContext
-from tenants.backends.registry import python_tool
+from tenants.backends.registry import default_registry, python_tool
+from tenants.builtin.bench_fixtures import BENCH
+
+default_registry.reserve_package("bench", tenants=(BENCH.slug,))
 
 
 @python_tool("bench.progress")

@@ -17,9 +17,11 @@ from asgiref.sync import sync_to_async
 from mcp_core.context import ToolContext
 from mcp_core.errors import ClientRequestFailed, ToolError
 from tenants import events
-from tenants.backends.registry import python_prompt, python_resource_template, python_tool
+from tenants.backends.registry import default_registry, python_prompt, python_resource_template, python_tool
 from tenants.builtin.conformance_fixtures import CONFORMANCE
 from tenants.models import Tenant
+
+default_registry.reserve_package("conformance", tenants=(CONFORMANCE.slug,))
 
 JSONObject = dict[str, Any]
 

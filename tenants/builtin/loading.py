@@ -14,7 +14,8 @@ from django.db import transaction
 from django.db.models import Field, Model
 
 from tenants import services
-from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool
+from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tenant, Tool
+from tenants.python_grants import python_functions_grant
 from tenants.services import UpsertOutcome
 
 JSONObject = dict[str, Any]
@@ -78,14 +79,23 @@ def _each(
     return steps
 
 
+def spec_python_functions(spec: CatalogSpec) -> set[str]:
+    """The registered Python functions the spec's tools, templates and prompts bind."""
+    entries = [*spec.tools, *spec.templates, *spec.prompts]
+    return {entry["config"]["function"] for entry in entries if entry.get("backend") == Backend.PYTHON}
+
+
 def catalog_load(spec: CatalogSpec) -> tuple[Tenant, list[LoadStep]]:
     """Create or update the spec's tenant and every entry of its catalog, in one transaction.
 
-    Entries the database has but the spec does not are left alone. Raises ``ValidationError``.
+    A built-in fixture grants its tenant the Python functions its catalog binds (reserved packages only to the
+    tenants they are reserved for). Entries the database has but the spec does not are left alone. Raises
+    ``ValidationError``.
     """
     with transaction.atomic():
         tenant, outcome = services.tenant_upsert(slug=spec.slug, **{**TENANT_DEFAULTS, **spec.tenant})
         steps = [LoadStep("tenant", spec.slug, outcome)]
+        python_functions_grant(tenant=tenant, functions=spec_python_functions(spec))
         steps += _each("tool", "name", spec.tools, TOOL_DEFAULTS, services.tool_upsert, tenant)
         steps += _each("resource", "uri", spec.resources, RESOURCE_DEFAULTS, services.resource_upsert, tenant)
         steps += _each(

@@ -10,7 +10,8 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from mcp_core.context import ToolContext
-from tenants.backends.registry import python_tool
+from tenants.backends.registry import python_prompt, python_tool
+from tenants.builtin.conformance import input_required_prompt
 from tests.gateway.conftest import OpenStream, request, rpc
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
@@ -25,6 +26,11 @@ META: dict[str, Any] = {
 NAME_SOURCES = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 _cancelled = asyncio.Event()
+
+
+# The conformance prompt that asks for context, under a name of its own: conformance.* is the conformance
+# tenant's alone, and these tests use another tenant.
+python_prompt("tests.gateway.input_required_prompt")(input_required_prompt)
 
 
 @python_tool("tests.gateway.waits_forever")
@@ -245,9 +251,11 @@ async def test_a_tool_needing_an_undeclared_capability_is_400_missing_capability
 
 async def test_closing_the_response_cancels_the_work(conformance):
     from tenants.models import Tenant
+    from tenants.python_grants import python_function_grant
     from tenants.services import tool_create
 
     tenant = await Tenant.objects.aget(slug="conformance")
+    await sync_to_async(python_function_grant)(tenant=tenant, function="tests.gateway.waits_forever")
     await sync_to_async(tool_create)(
         tenant=tenant,
         name="waits_forever",
@@ -366,12 +374,14 @@ ACME = "/t/acme/mcp"
 @pytest.fixture
 def acme_with_prompt(transactional_db: None) -> Any:
     """A tenant that requires authorization, two members, two clients, and a prompt that asks for context."""
+    from tenants.python_grants import python_function_grant
     from tenants.services import prompt_create
     from tests.factories import MembershipFactory, OAuthClientFactory, TenantFactory, UserFactory
 
     tenant = TenantFactory(slug="acme", name="Acme", requires_authorization=True)
+    python_function_grant(tenant=tenant, function="tests.gateway.input_required_prompt")
     prompt_create(
-        tenant=tenant, name="context", backend="python", config={"function": "conformance.input_required_prompt"}
+        tenant=tenant, name="context", backend="python", config={"function": "tests.gateway.input_required_prompt"}
     )
     alice, bob = UserFactory(username="alice"), UserFactory(username="bob")
     for user in (alice, bob):

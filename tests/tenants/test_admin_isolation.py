@@ -74,7 +74,12 @@ def url(model: type[models.Model], view: str, *args: Any) -> str:
 
 
 def is_scoped(model_admin: admin.ModelAdmin) -> bool:
-    return isinstance(model_admin, TenantScopedAdmin) and model_admin.tenant_path is not None
+    """Whether tenant admins see the model at all (the rest is platform staff's: refused outright)."""
+    return (
+        isinstance(model_admin, TenantScopedAdmin)
+        and model_admin.tenant_path is not None
+        and bool(model_admin.view_roles)
+    )
 
 
 @pytest.fixture(autouse=True)

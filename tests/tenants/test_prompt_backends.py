@@ -16,6 +16,7 @@ from tenants import services
 from tenants.backends.registry import python_prompt
 from tenants.catalog import TenantCatalog
 from tenants.models import Backend, Prompt, Tenant
+from tenants.python_grants import python_functions_grant
 from tests.support import RecordingOutbound
 
 pytestmark = pytest.mark.django_db
@@ -40,6 +41,16 @@ async def ask_audience(ctx: ToolContext) -> dict[str, Any]:
 @python_prompt("tests.tenants.malformed")
 async def malformed(ctx: ToolContext) -> Any:
     return [{"role": "system", "content": {"type": "text", "text": "x"}}]
+
+
+@pytest.fixture(autouse=True)
+def granted(tenant: Tenant, other_tenant: Tenant) -> None:
+    """Staff allowed both tenants the test prompt functions (which functions a tenant may bind is tested in
+    test_python_grants)."""
+    for each in (tenant, other_tenant):
+        python_functions_grant(
+            tenant=each, functions=["tests.tenants.brief", "tests.tenants.ask_audience", "tests.tenants.malformed"]
+        )
 
 
 def python_prompt_create(tenant: Tenant, function: str, **fields: Any) -> Prompt:

@@ -9,7 +9,8 @@ import pytest
 from django.urls import reverse
 
 from tenants.models import Backend, Membership, Prompt, Resource, Tenant, Tool
-from tests.factories import ToolFactory, UserFactory
+from tenants.python_grants import python_function_grant
+from tests.factories import TenantFactory, ToolFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -144,12 +145,16 @@ def prompt_form(tenant: Tenant, **overrides: Any) -> dict[str, Any]:
 
 
 def test_a_prompt_backed_by_a_python_function_is_added_in_the_admin(
-    admin_client: Any, tenant: Tenant, listen: Any, django_capture_on_commit_callbacks: Any
+    admin_client: Any, listen: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
+    # conformance.* functions are reserved for the conformance tenant, which is granted them.
+    tenant = TenantFactory(slug="conformance")
+    python_function_grant(tenant=tenant, function="conformance.input_required_prompt")
     listener = listen(tenant)
+    form = prompt_form(tenant, config="{}", python_function="conformance.input_required_prompt")
 
     with django_capture_on_commit_callbacks(execute=True):
-        response = admin_client.post(reverse("admin:tenants_prompt_add"), prompt_form(tenant))
+        response = admin_client.post(reverse("admin:tenants_prompt_add"), form)
 
     assert response.status_code == 302
     prompt = Prompt.objects.get(tenant=tenant, name="context_prompt")

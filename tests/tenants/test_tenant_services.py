@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 
 from tenants import services
 from tenants.models import Backend, Membership, Tenant, Tool
+from tenants.python_grants import python_function_grant
 from tests.factories import PromptFactory, ResourceFactory, TenantFactory, ToolFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -105,6 +106,7 @@ def test_python_tool_must_name_a_registered_function(tenant: Tenant) -> None:
 
 
 def test_python_tool_names_a_registered_function(tenant: Tenant) -> None:
+    python_function_grant(tenant=tenant, function="demo.echo")
     tool = services.tool_create(tenant=tenant, name="echo", backend=Backend.PYTHON, config={"function": "demo.echo"})
 
     assert tool.pk is not None
@@ -368,3 +370,14 @@ def test_membership_add_then_change_role_then_remove(tenant: Tenant) -> None:
     assert list(Membership.objects.values_list("role", flat=True)) == ["owner"]
     assert services.membership_remove(tenant=tenant, user=user) is True
     assert services.membership_remove(tenant=tenant, user=user) is False
+
+
+def test_an_input_schema_with_a_pattern_that_does_not_compile_is_refused(tenant: Tenant) -> None:
+    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "[unclosed"}}}
+
+    with pytest.raises(ValidationError) as excinfo:
+        services.tool_create(tenant=tenant, name="t", input_schema=schema, config=TEXT_RESULT)
+
+    assert errors_of(excinfo)["input_schema"] == [
+        "The input schema is not a valid JSON Schema (at properties/code/pattern): '[unclosed' is not a 'regex'"
+    ]

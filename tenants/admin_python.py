@@ -1,0 +1,156 @@
+"""Admin for Python functions: the per-tenant grants (superusers only) and the select of granted functions that
+tool, template and prompt forms offer instead of a typed name."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
+
+from tenants.admin_scoping import NOBODY, TenantScopedAdmin
+from tenants.backends.registry import default_registry
+from tenants.models import Backend, Prompt, PythonFunctionGrant, ResourceTemplate, Tool
+from tenants.python_grants import function_help, grant_problem, python_function_grant, python_function_revoke
+
+FunctionChoices = list[tuple[str, Any]]
+
+
+def _registered(model: type[Any]) -> set[str]:
+    if model is Tool:
+        return set(default_registry.tool_names())
+    if model is ResourceTemplate:
+        return set(default_registry.resource_template_names())
+    if model is Prompt:
+        return set(default_registry.prompt_names())
+    return set(default_registry.names())
+
+
+def _help(names: list[str]) -> str:
+    if not names:
+        return "No function of this kind is granted to this tenant: platform staff grant them (Python function grants)."
+    items = format_html_join("", "<li><code>{}</code></li>", ((function_help(name),) for name in names))
+    return format_html("Functions platform staff granted to the tenant:<ul>{}</ul>", items)
+
+
+class PythonFunctionForm(forms.ModelForm):
+    """Adds ``python_function``: a select of the functions granted to the entry's tenant (all tenants' grants,
+    grouped by tenant, while adding). Choosing one sets ``config`` to ``{"function": name}``."""
+
+    python_function = forms.ChoiceField(
+        required=False, label="Python function", help_text="For the Python backend: sets the config."
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._offer(None)
+        instance = self.instance
+        if instance.backend == Backend.PYTHON and isinstance(instance.config, dict):
+            self.fields["python_function"].initial = instance.config.get("function")
+
+    def limit_to_tenants(self, tenant_ids: Collection[int]) -> None:
+        """Called by the admin's scoping: offer only the grants of the tenants the person administers."""
+        self._offer(tenant_ids)
+
+    def _offer(self, tenant_ids: Collection[int] | None) -> None:
+        grants = PythonFunctionGrant.objects.select_related("tenant").filter(function__in=_registered(self._meta.model))
+        if tenant_ids is not None:
+            grants = grants.filter(tenant_id__in=tenant_ids)
+        instance = self.instance
+        field = self.fields["python_function"]
+        assert isinstance(field, forms.ChoiceField)
+        if instance.pk is not None:
+            names = sorted(g.function for g in grants.filter(tenant_id=instance.tenant_id))
+            choices: FunctionChoices = [("", "---------"), *((name, name) for name in names)]
+        else:
+            by_tenant: dict[str, list[str]] = {}
+            for grant in grants:
+                by_tenant.setdefault(grant.tenant.slug, []).append(grant.function)
+            names = sorted({name for group in by_tenant.values() for name in group})
+            choices = [("", "---------")]
+            choices += [(slug, [(n, n) for n in sorted(group)]) for slug, group in sorted(by_tenant.items())]
+        field.choices = choices
+        field.help_text = _help(names)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        function = cleaned.get("python_function")
+        if cleaned.get("backend") == Backend.PYTHON and function:
+            cleaned["config"] = {"function": function}
+        return cleaned
+
+    @property
+    def changed_data(self) -> list[str]:  # type: ignore[override]
+        # A new choice is a change of config, which is what the services store.
+        changed = list(super().changed_data)
+        if "python_function" in changed and "config" not in changed:
+            changed.append("config")
+        return changed
+
+
+class GrantForm(forms.ModelForm):
+    function = forms.ChoiceField()
+
+    class Meta:
+        model = PythonFunctionGrant
+        fields = ("tenant", "function")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        names = default_registry.names()
+        field = self.fields["function"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(name, name) for name in names]
+        field.help_text = format_html(
+            "Registered functions; <code>conformance.*</code> and <code>bench.*</code> only for their built-in "
+            "tenants.<ul>{}</ul>",
+            format_html_join("", "<li><code>{}</code></li>", ((function_help(n),) for n in names)),
+        )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        tenant, function = cleaned.get("tenant"), cleaned.get("function")
+        if tenant is not None and function:
+            problem = grant_problem(tenant, function)
+            if problem is not None:
+                self.add_error("function", problem)
+        return cleaned
+
+
+@admin.register(PythonFunctionGrant)
+class PythonFunctionGrantAdmin(TenantScopedAdmin):
+    """Only superusers see or change grants: a grant lets a tenant run platform code."""
+
+    tenant_path = "tenant"
+    view_roles = add_roles = change_roles = delete_roles = NOBODY
+
+    form = GrantForm
+    list_display = ("function", "tenant", "granted_at")
+    list_filter = ("tenant",)
+    search_fields = ("function", "tenant__slug")
+    list_select_related = ("tenant",)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # a grant is added or withdrawn, never edited into another
+
+    def save_model(self, request: HttpRequest, obj: PythonFunctionGrant, form: forms.ModelForm, change: bool) -> None:
+        stored = python_function_grant(tenant=obj.tenant, function=obj.function)
+        obj.__dict__.update(stored.__dict__)
+
+    def _revoke(self, request: HttpRequest, grant: PythonFunctionGrant) -> None:
+        try:
+            python_function_revoke(tenant=grant.tenant, function=grant.function)
+        except ValidationError as exc:
+            self.message_user(request, " ".join(exc.messages), level=messages.ERROR)
+
+    def delete_model(self, request: HttpRequest, obj: PythonFunctionGrant) -> None:
+        self._revoke(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[PythonFunctionGrant]) -> None:
+        for grant in queryset.select_related("tenant"):
+            self._revoke(request, grant)

@@ -1,0 +1,187 @@
+"""The import service: a translated document stored as one source's tools, in one transaction, with one
+``list_changed`` after commit. Importing the same source (tenant + location) again updates what changed, removes
+what vanished, and touches no tool it did not make.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from tenants.events import catalog_changed
+from tenants.models import OpenApiSource, Secret, Tenant, Tool, secret_name_validator
+from tenants.openapi.document import OpenApiDocument, OpenApiError
+from tenants.openapi.translate import MAX_OPERATIONS, ImportOptions, ToolPlan, document_translate
+from tenants.validation import tool_validate
+
+JSONObject = dict[str, Any]
+MAX_REPORTED_CONFLICTS = 5
+
+
+@dataclass
+class ImportReport:
+    source: OpenApiSource
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"{self.source.name}: {len(self.created)} created, {len(self.updated)} updated, "
+            f"{len(self.unchanged)} unchanged, {len(self.removed)} removed, {len(self.skipped)} skipped"
+        )
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _check_options(tenant: Tenant, options: ImportOptions, warnings: list[str]) -> None:
+    if options.secret_name:
+        try:
+            secret_name_validator(options.secret_name)
+        except ValidationError:
+            raise OpenApiError(f"{options.secret_name!r} is not a secret name") from None
+        if not Secret.objects.filter(tenant=tenant, name=options.secret_name).exists():
+            warnings.append(f"the secret {options.secret_name!r} is not set yet: calls fail until it is")
+    if len(options.prefix) > 64:
+        raise OpenApiError("the prefix is longer than 64 characters")
+
+
+def _refusal(tool: Tool) -> str | None:
+    """Why the tool validation (the admin's and the services' rules) refuses ``tool``, or None."""
+    try:
+        # The tenant and the source are this transaction's own rows, and the names were checked against the
+        # tenant's tools (locked) and made unique within the document: only the per-tool rules run per tool.
+        tool_validate(tool, keys_checked=True)
+    except ValidationError as exc:
+        return "the tool would be refused: " + "; ".join(
+            f"{name}: {' '.join(messages)}" for name, messages in exc.message_dict.items()
+        )
+    return None
+
+
+def openapi_import(
+    *,
+    tenant: Tenant,
+    document: OpenApiDocument,
+    options: ImportOptions,
+    name: str = "",
+    select: Collection[str] | None = None,
+    max_operations: int = MAX_OPERATIONS,
+) -> ImportReport:
+    """Store ``document``'s operations (those whose keys are in ``select``, or all) as the tools of its source.
+
+    Raises ``OpenApiError`` and changes nothing when the document, an option or any one tool is refused.
+    """
+    translation = document_translate(document, options, max_operations=max_operations)
+    plans = translation.tools
+    if not plans and translation.skipped:
+        key, reason = translation.skipped[0]
+        raise OpenApiError(f"no operation of {document.location} can become a tool ({key}: {reason})")
+    if select is not None:
+        wanted = set(select)
+        unknown = sorted(wanted - {plan.key for plan in plans})
+        if unknown:
+            raise OpenApiError(f"no importable operation {unknown[0]!r} in {document.location}")
+        plans = [plan for plan in plans if plan.key in wanted]
+    warnings = list(translation.warnings)
+    _check_options(tenant, options, warnings)
+    with transaction.atomic():
+        source = _source_upsert(tenant, document, options, name)
+        report = ImportReport(source, skipped=translation.skipped, warnings=warnings)
+        _store(tenant, source, plans, report)
+        if report.created or report.updated or report.removed:
+            catalog_changed(tenant_id=tenant.pk, kind="tools")
+    return report
+
+
+def _source_upsert(tenant: Tenant, document: OpenApiDocument, options: ImportOptions, name: str) -> OpenApiSource:
+    source = OpenApiSource.objects.select_for_update().filter(tenant=tenant, location=document.location).first()
+    if source is None:
+        source = OpenApiSource(tenant=tenant, location=document.location)
+    source.name = (name or source.name or document.title or document.location)[:200]
+    source.prefix = options.prefix
+    source.base_url = options.base_url or ""
+    source.secret_name = options.secret_name or ""
+    source.client_id = options.client_id or ""
+    source.document_sha256 = document.sha256
+    source.imported_at = timezone.now()
+    try:
+        source.full_clean()
+    except ValidationError as exc:
+        raise OpenApiError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
+    source.save()
+    return source
+
+
+def _store(tenant: Tenant, source: OpenApiSource, plans: list[ToolPlan], report: ImportReport) -> None:
+    names = [plan.name for plan in plans]
+    existing = {tool.name: tool for tool in Tool.objects.select_for_update().filter(tenant=tenant, name__in=names)}
+    foreign = sorted(name for name, tool in existing.items() if tool.openapi_source_id != source.pk)  # type: ignore[attr-defined]
+    if foreign:
+        shown = ", ".join(foreign[:MAX_REPORTED_CONFLICTS]) + (" ..." if len(foreign) > MAX_REPORTED_CONFLICTS else "")
+        raise OpenApiError(
+            f"{len(foreign)} tool name(s) are taken by tools this source did not make: {shown}. "
+            "Choose a prefix, or rename those tools"
+        )
+    creating: list[Tool] = []
+    updating: list[Tool] = []
+    changed_fields: set[str] = set()
+    kept: list[str] = []
+    for plan in plans:
+        tool = existing.get(plan.name)
+        if tool is None:
+            tool = Tool(tenant=tenant, name=plan.name, **plan.fields)
+            tool.openapi_source = source  # type: ignore[attr-defined]
+            changed = set(plan.fields)
+        else:
+            changed = {key for key, value in plan.fields.items() if not _same(getattr(tool, key), value)}
+            for key in changed:
+                setattr(tool, key, plan.fields[key])
+            tool.updated_at = timezone.now()  # bulk_update does not apply auto_now
+        # One operation the rules refuse (an odd schema, a header name HTTP forbids) is skipped like any other
+        # operation that cannot become a tool; it does not hold back the rest of the document.
+        refusal = _refusal(tool) if changed else None
+        if refusal is not None:
+            report.skipped.append((plan.key, refusal))
+            continue
+        kept.append(plan.name)
+        if tool.pk is None:
+            creating.append(tool)
+            report.created.append(plan.name)
+        elif changed:
+            updating.append(tool)
+            changed_fields |= changed
+            report.updated.append(plan.name)
+        else:
+            report.unchanged.append(plan.name)
+    vanished = Tool.objects.filter(openapi_source=source).exclude(name__in=kept)
+    report.removed = sorted(vanished.values_list("name", flat=True))
+    vanished.delete()
+    try:
+        with transaction.atomic():
+            Tool.objects.bulk_create(creating, batch_size=500)
+    except IntegrityError:
+        raise OpenApiError("another tool with one of these names was saved meanwhile; import again") from None
+    if updating:
+        Tool.objects.bulk_update(updating, [*sorted(changed_fields), "updated_at"], batch_size=500)
+
+
+def openapi_source_delete(*, source: OpenApiSource) -> None:
+    """Delete a source with the tools it made; clients hear of it after commit."""
+    with transaction.atomic():
+        had_tools = Tool.objects.filter(openapi_source=source).exists()
+        tenant_id = source.tenant_id
+        source.delete()
+        if had_tools:
+            catalog_changed(tenant_id=tenant_id, kind="tools")

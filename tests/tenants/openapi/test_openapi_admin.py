@@ -1,0 +1,166 @@
+"""The admin import page: preview a document's operations, import the ones picked, import again, delete a
+source with its tools; errors are shown on the page and change nothing."""
+
+from __future__ import annotations
+
+import lzma
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from tenants.models import OpenApiSource, Tenant, Tool
+from tests.factories import ToolFactory
+
+pytestmark = pytest.mark.django_db
+
+FIXTURES = Path(__file__).parent / "fixtures"
+IMPORT = "admin:tenants_openapisource_import"
+
+
+def upload(name: str = "petstore-3.0.yaml") -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, (FIXTURES / name).read_bytes(), content_type="application/yaml")
+
+
+def preview(admin_client: Any, tenant: Tenant, **fields: Any) -> Any:
+    data = {"tenant": tenant.pk, "file": upload(), "tool_prefix": "pets_", "_preview": "1", **fields}
+    return admin_client.post(reverse(IMPORT), data)
+
+
+def test_the_preview_lists_each_operation_and_what_cannot_be_imported(admin_client: Any, tenant: Tenant) -> None:
+    response = preview(admin_client, tenant)
+
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert response.context["operations_count"] == 7
+    assert [row["name"] for row in response.context["rows"]] == [
+        "pets_listPets",
+        "pets_createPet",
+        "pets_get_pets_petId",
+        "pets_replacePet",
+        "pets_deletePet",
+    ]
+    assert {row["status"] for row in response.context["rows"]} == {"new"}
+    assert 'name="leave_out" value="GET /pets" id="op-1"' in page
+    assert "multipart/form-data; HTTP tools send JSON bodies only" in page
+    assert not Tool.objects.exists()  # a preview stores nothing
+
+
+def keep_only(response: Any, tenant: Tenant, keys: list[str]) -> dict[str, Any]:
+    """The import form as the preview leaves it, with every operation but ``keys`` ticked to be left out."""
+    form = response.context["form"]
+    data = {name: form.initial.get(name) or "" for name in form.fields if name != "file"}
+    left_out = [row["key"] for row in response.context["rows"] if row["key"] not in keys]
+    return {**data, "tenant": tenant.pk, "leave_out": left_out, "_import": "1"}
+
+
+def test_importing_stores_only_the_operations_not_left_out(admin_client: Any, tenant: Tenant) -> None:
+    data = keep_only(preview(admin_client, tenant), tenant, ["GET /pets", "DELETE /pets/{petId}"])
+
+    response = admin_client.post(reverse(IMPORT), data)
+
+    source = OpenApiSource.objects.get(tenant=tenant)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("admin:tenants_openapisource_change", args=[source.pk])
+    assert sorted(Tool.objects.values_list("name", flat=True)) == ["pets_deletePet", "pets_listPets"]
+    assert source.location == "petstore-3.0.yaml"
+    page = admin_client.get(response["Location"]).content.decode()
+    assert "Petstore 3.0" in page
+
+
+def test_a_second_preview_marks_updates_and_names_taken_by_other_tools(admin_client: Any, tenant: Tenant) -> None:
+    admin_client.post(reverse(IMPORT), keep_only(preview(admin_client, tenant), tenant, ["GET /pets"]))
+    ToolFactory(tenant=tenant, name="pets_createPet")
+
+    rows = {row["name"]: row["status"] for row in preview(admin_client, tenant).context["rows"]}
+
+    assert rows["pets_listPets"] == "update"
+    assert rows["pets_createPet"] == "name taken"
+    assert rows["pets_deletePet"] == "new"
+
+
+def test_an_invalid_document_is_reported_on_the_page(admin_client: Any, tenant: Tenant) -> None:
+    bad = SimpleUploadedFile("bad.yaml", b"openapi: 3.0.3\ninfo: [\n", content_type="application/yaml")
+    response = admin_client.post(reverse(IMPORT), {"tenant": tenant.pk, "file": bad, "_preview": "1"})
+
+    assert response.status_code == 200
+    assert "bad.yaml: not valid YAML at line 3" in response.content.decode()
+    assert not OpenApiSource.objects.exists()
+
+
+def test_the_form_needs_a_url_or_a_file(admin_client: Any, tenant: Tenant) -> None:
+    response = admin_client.post(reverse(IMPORT), {"tenant": tenant.pk, "_preview": "1"})
+    assert "Give the document&#x27;s URL or upload its file" in response.content.decode()
+
+
+def test_a_url_on_a_private_address_is_refused_by_the_door(admin_client: Any, tenant: Tenant) -> None:
+    response = admin_client.post(
+        reverse(IMPORT), {"tenant": tenant.pk, "url": "http://10.0.0.5/openapi.json", "_preview": "1"}
+    )
+    assert "refused: 10.0.0.5 (private)" in response.content.decode()
+
+
+def test_deleting_a_source_removes_its_tools_and_tells_clients(
+    admin_client: Any, tenant: Tenant, listen: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    admin_client.post(reverse(IMPORT), keep_only(preview(admin_client, tenant), tenant, ["GET /pets"]))
+    hand_made = ToolFactory(tenant=tenant, name="hand_made")
+    source = OpenApiSource.objects.get()
+    listener = listen(tenant)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_client.post(reverse("admin:tenants_openapisource_delete", args=[source.pk]), {"post": "yes"})
+
+    assert list(Tool.objects.values_list("pk", flat=True)) == [hand_made.pk]
+    assert listener.receive() == {"type": "catalog.changed", "kind": "tools"}
+
+
+def test_staff_flag_without_a_tenant_to_administer_cannot_import(client: Any, tenant: Tenant) -> None:
+    from tests.factories import MembershipFactory, UserFactory
+
+    client.force_login(UserFactory(username="viewer", is_staff=True))
+    assert client.get(reverse(IMPORT)).status_code == 302  # to the sign-in page: no admin at all
+
+    member = UserFactory(username="member")
+    MembershipFactory(tenant=tenant, user=member, role="member")
+    client.force_login(member)
+    assert client.get(reverse(IMPORT)).status_code == 302
+
+
+def test_the_tenant_page_links_to_the_import_page_for_that_tenant(admin_client: Any, tenant: Tenant) -> None:
+    page = admin_client.get(reverse("admin:tenants_tenant_change", args=[tenant.pk])).content.decode()
+    link = f"{reverse(IMPORT)}?tenant={tenant.pk}"
+    assert f'href="{link}"' in page
+
+    form = admin_client.get(link).content.decode()
+    assert f'<option value="{tenant.pk}" selected>' in form
+
+
+def test_a_document_of_githubs_size_goes_through_preview_and_import(admin_client: Any, tenant: Tenant) -> None:
+    content = lzma.decompress((FIXTURES / "api.github.com.json.xz").read_bytes())
+    github = SimpleUploadedFile("api.github.com.json", content, content_type="application/json")
+    response = admin_client.post(reverse(IMPORT), {"tenant": tenant.pk, "file": github, "_preview": "1"})
+    assert len(response.context["rows"]) == 1223
+    deletes = [row["key"] for row in response.context["rows"] if row["method"] == "DELETE"]
+
+    kept = [row["key"] for row in response.context["rows"] if row["method"] != "DELETE"]
+    imported = admin_client.post(reverse(IMPORT), keep_only(response, tenant, kept))
+
+    assert imported.status_code == 302
+    assert Tool.objects.filter(tenant=tenant).count() == 1223 - len(deletes) > 1000
+    assert not Tool.objects.filter(tenant=tenant, annotations__destructiveHint=True).exists()
+
+
+def test_an_imported_tool_shows_its_source(admin_client: Any, tenant: Tenant) -> None:
+    admin_client.post(reverse(IMPORT), keep_only(preview(admin_client, tenant), tenant, ["GET /pets"]))
+    tool = Tool.objects.get(name="pets_listPets")
+
+    page = admin_client.get(reverse("admin:tenants_tool_change", args=[tool.pk])).content.decode()
+
+    assert "Petstore 3.0" in page
+    filtered = admin_client.get(
+        reverse("admin:tenants_tool_changelist"), {"openapi_source__id__exact": tool.openapi_source_id}
+    )
+    assert filtered.status_code == 200 and "pets_listPets" in filtered.content.decode()
