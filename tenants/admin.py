@@ -102,7 +102,7 @@ class ServiceBackedAdmin(TenantScopedAdmin):
             self.remove(obj)
 
 
-class MembershipInline(TenantScopedInline, admin.TabularInline):
+class MembershipInline(TenantScopedInline, admin.StackedInline):
     """The tenant page's members: owners add people by username or e-mail; admins see who is in."""
 
     model = Membership
