@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from django.apps import apps
 from django.contrib.auth.models import Group
 from django.db import models
 from django.utils import timezone
@@ -40,13 +41,14 @@ from tests.factories import (
 )
 
 Maker = Callable[[Tenant], models.Model]
-ADMIN_OBJECTS: dict[type[models.Model], Maker] = {}
+# By label, so a maker can be written for a model another branch brings before it is merged.
+ADMIN_OBJECTS: dict[str, Maker] = {}
 
 
-def makes(*model_classes: type[models.Model]) -> Callable[[Maker], Maker]:
+def makes(*model_classes: type[models.Model] | str) -> Callable[[Maker], Maker]:
     def register(maker: Maker) -> Maker:
         for model in model_classes:
-            ADMIN_OBJECTS[model] = maker
+            ADMIN_OBJECTS[model if isinstance(model, str) else model._meta.label] = maker
         return maker
 
     return register
@@ -54,7 +56,7 @@ def makes(*model_classes: type[models.Model]) -> Callable[[Maker], Maker]:
 
 def admin_object(model: type[models.Model], tenant: Tenant) -> models.Model:
     """A row of ``model`` that belongs to ``tenant`` (or, for platform models, is named after it)."""
-    maker = ADMIN_OBJECTS.get(model)
+    maker = ADMIN_OBJECTS.get(model._meta.label)
     if maker is None:
         raise LookupError(
             f"No fixture for {model._meta.label}: it is registered in the admin, so add a maker for it to "
@@ -203,3 +205,12 @@ def _openapi_source(tenant: Tenant) -> OpenApiSource:
 @makes(PythonFunctionGrant)
 def _python_grant(tenant: Tenant) -> PythonFunctionGrant:
     return python_function_grant(tenant=tenant, function="demo.echo")
+
+
+@makes("tenants.Upstream")
+def _upstream(tenant: Tenant) -> models.Model:
+    # Disabled: nothing connects to it; the admin shows and scopes it like any other row.
+    upstream = apps.get_model("tenants", "Upstream")
+    return upstream._default_manager.create(
+        tenant=tenant, name=f"{tenant.slug}_upstream", url=f"https://mcp.{tenant.slug}.example/mcp", enabled=False
+    )
