@@ -15,6 +15,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from tenants import secrets, services, validation
+from tenants.admin_fields import as_typed
 from tenants.admin_memberships import MembershipForm, is_last_owner
 from tenants.admin_policy import OWNING, admin_scope
 from tenants.admin_python import PythonFunctionForm
@@ -74,6 +75,9 @@ class ServiceBackedAdmin(TenantScopedAdmin):
 
     fields_for_service: tuple[str, ...] = ()
     formfield_overrides = {models.JSONField: {"widget": JSON_WIDGET}}
+
+    def formfield_for_dbfield(self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
+        return super().formfield_for_dbfield(db_field, request, **as_typed(db_field, kwargs))
 
     def create(self, obj: Any, values: dict[str, Any]) -> models.Model:
         raise NotImplementedError
