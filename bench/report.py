@@ -102,6 +102,16 @@ def targets(results: JSONObject) -> list[str]:
                     mark(met),
                 ]
             )
+    ours_setup = find(rows, workload="session_setup", system="ours", server=rec, era="handshake")
+    peer_setup = find(rows, workload="session_setup", system="peer", era="handshake")
+    setups = ratio(median(ours_setup, "rps"), median(peer_setup, "rps"))
+    lines.append(
+        [
+            f"handshake session set-up (initialize + initialized + DELETE), c=16 on {rec}: ≥ 1x peer",
+            f"{f_x(setups)} per second",
+            mark(None if setups is None else setups >= 1),
+        ]
+    )
     bare = find(rows, workload="ceiling", server="daphne")
     for era in ERAS:
         ours = find(
