@@ -20,6 +20,7 @@ from tenants.admin_memberships import MembershipForm, is_last_owner
 from tenants.admin_policy import OWNING, admin_scope
 from tenants.admin_python import PythonFunctionForm
 from tenants.admin_scoping import NOBODY, TenantScopedAdmin, TenantScopedInline
+from tenants.admin_tenant_page import tenant_page_context
 from tenants.models import Membership, Prompt, Resource, ResourceTemplate, Secret, Tenant, Tool
 
 JSON_WIDGET = forms.Textarea(attrs={"rows": 10, "cols": 100, "style": "font-family: monospace"})
@@ -133,6 +134,19 @@ class TenantAdmin(ServiceBackedAdmin):
         # sanction: platform staff decide both.
         readonly = tuple(super().get_readonly_fields(request, obj))
         return readonly if request.user.is_superuser else (*readonly, "status", "outbound_allowed_networks")
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> Any:
+        if obj is not None and obj.pk is not None:
+            context.update(tenant_page_context(request, obj))
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def create(self, obj: Tenant, values: dict[str, Any]) -> Tenant:
         return services.tenant_create(**values)

@@ -42,6 +42,7 @@ print(ours.pk, theirs.pk, mine.pk, hidden.pk)
 
 @dataclass(frozen=True)
 class TenantAdminScene:
+    ours_slug: str
     ours: int
     theirs: int
     our_tool: int
@@ -64,7 +65,9 @@ def scene_create(live: LiveServer) -> TenantAdminScene:
         password=PASSWORD,
     )
     ours, theirs, our_tool, their_tool = (int(v) for v in live.manage("shell", "-c", script).split()[-4:])
-    return TenantAdminScene(ours, theirs, our_tool, their_tool, owner, newcomer, f"{newcomer}@acme.example")
+    return TenantAdminScene(
+        f"acme-{suffix}", ours, theirs, our_tool, their_tool, owner, newcomer, f"{newcomer}@acme.example"
+    )
 
 
 def sign_in(page: Any, base: str, username: str) -> None:
@@ -96,6 +99,8 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
         shots.append(target)
 
     shot("tenant-admin-index")
+    page.goto(f"{base}/admin/tenants/tenant/{scene.ours}/change/")
+    shot("tenant-admin-tenant-page")
     page.goto(f"{base}/admin/tenants/tool/")
     shot("tenant-admin-tools")
     page.goto(f"{base}/admin/tenants/membership/add/?tenant={scene.ours}")

@@ -41,7 +41,7 @@ def test_an_owner_sees_only_their_tenants_rows(page: Any, live_platform: LiveSer
     assert "globex_invoice" not in page.content()
     assert "Globex billing" not in page.content()  # not even as a filter choice
     page.goto(f"{base}/admin/tenants/tenant/")
-    expect(page.get_by_role("link", name=f"acme-{scene.owner.split('-')[1]}")).to_be_visible()
+    expect(page.get_by_role("link", name=scene.ours_slug)).to_be_visible()
     assert "Globex billing" not in page.content()
 
 
@@ -89,3 +89,22 @@ def test_the_tenant_admin_pages_pass_axe(page: Any, live_platform: LiveServer, s
         checked[name] = axe_violations(page)
 
     assert checked == {name: [] for name in checked}
+
+
+def test_the_tenant_page_gives_the_endpoint_to_copy(
+    page: Any, live_platform: LiveServer, scene: TenantAdminScene
+) -> None:
+    base = live_platform.web_urls[0]
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
+
+    page.goto(f"{base}/admin/tenants/tenant/{scene.ours}/change/")
+    endpoint = page.locator("#tenant-endpoint").inner_text()
+    page.get_by_role("button", name="Copy", exact=True).click()
+
+    assert endpoint == f"{base}/t/{scene.ours_slug}/mcp"
+    expect(page.get_by_role("button", name="Copied", exact=True)).to_be_visible()
+    assert page.evaluate("navigator.clipboard.readText()") == endpoint
+    expect(page.get_by_role("link", name="Tools (2)")).to_be_visible()
+    expect(page.get_by_role("row", name="Claude Code")).to_contain_text(
+        f"claude mcp add --transport http {scene.ours_slug}"
+    )
