@@ -89,6 +89,12 @@ DEFAULTS: dict[str, Any] = {
     # A PEM file of extra certificate authorities trusted when fetching client metadata documents (a local test
     # CA); empty: the system trust store only.
     "CIMD_CA_BUNDLE": "",
+    # Upstream MCP servers: after this many failed attempts in a row an upstream's circuit opens and calls fail at
+    # once for the cool-down (seconds); a proxied call waits this long for the upstream's answer (seconds). (Their
+    # catalogs are re-read on list_changed and by beat every MCP_UPSTREAM_REFRESH_SECONDS.)
+    "UPSTREAM_CIRCUIT_FAILURES": 3,
+    "UPSTREAM_CIRCUIT_COOLDOWN": 30.0,
+    "UPSTREAM_CALL_TIMEOUT": 300.0,
     # The outbound door (mcp_platform.outbound): non-public networks every request the platform makes on a
     # tenant's behalf may reach (on-premises APIs, local development, tests: e.g. ["127.0.0.1/32"]). Empty: only
     # globally routable addresses. Platform staff can widen it for one tenant (Tenant.outbound_allowed_networks).
@@ -141,6 +147,9 @@ class PlatformSettings:
     DCR_UNUSED_CLIENT_LIFETIME: int
     CIMD_ALLOWED_NETWORKS: list[str]
     CIMD_CA_BUNDLE: str
+    UPSTREAM_CIRCUIT_FAILURES: int
+    UPSTREAM_CIRCUIT_COOLDOWN: float
+    UPSTREAM_CALL_TIMEOUT: float
     OUTBOUND_ALLOWED_NETWORKS: list[str]
     OUTBOUND_CONNECT_TIMEOUT: float
     OUTBOUND_READ_TIMEOUT: float
@@ -197,6 +206,7 @@ POSITIVE_INTEGERS = (
     "DCR_PLATFORM_PER_HOUR",
     "DCR_PER_NETWORK_UNDER_LOAD",
     "DCR_UNUSED_CLIENT_LIFETIME",
+    "UPSTREAM_CIRCUIT_FAILURES",
     "OUTBOUND_MAX_RESPONSE_BYTES",
     "HTTP_TOOL_MAX_RESULT_BYTES",
 )

@@ -218,6 +218,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "mcp_platform.jobs.tasks.tool_runs_purge_expired",
         "schedule": 60.0,
     },
+    "refresh-upstream-catalogs": {
+        "task": "tenants.tasks.upstreams_refresh",
+        "schedule": float(os.environ.get("MCP_UPSTREAM_REFRESH_SECONDS", "300")),
+    },
     "purge-expired-oauth-rows": {
         "task": "mcp_platform.oauth.tasks.oauth_purge_expired",
         "schedule": 3600.0,
@@ -337,5 +341,7 @@ MCP_PLATFORM = {
     "SECRET_KEYS": _env_list("MCP_SECRET_KEYS", []) or [_embedded_secrets_key()],
     "TENANT_CACHE_TTL": float(os.environ.get("MCP_TENANT_CACHE_SECONDS", "5")),
     "SESSION_CACHE_TTL": float(os.environ.get("MCP_SESSION_CACHE_SECONDS", "5")),
+    "UPSTREAM_CIRCUIT_FAILURES": int(os.environ.get("MCP_UPSTREAM_CIRCUIT_FAILURES", "3")),
+    "UPSTREAM_CIRCUIT_COOLDOWN": float(os.environ.get("MCP_UPSTREAM_CIRCUIT_COOLDOWN", "30")),
     "SSE_KEEPALIVE": float(os.environ.get("MCP_SSE_KEEPALIVE", "15")),
 }

@@ -356,4 +356,6 @@ class SecretAdmin(TenantScopedAdmin):
             secrets.secret_delete(tenant=secret.tenant, name=secret.name)
 
 
-from tenants import admin_openapi  # noqa: E402,F401  (registers the OpenAPI source admin and its import page)
+# The OpenAPI sources' admin (with its import page) and the upstream MCP servers' admin live in their own modules;
+# importing them registers them.
+from tenants import admin_openapi, upstream_admin  # noqa: E402, F401

@@ -12,5 +12,7 @@ class TenantsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Importing the built-in modules runs their @python_tool / @python_resource_template decorators.
+        # Importing the built-in modules runs their @python_tool / @python_resource_template decorators; importing
+        # the upstream services wires the upstream pool's list_changed notifications to catalog refreshes.
+        from tenants import upstream_services  # noqa: F401
         from tenants.builtin import bench, conformance, conformance_tasks, demo  # noqa: F401

@@ -14,7 +14,7 @@ from mcp_core.tasks import TaskSupport
 from mcp_core.text import storable
 from mcp_core.uritemplate import UriTemplate
 from tenants import selectors
-from tenants.backends import prompt_render, template_read, tool_continues_as_task, tool_invoke
+from tenants.backends import prompt_render, resource_read, template_read, tool_continues_as_task, tool_invoke
 from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool
 
 JSONObject = dict[str, Any]
@@ -146,7 +146,8 @@ class TenantCatalog:
             return None
         resource = await selectors.aresource_get(tenant=self.tenant, uri=uri)
         if resource is not None:
-            return resource_contents(resource)
+            proxied = await resource_read(resource, ctx)
+            return proxied if proxied is not None else resource_contents(resource)
         for template in await selectors.aresource_templates_all(tenant=self.tenant):
             variables = _parsed(template.uri_template).match(uri)
             if variables is not None:

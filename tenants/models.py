@@ -104,6 +104,7 @@ class Backend(models.TextChoices):
 
     STATIC = "static", "Static"
     PYTHON = "python", "Python function"
+    UPSTREAM = "upstream", "Upstream MCP server"
     HTTP = "http", "HTTP request"
 
 
@@ -147,6 +148,10 @@ class Tool(models.Model):
         help_text="OAuth scopes, separated by spaces, a token needs besides mcp:tools to see and call this tool "
         "(on tenants that require authorization), e.g. billing:write.",
     )
+    # Set on items mirrored from an upstream MCP server (see the Upstream block at the end of this module).
+    upstream = models.ForeignKey(
+        "Upstream", null=True, blank=True, on_delete=models.CASCADE, related_name="tools", editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -170,6 +175,10 @@ class Resource(models.Model):
     text = models.TextField(null=True, blank=True)  # noqa: DJ001
     blob = models.TextField(null=True, blank=True, help_text="Base64-encoded binary content.")  # noqa: DJ001
     annotations = models.JSONField(null=True, blank=True)
+    # Set on items mirrored from an upstream MCP server (see the Upstream block at the end of this module).
+    upstream = models.ForeignKey(
+        "Upstream", null=True, blank=True, on_delete=models.CASCADE, related_name="resources", editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -203,6 +212,10 @@ class ResourceTemplate(models.Model):
         help_text='static: {"text": "... {variable} ..."}; python: {"function": "<registered name>"}',
     )
     completions = models.JSONField(default=dict, blank=True, help_text='{"variable": ["value", ...]}')
+    # Set on items mirrored from an upstream MCP server (see the Upstream block at the end of this module).
+    upstream = models.ForeignKey(
+        "Upstream", null=True, blank=True, on_delete=models.CASCADE, related_name="resource_templates", editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -232,6 +245,10 @@ class Prompt(models.Model):
     backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.STATIC)
     config = models.JSONField(
         default=dict, blank=True, help_text='static: {}; python: {"function": "<registered name>"}'
+    )
+    # Set on items mirrored from an upstream MCP server (see the Upstream block at the end of this module).
+    upstream = models.ForeignKey(
+        "Upstream", null=True, blank=True, on_delete=models.CASCADE, related_name="prompts", editable=False
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -338,3 +355,62 @@ class PythonFunctionGrant(models.Model):
 
     def __str__(self) -> str:
         return f"{self.function} for {self.tenant}"
+
+
+# ---- Upstream MCP servers (federation) ---------------------------------------------------------------------
+# An MCP server the platform connects to as a client; its tools, resources, templates and prompts are mirrored
+# into the tenant's catalog (rows with ``upstream`` set) and calls to them are proxied (tenants.backends.upstream).
+
+UPSTREAM_NAME_PATTERN = r"^[A-Za-z0-9_\-]{1,64}$"
+upstream_name_validator = RegexValidator(
+    UPSTREAM_NAME_PATTERN, "Use 1 to 64 characters: letters, digits, underscore and hyphen.", code="invalid_name"
+)
+
+
+class Upstream(models.Model):
+    class Transport(models.TextChoices):
+        STREAMABLE_HTTP = "streamable-http", "Streamable HTTP"
+        SSE = "sse", "HTTP+SSE (2024-11-05)"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="upstreams")
+    name = models.CharField(max_length=64, validators=[upstream_name_validator])
+    url = models.URLField(max_length=2048, help_text="The upstream's MCP endpoint (Streamable HTTP or /sse).")
+    prefix = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="Prepended to the names of its tools, templates and prompts (the name and _ when added without one).",
+    )
+    auth = models.JSONField(
+        null=True,
+        blank=True,
+        help_text='null, or a secret reference: {"type": "bearer", "secret": "gh-token"}, '
+        '{"type": "header", "name": "X-API-Key", "secret": "api-key"}, or {"type": "client_credentials", '
+        '"secret": "client-secret", "client_id": "...", "token_url": "https://...", "scope": "a b"}',
+    )
+    enabled = models.BooleanField(default=True)
+    excluded = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Upstream items not to serve, by the upstream\'s names: e.g. ["tools:delete_repo", "prompts:triage", '
+        '"resources:notes://readme", "resource_templates:topic"]; a refresh removes them and keeps them out.',
+    )
+    # Bumped whenever what the connection depends on (URL, auth, enabled) changes: pooled sessions are keyed by it.
+    revision = models.PositiveBigIntegerField(default=0, editable=False)
+    # Health, written by the pool on state changes only (never per call); last_error never holds a secret value.
+    transport = models.CharField(max_length=16, choices=Transport.choices, blank=True, editable=False)
+    protocol_version = models.CharField(max_length=32, blank=True, editable=False)
+    last_ok_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_error = models.TextField(blank=True, editable=False)
+    last_error_at = models.DateTimeField(null=True, blank=True, editable=False)
+    consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
+    circuit_open_until = models.DateTimeField(null=True, blank=True, editable=False)
+    last_refreshed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["tenant_id", "name"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="tenants_upstream_unique_name")]
+
+    def __str__(self) -> str:
+        return self.name

@@ -131,7 +131,9 @@ def tool_get(*, tenant: Tenant, name: str) -> Tool | None:
 
 
 async def atool_get(*, tenant: Tenant, name: str) -> Tool | None:
-    return await _enabled_tools(tenant).filter(name=name).afirst() if _possible_name(name) else None
+    # With its upstream (if any): a proxied call needs it, and the tenant cache keeps the pair.
+    found = _enabled_tools(tenant).select_related("upstream").filter(name=name)
+    return await found.afirst() if _possible_name(name) else None
 
 
 def tool_scope_vocabulary(*, tenant: Tenant | None) -> set[str]:
@@ -163,7 +165,8 @@ def resource_get(*, tenant: Tenant, uri: str) -> Resource | None:
 
 
 async def aresource_get(*, tenant: Tenant, uri: str) -> Resource | None:
-    return await Resource.objects.filter(tenant_id=tenant.pk, uri=uri).afirst() if storable(uri) else None
+    found = Resource.objects.select_related("upstream").filter(tenant_id=tenant.pk, uri=uri)
+    return await found.afirst() if storable(uri) else None
 
 
 def _templates(tenant: Tenant, after: str | None, limit: int) -> QuerySet[ResourceTemplate]:
@@ -185,7 +188,10 @@ def resource_templates_all(*, tenant: Tenant) -> list[ResourceTemplate]:
 
 
 async def aresource_templates_all(*, tenant: Tenant) -> list[ResourceTemplate]:
-    return [t async for t in ResourceTemplate.objects.filter(tenant_id=tenant.pk).order_by("name")]
+    return [
+        t
+        async for t in ResourceTemplate.objects.select_related("upstream").filter(tenant_id=tenant.pk).order_by("name")
+    ]
 
 
 async def aresource_template_by_uri_template(*, tenant: Tenant, uri_template: str) -> ResourceTemplate | None:
@@ -217,4 +223,5 @@ def prompt_get(*, tenant: Tenant, name: str) -> Prompt | None:
 
 
 async def aprompt_get(*, tenant: Tenant, name: str) -> Prompt | None:
-    return await Prompt.objects.filter(tenant_id=tenant.pk, name=name).afirst() if _possible_name(name) else None
+    found = Prompt.objects.select_related("upstream").filter(tenant_id=tenant.pk, name=name)
+    return await found.afirst() if _possible_name(name) else None

@@ -24,6 +24,7 @@ from tenants.models import (
     TaskSupport,
     Tenant,
     Tool,
+    Upstream,
     default_input_schema,
 )
 from tenants.validation import (
@@ -286,6 +287,7 @@ def tool_create(
     task_support: str = TaskSupport.FORBIDDEN,
     enabled: bool = True,
     required_scopes: str = "",
+    upstream: Upstream | None = None,
 ) -> Tool:
     """Add a tool; ``input_schema`` defaults to ``{"type": "object"}``. Raises ``ValidationError``."""
     tool = Tool(
@@ -302,6 +304,7 @@ def tool_create(
         task_support=task_support,
         enabled=enabled,
         required_scopes=required_scopes,
+        upstream=upstream,
     )
     return _create(tool, tool_validate, "tools")
 
@@ -342,6 +345,7 @@ def resource_create(
     description: str = "",
     mime_type: str = "",
     annotations: JSONObject | None = None,
+    upstream: Upstream | None = None,
 ) -> Resource:
     """Add a concrete resource with exactly one of ``text`` or base64 ``blob``. Raises ``ValidationError``."""
     resource = Resource(
@@ -354,6 +358,7 @@ def resource_create(
         text=text,
         blob=blob,
         annotations=annotations,
+        upstream=upstream,
     )
     return _create(resource, resource_validate, "resources")
 
@@ -396,6 +401,7 @@ def resource_template_create(
     description: str = "",
     mime_type: str = "",
     completions: dict[str, list[str]] | None = None,
+    upstream: Upstream | None = None,
 ) -> ResourceTemplate:
     """Add a resource template. Raises ``ValidationError``."""
     template = ResourceTemplate(
@@ -408,6 +414,7 @@ def resource_template_create(
         backend=backend,
         config=config,
         completions={} if completions is None else completions,
+        upstream=upstream,
     )
     return _create(template, resource_template_validate, "resources")
 
@@ -452,6 +459,7 @@ def prompt_create(
     completions: dict[str, list[str]] | None = None,
     backend: str = Backend.STATIC,
     config: JSONObject | None = None,
+    upstream: Upstream | None = None,
 ) -> Prompt:
     """Add a prompt: ``static`` with messages that may use ``{{argument}}`` placeholders, or ``python`` with
     config ``{"function": "<registered name>"}`` and no messages. Raises ``ValidationError``."""
@@ -465,6 +473,7 @@ def prompt_create(
         messages=[] if messages is None else messages,
         backend=backend,
         config={} if config is None else config,
+        upstream=upstream,
     )
     return _create(prompt, prompt_validate, "prompts")
 

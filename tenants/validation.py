@@ -205,7 +205,8 @@ def _string_map_errors(value: Any, what: str, *, headers: bool, literal_values: 
     return problems
 
 
-def _auth_errors(auth: Any) -> list[str]:
+def auth_errors(auth: Any) -> list[str]:
+    """Why ``auth`` is not a secret reference (HTTP tools' and upstreams' auth shape), or nothing."""
     if auth is None:
         return []
     if not isinstance(auth, dict) or auth.get("type") not in AUTH_KEYS:
@@ -266,7 +267,7 @@ def _http_tool_errors(config: Any, input_schema: Any) -> list[str]:
             problems.append('"body" must be null, {"argument": "<name>"} or {"arguments": ["<name>", ...]}.')
         if method in ("GET", "HEAD"):
             problems.append(f'A {method} request has no body: remove "body" or change the method.')
-    problems += _auth_errors(config.get("auth"))
+    problems += auth_errors(config.get("auth"))
     timeout = config.get("timeout")
     if timeout is not None and (
         isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= MAX_HTTP_TIMEOUT
@@ -317,6 +318,18 @@ def _icon_errors(icons: Any) -> list[str]:
     return problems
 
 
+def _upstream_item_errors(item: Tool | ResourceTemplate | Prompt) -> list[str]:
+    """An item mirrored from an upstream: it names its upstream and the upstream's own definition."""
+    config = item.config
+    if item.upstream_id is None:
+        return ["Only items mirrored from an upstream MCP server use the upstream backend."]
+    if not isinstance(config, dict) or not isinstance(config.get("remote"), dict):
+        return ['An upstream item needs config {"remote": {...the upstream\'s definition...}, "mirrored": {...}}.']
+    if not isinstance(config["remote"].get("name"), str):
+        return ["The upstream definition in config.remote has no name."]
+    return []
+
+
 def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry, keys_checked: bool = False) -> None:
     """Raise ``ValidationError`` unless ``tool`` may be stored and served (``keys_checked``: see ``_collect``)."""
 
@@ -334,6 +347,8 @@ def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry, ke
             problems = _python_function_errors(
                 tool.config, registry.get_tool, tenant_id=tool.tenant_id, registry=registry
             )
+        elif tool.backend == Backend.UPSTREAM:
+            problems = _upstream_item_errors(tool)
         elif tool.backend == Backend.HTTP:
             problems = _http_tool_errors(tool.config, tool.input_schema)
         else:
@@ -406,6 +421,8 @@ def resource_template_validate(template: ResourceTemplate, *, registry: PythonRe
             problems = _python_function_errors(
                 template.config, registry.get_resource_template, tenant_id=template.tenant_id, registry=registry
             )
+        elif template.backend == Backend.UPSTREAM:
+            problems = _upstream_item_errors(template)
         elif template.backend == Backend.HTTP:
             _add(errors, "backend", ONLY_STATIC_OR_PYTHON)
             problems = []
@@ -474,6 +491,12 @@ def prompt_validate(prompt: Prompt, *, registry: PythonRegistry = default_regist
             _add(errors, "arguments", message)
         for message in _completion_errors(prompt.completions, names, "an argument"):
             _add(errors, "completions", message)
+        if prompt.backend == Backend.UPSTREAM:
+            for message in _upstream_item_errors(prompt):
+                _add(errors, "config", message)
+            if prompt.messages:
+                _add(errors, "messages", "An upstream prompt's messages come from the upstream: leave them empty.")
+            return
         if prompt.backend == Backend.HTTP:
             _add(errors, "backend", ONLY_STATIC_OR_PYTHON)
             return

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_core.context import ToolContext
-from tenants.backends import http, python, static
-from tenants.models import Backend, Prompt, ResourceTemplate, Tool
+from tenants.backends import http, python, static, upstream
+from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tool
 
 JSONObject = dict[str, Any]
 
@@ -21,9 +21,18 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> An
         return await python.tool_invoke(tool, arguments, ctx)
     if tool.backend == Backend.STATIC:
         return static.tool_invoke(tool)
+    if tool.backend == Backend.UPSTREAM:
+        return await upstream.tool_invoke(tool, arguments, ctx)
     if tool.backend == Backend.HTTP:
         return await http.tool_invoke(tool, arguments, ctx)
     raise ValueError(f"tool {tool.name!r} has unknown backend {tool.backend!r}")
+
+
+async def resource_read(resource: Resource, ctx: ToolContext) -> list[JSONObject] | None:
+    """The contents of a resource mirrored from an upstream (read there); None for a stored one."""
+    if resource.upstream_id is not None:
+        return await upstream.resource_read(resource, ctx)
+    return None
 
 
 def tool_continues_as_task(tool: Tool) -> bool:
@@ -39,6 +48,8 @@ async def template_read(
         return await python.template_read(template, uri, variables, ctx)
     if template.backend == Backend.STATIC:
         return static.template_read(template, uri, variables)
+    if template.backend == Backend.UPSTREAM:
+        return await upstream.template_read(template, uri, ctx)
     raise ValueError(f"resource template {template.name!r} has unknown backend {template.backend!r}")
 
 
@@ -48,4 +59,6 @@ async def prompt_render(prompt: Prompt, arguments: dict[str, str], ctx: ToolCont
         return await python.prompt_render(prompt, arguments, ctx)
     if prompt.backend == Backend.STATIC:
         return static.prompt_render(prompt, arguments)
+    if prompt.backend == Backend.UPSTREAM:
+        return await upstream.prompt_render(prompt, arguments, ctx)
     raise ValueError(f"prompt {prompt.name!r} has unknown backend {prompt.backend!r}")

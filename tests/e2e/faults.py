@@ -55,6 +55,8 @@ class Topology:
     worker: ManagedProcess | None = None
     worker_starts: int = 0
     stopped: list[ManagedProcess] = field(default_factory=list)
+    # Settings every process of this topology gets besides the defaults (say, an allowed outbound network).
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     # ---- configuration -----------------------------------------------------------------------------
 
@@ -71,6 +73,7 @@ class Topology:
                 "MCP_OIDC_RSA_PRIVATE_KEY": self.signing_key,
                 # One key for tenant secrets in every process (derived from the topology's SECRET_KEY).
                 "MCP_SECRET_KEYS": base64.b64encode(hashlib.sha256(self.secret_key.encode()).digest()).decode(),
+                **self.extra_env,
             }
         )
         return env
@@ -172,9 +175,12 @@ class Topology:
         return "\n\n".join(process.tail() for process in self.processes())
 
 
-def start_topology(stack: ExitStack, tmp: Path, *, web_processes: int = WEB_PROCESSES) -> Topology:
+def start_topology(
+    stack: ExitStack, tmp: Path, *, web_processes: int = WEB_PROCESSES, extra_env: dict[str, str] | None = None
+) -> Topology:
     """Start a topology of its own: a fresh database with the demo and conformance tenants, a private Redis,
-    ``web_processes`` web processes (one server process each) and a worker with beat."""
+    ``web_processes`` web processes (one server process each) and a worker with beat; ``extra_env`` is set on
+    every process."""
     topology = Topology(
         tmp=tmp,
         stack=stack,
@@ -183,6 +189,7 @@ def start_topology(stack: ExitStack, tmp: Path, *, web_processes: int = WEB_PROC
         secret_key=secrets.token_urlsafe(32),
         signing_key=oidc_signing_key(),
         pki=live_pki(tmp),
+        extra_env=dict(extra_env or {}),
     )
     for command in (["migrate", "--noinput"], ["load_demo_tenant"], ["load_conformance_tenant"]):
         topology.manage(*command)

@@ -196,9 +196,10 @@ async def test_session_ended_on_a_is_gone_on_b_and_its_stream_on_b_ends(live_pla
                 with anyio.fail_after(SIGNAL_DEADLINE):
                     async for _ in events:
                         pass  # anything left, then the end of the stream
+            # web-b is two processes on one port: the other one hears the end by the same signal.
             with anyio.fail_after(SIGNAL_DEADLINE):
-                after = await on_b.post(request_message(on_b.next_id(), "tools/list"))
-    assert after.status_code == 404, after.text
+                while (await on_b.post(request_message(on_b.next_id(), "tools/list"))).status_code != 404:
+                    pass
 
 
 async def test_cancellation_sent_to_b_stops_the_call_running_on_a(live_platform: LiveServer) -> None:

@@ -155,3 +155,24 @@ async def test_a_session_starts_while_redis_is_down(fault_topology: Topology) ->
     finally:
         topology.redis.start()
     assert listed["result"]["tools"] == []
+
+
+async def test_a_session_outlives_the_web_process_that_started_it(fault_topology: Topology) -> None:
+    """The row is the session; a process's memo of it is only a copy, gone with the process and not missed."""
+    topology = fault_topology
+    async with raw_http_client() as http:
+        with anyio.fail_after(TEST_DEADLINE):
+            on_0 = RawSession(http, topology.endpoint(DEMO_TENANT, web=0))
+            await on_0.initialize()
+            before = await on_0.call("tools/list")
+            topology.kill_web(0)
+            topology.start_web(0)
+            after = await on_0.call("tools/list")
+            on_1 = on_0.joined(topology.endpoint(DEMO_TENANT, web=1))
+            ended = await http.delete(on_1.url, headers=on_1.headers())
+            # Web 0 remembers the session again; the end reaches it as a signal (milliseconds), well within the TTL.
+            with anyio.fail_after(3.0):
+                while (await on_0.post(request_message(on_0.next_id(), "tools/list"))).status_code != 404:
+                    pass
+    assert after["result"]["tools"] == before["result"]["tools"]
+    assert ended.status_code == 200, ended.text

@@ -1,0 +1,172 @@
+"""The upstream backend: tools, resources, templates and prompts mirrored from an upstream MCP server, served by
+proxying each call to it over this process's pooled session.
+
+Results pass through as the upstream gave them (content, structuredContent, isError); an upstream that cannot be
+reached, breaks the connection or answers with a protocol error becomes an isError result naming the upstream.
+Progress, logs and the upstream's questions reach the downstream client through ``ctx``; cancelling the
+downstream call cancels the upstream one (the SDK sends notifications/cancelled when its call is abandoned).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, REQUEST_TIMEOUT
+
+from mcp_core.content import error_result
+from mcp_core.context import ToolContext
+from mcp_core.errors import InternalError, McpError, PromptError
+from mcp_platform.conf import platform_settings
+from tenants.models import Prompt, Resource, ResourceTemplate, Tool, Upstream
+from tenants.upstream_connection import UpstreamConnection, UpstreamFailure, UpstreamTarget
+from tenants.upstream_pool import upstream_pool
+
+logger = logging.getLogger(__name__)
+
+JSONObject = dict[str, Any]
+# MCPError codes that say the connection, not the upstream's answer, failed; and the errors the SDK's Streamable
+# HTTP transport makes up from an HTTP status (a session the upstream forgot on restart, a 5xx from a proxy).
+TRANSPORT_CODES = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT})
+TRANSPORT_ERRORS = frozenset(
+    {(INVALID_REQUEST, "Session terminated"), (INTERNAL_ERROR, "Server returned an error response")}
+)
+
+
+def _broken_connection(exc: MCPError) -> bool:
+    return exc.error.code in TRANSPORT_CODES or (exc.error.code, exc.error.message) in TRANSPORT_ERRORS
+
+
+async def _upstream_of(item: Tool | Resource | ResourceTemplate | Prompt) -> Upstream:
+    if item.upstream_id is None:
+        raise UpstreamFailure("this item has no upstream")
+    if type(item).upstream.is_cached(item):  # type: ignore[attr-defined]
+        upstream = item.upstream
+    else:
+        upstream = await Upstream.objects.aget(pk=item.upstream_id)
+    if upstream is None:
+        raise UpstreamFailure("this item has no upstream")
+    if not upstream.enabled:
+        raise UpstreamFailure(f"upstream {upstream.name!r} is disabled")
+    return upstream
+
+
+async def _request(item: Tool | Resource | ResourceTemplate | Prompt, ctx: ToolContext, send: Any) -> Any:
+    """``await send(connection)`` over the pooled session, counting transport failures against the circuit.
+
+    Raises ``UpstreamFailure`` (unreachable, broken, circuit open) and ``MCPError`` (the upstream's own error).
+    """
+    upstream = await _upstream_of(item)
+    target = UpstreamTarget.of(upstream)
+    connection = await upstream_pool.connection(target)
+    try:
+        with connection.relay.call(ctx) as call:
+            try:
+                async with asyncio.timeout(platform_settings.UPSTREAM_CALL_TIMEOUT):
+                    result = await send(connection)
+            except BaseException:
+                # A question for the downstream client ended the call: raise why (input_required, -32021).
+                call.raise_abort()
+                raise
+    except MCPError as exc:
+        if not _broken_connection(exc):
+            return await _answered(target, exc)
+        failure: UpstreamFailure = connection.failure(exc)
+    except (TimeoutError, UpstreamFailure, OSError) as exc:
+        failure = connection.failure(exc)
+    except Exception as exc:
+        if not _is_transport_error(exc):
+            raise
+        failure = connection.failure(exc)
+    else:
+        await upstream_pool.succeeded(target)
+        return result
+    await upstream_pool.discard(connection)
+    await upstream_pool.failed(target, str(failure))
+    raise failure
+
+
+async def _answered(target: UpstreamTarget, exc: MCPError) -> Any:
+    # The upstream is alive and said no: its error is the caller's to see, not a failure of the connection.
+    await upstream_pool.succeeded(target)
+    raise exc
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    import httpx2
+
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return isinstance(exc, httpx2.TransportError | OSError | TimeoutError | UpstreamFailure)
+
+
+async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JSONObject:
+    """The upstream tool's result, or an isError result saying why the upstream could not answer."""
+    remote = tool.config["remote"]["name"]
+
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        # Not increasing: the downstream rule refuses it; the call goes on without that one.
+        with contextlib.suppress(ValueError):
+            await ctx.report_progress(progress, total, message)
+
+    async def send(connection: UpstreamConnection) -> JSONObject:
+        result = await connection.client.call_tool(remote, arguments, progress_callback=progress)
+        wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return {key: wire[key] for key in ("content", "structuredContent", "isError") if key in wire}
+
+    try:
+        result: JSONObject = await _request(tool, ctx, send)
+    except UpstreamFailure as exc:
+        return error_result(f"The upstream tool {tool.name} could not be called: {exc}")
+    except MCPError as exc:
+        return error_result(f"The upstream refused the call to {tool.name}: {exc.error.message}")
+    result.setdefault("content", [])
+    return result
+
+
+async def resource_read(resource: Resource, ctx: ToolContext) -> list[JSONObject]:
+    """The upstream's contents of the resource. Raises ``McpError`` (the upstream's code, or -32603 when it cannot
+    be reached)."""
+    return await _read(resource, resource.uri, ctx)
+
+
+async def template_read(template: ResourceTemplate, uri: str, ctx: ToolContext) -> list[JSONObject]:
+    """The upstream's contents of ``uri`` (which matched the template). Raises ``McpError`` as ``resource_read``."""
+    return await _read(template, uri, ctx)
+
+
+async def _read(item: Resource | ResourceTemplate, uri: str, ctx: ToolContext) -> list[JSONObject]:
+    async def send(connection: UpstreamConnection) -> list[JSONObject]:
+        result = await connection.client.read_resource(uri, cache_mode="bypass")
+        return [c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in result.contents]
+
+    try:
+        contents: list[JSONObject] = await _request(item, ctx, send)
+    except UpstreamFailure as exc:
+        raise InternalError(f"The resource {uri} could not be read: {exc}", http_status=200) from None
+    except MCPError as exc:
+        error = McpError(f"The upstream could not read {uri}: {exc.error.message}")
+        error.code = exc.error.code
+        raise error from None
+    return contents
+
+
+async def prompt_render(prompt: Prompt, arguments: dict[str, str], ctx: ToolContext) -> JSONObject:
+    """``{messages, description?}`` from the upstream. Raises ``PromptError`` when the upstream cannot answer."""
+    remote = prompt.config["remote"]["name"]
+
+    async def send(connection: UpstreamConnection) -> JSONObject:
+        result = await connection.client.get_prompt(remote, arguments)
+        wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return {key: wire[key] for key in ("messages", "description") if key in wire}
+
+    try:
+        rendered: JSONObject = await _request(prompt, ctx, send)
+    except UpstreamFailure as exc:
+        raise PromptError(f"The upstream prompt {prompt.name} could not be rendered: {exc}") from None
+    except MCPError as exc:
+        raise PromptError(f"The upstream refused the prompt {prompt.name}: {exc.error.message}") from None
+    return rendered

@@ -1,0 +1,47 @@
+"""``manage.py upstream_add <tenant> <name> <url>``: attach an upstream MCP server and mirror its catalog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from tenants.models import Tenant
+from tenants.upstream_connection import UpstreamFailure
+from tenants.upstream_services import upstream_add
+
+
+class Command(BaseCommand):
+    help = (
+        "Add an upstream MCP server to a tenant: connect, discover its tools, resources, templates and prompts and "
+        "serve them under a prefix. Returns once they are in the catalog; on failure nothing is stored."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("tenant", help="The tenant's slug.")
+        parser.add_argument("name", help="A name for the upstream (letters, digits, _ and -).")
+        parser.add_argument("url", help="The upstream's MCP endpoint (Streamable HTTP, or a 2024-11-05 /sse URL).")
+        parser.add_argument("--prefix", default=None, help="Prepended to its item names (default: <name>_).")
+        parser.add_argument("--bearer-secret", default=None, help="A tenant secret sent as the bearer token.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        tenant = Tenant.objects.filter(slug=options["tenant"]).first()
+        if tenant is None:
+            raise CommandError(f"there is no tenant {options['tenant']!r}")
+        secret = options["bearer_secret"]
+        auth = {"type": "bearer", "secret": secret} if secret else None
+        try:
+            upstream, report = upstream_add(
+                tenant=tenant, name=options["name"], url=options["url"], prefix=options["prefix"], auth=auth
+            )
+        except ValidationError as exc:
+            raise CommandError(f"upstream {options['name']!r} was not added: {' '.join(exc.messages)}") from None
+        except UpstreamFailure as exc:
+            raise CommandError(f"upstream {options['name']!r} was not added: {exc}") from None
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Upstream {upstream.name!r} of tenant {tenant.slug!r} ({upstream.transport}, "
+                f"{upstream.protocol_version}): {report}."
+            )
+        )

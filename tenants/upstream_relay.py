@@ -1,0 +1,132 @@
+"""What an upstream sends while it serves a call, relayed to that call's ``ToolContext``: logs, and its
+elicitation, sampling and roots requests (progress goes by the call's own progress callback).
+
+The SDK carries the sender's contextvars to the handlers of what arrives on a request's response stream
+(Streamable HTTP) and runs the 2026-07-28 input_required driver in the caller's task, so ``_current`` finds the
+call. Over HTTP+SSE nothing says which call a message belongs to: with one call in flight it goes to that one.
+
+A question the downstream client must answer by retrying (2026-07-28: the ledger raises ``InputRequired``), or
+cannot answer (a capability it did not declare), ends the upstream call: the call is cancelled (the upstream hears
+notifications/cancelled) and the backend re-raises the reason, so the downstream request gets its input_required
+result or protocol error. The retry runs the call again from the start and the question, asked again by the
+upstream, is answered from the ledger: the upstream receives each answer exactly once, as a Python tool replays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from mcp.client.session import ClientRequestContext
+
+from mcp_core.context import ToolContext
+from mcp_core.errors import ClientRequestFailed, McpError
+from mcp_core.mrtr import InputRequired
+
+JSONObject = dict[str, Any]
+
+
+@dataclass(eq=False)
+class UpstreamCall:
+    """One downstream call being served by the upstream: its context, its task, and why it was ended (if so)."""
+
+    ctx: ToolContext
+    task: asyncio.Task[Any] | None
+    abort: BaseException | None = None
+
+    def raise_abort(self) -> None:
+        """After the call's task was cancelled for a question: raise the reason instead (and take back the
+        cancellation this module asked for)."""
+        if self.abort is None:
+            return
+        if self.task is not None:
+            self.task.uncancel()
+        raise self.abort
+
+
+_current: ContextVar[UpstreamCall | None] = ContextVar("upstream_call", default=None)
+
+
+def _refused(message: str) -> types.ErrorData:
+    return types.ErrorData(code=types.INVALID_REQUEST, message=message)
+
+
+class Relay:
+    """The SDK client callbacks of one upstream connection."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, UpstreamCall] = {}
+
+    @contextlib.contextmanager
+    def call(self, ctx: ToolContext) -> Iterator[UpstreamCall]:
+        """Route what arrives for requests made inside this block to ``ctx``."""
+        call = UpstreamCall(ctx, asyncio.current_task())
+        token = _current.set(call)
+        self._calls[id(call)] = call
+        try:
+            yield call
+        finally:
+            self._calls.pop(id(call), None)
+            _current.reset(token)
+
+    def _current(self) -> UpstreamCall | None:
+        call = _current.get()
+        if call is None and len(self._calls) == 1:
+            call = next(iter(self._calls.values()))
+        return call
+
+    async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        call = self._current()
+        if call is not None:
+            await call.ctx.log(params.level, params.data, params.logger)
+
+    async def _ask(self, ask: Callable[[ToolContext], Awaitable[Any]]) -> Any:
+        call = self._current()
+        if call is None:
+            return _refused("No downstream call is waiting for this answer")
+        try:
+            return await ask(call.ctx)
+        except ClientRequestFailed as exc:
+            return _refused(str(exc))
+        except (InputRequired, McpError) as exc:
+            call.abort = exc
+            if call.task is not None:
+                call.task.cancel()
+            return _refused("The question goes to the downstream client first")
+
+    async def on_elicit(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        wire = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+        async def ask(ctx: ToolContext) -> Any:
+            if wire.get("mode") == "url":
+                answer = await ctx.elicit_url(wire["message"], wire["url"], wire["elicitationId"])
+            else:
+                answer = await ctx.elicit(wire["message"], wire.get("requestedSchema", {}))
+            return types.ElicitResult.model_validate(answer)
+
+        answer: types.ElicitResult | types.ErrorData = await self._ask(ask)
+        return answer
+
+    async def on_sample(self, context: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
+        wire = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        wire.pop("_meta", None)
+        messages, max_tokens = wire.pop("messages"), wire.pop("maxTokens")
+
+        async def ask(ctx: ToolContext) -> Any:
+            return types.CreateMessageResult.model_validate(await ctx.sample(messages, max_tokens, **wire))
+
+        return await self._ask(ask)
+
+    async def on_roots(self, context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
+        async def ask(ctx: ToolContext) -> Any:
+            return types.ListRootsResult.model_validate({"roots": await ctx.list_roots()})
+
+        answer: types.ListRootsResult | types.ErrorData = await self._ask(ask)
+        return answer

@@ -1,0 +1,161 @@
+"""Every write to upstream MCP servers: add (connect, discover and mirror before returning), change, remove, and
+refresh their mirrored catalogs (on their list_changed, on a schedule, on demand).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from asgiref.sync import async_to_sync, sync_to_async
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from tenants.events import CATALOG_KINDS, catalog_changed, tenant_changed
+from tenants.models import Tenant, Upstream
+from tenants.upstream_connection import UpstreamConnection, UpstreamFailure, UpstreamTarget
+from tenants.upstream_mirror import Listing, MirrorReport, listing_fetch, mirror_apply
+from tenants.upstream_pool import upstream_pool
+from tenants.validation import auth_errors
+
+logger = logging.getLogger(__name__)
+
+JSONObject = dict[str, Any]
+UPSTREAM_FIELDS = frozenset({"name", "url", "prefix", "auth", "enabled", "excluded"})
+# Changing one of these changes what a connection is: pooled sessions of the old revision are dropped.
+CONNECTION_FIELDS = frozenset({"url", "auth", "enabled"})
+# The HTTP tools' auth shapes, less the API key in the query (an MCP endpoint's URL carries no credentials).
+UPSTREAM_AUTH_TYPES = ("bearer", "header", "basic", "client_credentials")
+
+
+def _upstream_auth_errors(auth: Any) -> list[str]:
+    if isinstance(auth, dict) and auth.get("type") == "query":
+        return ['An upstream authenticates with "bearer", "header", "basic" or "client_credentials".']
+    return auth_errors(auth)
+
+
+def upstream_validate(upstream: Upstream) -> None:
+    """Raise ``ValidationError`` unless ``upstream`` may be stored (its reachability is checked by connecting)."""
+    errors: dict[str, list[str]] = {}
+    try:
+        upstream.full_clean()
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
+    if urlsplit(upstream.url).scheme not in ("http", "https"):
+        errors.setdefault("url", []).append("The URL must start with https:// (or http://).")
+    problems = _upstream_auth_errors(upstream.auth)
+    if problems:
+        errors.setdefault("auth", []).extend(problems)
+    if not isinstance(upstream.excluded, list) or not all(isinstance(e, str) for e in upstream.excluded):
+        errors.setdefault("excluded", []).append('Excluded items must be a list such as ["tools:<name>"].')
+    if errors:
+        raise ValidationError(errors)
+
+
+async def upstream_discover(target: UpstreamTarget) -> tuple[Listing, UpstreamConnection]:
+    """Connect once (not pooled), read everything the upstream offers, close. Raises ``UpstreamFailure``."""
+    connection = UpstreamConnection(target)
+    await connection.open()
+    try:
+        return await listing_fetch(connection), connection
+    except Exception as exc:
+        raise connection.failure(exc) from None
+    finally:
+        await connection.close()
+
+
+def upstream_add(
+    *, tenant: Tenant, name: str, url: str, prefix: str | None = None, auth: JSONObject | None = None
+) -> tuple[Upstream, MirrorReport]:
+    """Add an upstream and mirror its catalog before returning (prefix: ``<name>_`` when None).
+
+    Raises ``ValidationError`` for bad input or items that cannot be stored and ``UpstreamFailure`` when the
+    upstream cannot be reached; either way nothing is stored.
+    """
+    upstream = Upstream(tenant=tenant, name=name, url=url, prefix=f"{name}_" if prefix is None else prefix, auth=auth)
+    upstream_validate(upstream)
+    listing, connection = async_to_sync(upstream_discover)(UpstreamTarget.of(upstream))
+    try:
+        with transaction.atomic():
+            upstream.transport, upstream.protocol_version = connection.transport, connection.protocol_version
+            upstream.last_ok_at = timezone.now()
+            upstream.save()
+            report = mirror_apply(upstream=upstream, listing=listing)
+    except IntegrityError as exc:
+        raise ValidationError(f"Another upstream called {name!r} was added meanwhile.") from exc
+    upstream.refresh_from_db()
+    return upstream, report
+
+
+def upstream_update(*, upstream: Upstream, data: Mapping[str, Any]) -> Upstream:
+    """Change an upstream's settings; a changed prefix or exclusion list takes effect at the next refresh (the
+    admin runs one at once). Raises ``ValidationError``."""
+    unknown = sorted(set(data) - UPSTREAM_FIELDS)
+    if unknown:
+        raise ValidationError({field: ["This field cannot be changed here."] for field in unknown})
+    previous = {field: getattr(upstream, field) for field in data}
+    for field, value in data.items():
+        setattr(upstream, field, value)
+    try:
+        upstream_validate(upstream)
+    except ValidationError:
+        for field, value in previous.items():
+            setattr(upstream, field, value)
+        raise
+    changed = {field for field in data if previous[field] != data[field]}
+    if changed & CONNECTION_FIELDS:
+        upstream.revision += 1
+    with transaction.atomic():
+        upstream.save()
+        if changed & CONNECTION_FIELDS:
+            # Cached tool and prompt definitions carry their upstream row: a new revision makes every process read
+            # them again, so calls use the new URL or credentials (a disabled upstream's calls fail, saying so).
+            tenant_changed(tenant_id=upstream.tenant_id)
+    return upstream
+
+
+def upstream_delete(*, upstream: Upstream) -> None:
+    """Remove an upstream and everything mirrored from it."""
+    with transaction.atomic():
+        for kind in CATALOG_KINDS:
+            catalog_changed(tenant_id=upstream.tenant_id, kind=kind)
+        upstream.delete()
+
+
+async def upstream_refresh(upstream_id: int, *, pooled: bool = True) -> MirrorReport | None:
+    """Re-read the upstream's catalog and mirror it (None when the upstream is disabled or gone).
+
+    ``pooled``: over this process's pooled session (web processes); otherwise over a connection of its own
+    (Celery, commands). Raises ``UpstreamFailure`` and ``ValidationError`` (recorded as its last error too).
+    """
+    upstream = await Upstream.objects.select_related("tenant").filter(pk=upstream_id).afirst()
+    if upstream is None or not upstream.enabled:
+        return None
+    target = UpstreamTarget.of(upstream)
+    try:
+        if pooled:
+            connection = await upstream_pool.connection(target)
+            try:
+                listing = await listing_fetch(connection)
+            except Exception as exc:
+                await upstream_pool.discard(connection)
+                raise connection.failure(exc) from None
+        else:
+            listing, _ = await upstream_discover(target)
+        report = await sync_to_async(mirror_apply)(upstream=upstream, listing=listing)
+    except (UpstreamFailure, ValidationError) as exc:
+        message = str(exc) if isinstance(exc, UpstreamFailure) else " ".join(exc.messages)
+        await Upstream.objects.filter(pk=upstream_id).aupdate(last_error=message, last_error_at=timezone.now())
+        raise
+    logger.info("refreshed upstream %s of tenant %s: %s", upstream.name, upstream.tenant.slug, report)
+    return report
+
+
+async def _refresh_quietly(upstream_id: int) -> None:
+    await upstream_refresh(upstream_id)
+
+
+upstream_pool.set_refresher(_refresh_quietly)

@@ -1,0 +1,106 @@
+"""Processes for the federation tests: upstream MCP servers (the SDK's ``MCPServer`` over Streamable HTTP or
+2024-11-05 HTTP+SSE, see ``tests/upstreams/sdk_server.py``) and a platform of their own that reaches them.
+
+The platform allows loopback through the outbound allowed-networks setting explicitly (as a developer does for
+local upstreams), and trips its circuit breaker after two failures with a one-second cool-down, so the tests see
+a dead upstream fail fast and recover without waiting the production defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from tests.e2e.live import (
+    PYTHON,
+    LiveServer,
+    ManagedProcess,
+    base_env,
+    free_port,
+    live_pki,
+    run_command,
+    start_web,
+    wait_for_port,
+)
+
+CIRCUIT_FAILURES = 2
+CIRCUIT_COOLDOWN_SECONDS = 1
+
+
+@dataclass
+class UpstreamServer:
+    """An SDK upstream process on a fixed port, which can be killed and started again on the same port."""
+
+    directory: Path
+    transport: str = "streamable-http"
+    port: int = 0
+    process: ManagedProcess | None = None
+    starts: int = 0
+
+    def __post_init__(self) -> None:
+        self.port = self.port or free_port()
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def url(self) -> str:
+        path = "/sse" if self.transport == "sse" else "/mcp"
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def start(self) -> None:
+        argv = [str(PYTHON), "-m", "tests.upstreams.sdk_server", "--port", str(self.port)]
+        argv += ["--transport", self.transport]
+        self.starts += 1
+        self.process = ManagedProcess.start(
+            f"upstream-{self.port}-{self.starts}", argv, dict(os.environ), self.directory
+        )
+        wait_for_port(self.process, self.port)
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.stop()
+            self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+            self.process = None
+
+
+def upstream_server(stack: ExitStack, directory: Path, transport: str = "streamable-http") -> UpstreamServer:
+    server = UpstreamServer(directory, transport)
+    server.start()
+    stack.callback(server.stop)
+    return server
+
+
+def federation_platform(stack: ExitStack, tmp: Path) -> LiveServer:
+    """One embedded platform (``manage.py serve``) with loopback upstreams allowed and a quick circuit breaker."""
+    pki = live_pki(tmp)
+    env = base_env(tmp / "var", secrets.token_urlsafe(32), pki)
+    env.update(
+        {
+            "MCP_OUTBOUND_ALLOWED_NETWORKS": "127.0.0.1/32",
+            "MCP_UPSTREAM_CIRCUIT_FAILURES": str(CIRCUIT_FAILURES),
+            "MCP_UPSTREAM_CIRCUIT_COOLDOWN": str(CIRCUIT_COOLDOWN_SECONDS),
+        }
+    )
+    run_command([str(PYTHON), "manage.py", "migrate", "--noinput"], env)
+    process, url = start_web("web", env, tmp)
+    stack.callback(process.stop)
+    wait_for_port(process, int(urlsplit(url).port or 0))
+    return LiveServer(web_urls=[url], processes=[process], command_env=env, production=False, pki=pki)
+
+
+def platform_and_upstreams(tmp: Path) -> Iterator[tuple[LiveServer, UpstreamServer, UpstreamServer]]:
+    """The platform, a Streamable HTTP upstream and an HTTP+SSE-only upstream, stopped at the end."""
+    with ExitStack() as stack:
+        upstream = upstream_server(stack, tmp / "upstream-http")
+        legacy = upstream_server(stack, tmp / "upstream-sse", transport="sse")
+        platform = federation_platform(stack, tmp / "platform")
+        yield platform, upstream, legacy

@@ -1,0 +1,152 @@
+"""An upstream MCP server for the federation tests, built on the official SDK's ``MCPServer`` and run as a process:
+``python -m tests.upstreams.sdk_server --port N [--transport streamable-http|sse] [--name X]``.
+
+It records the Authorization header of every HTTP request it receives (tool ``seen_authorization``) and the calls
+that were cancelled (tool ``cancelled_calls``), so tests can check what the platform forwarded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Annotated, Any, TypedDict
+
+import uvicorn
+from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
+from mcp_types import CreateMessageResult, ListRootsResult, SamplingMessage, TextContent
+from pydantic import BaseModel
+
+SEEN_AUTHORIZATION: list[str] = []
+CANCELLED: list[str] = []
+ANSWERS: list[str] = []
+
+
+class NameForm(BaseModel):
+    name: str
+
+
+class Weather(TypedDict):
+    city: str
+    celsius: float
+
+
+# Resolvers ask the client in either era: a server-to-client request (handshake) or input_required (2026).
+def ask_for_name() -> Elicit[NameForm]:
+    return Elicit("What is your name?", NameForm)
+
+
+def ask_for_haiku(topic: str) -> Sample:
+    text = TextContent(type="text", text=f"A haiku on {topic}")
+    return Sample([SamplingMessage(role="user", content=text)], max_tokens=50)
+
+
+def ask_for_roots() -> ListRoots:
+    return ListRoots()
+
+
+def build(name: str) -> MCPServer:
+    server = MCPServer(name, instructions="Federation test upstream")
+
+    @server.tool(description="Say the text back.")
+    def echo(text: str) -> str:
+        return f"echo: {text}"
+
+    @server.tool(description="Count to steps, reporting progress and logging each step.")
+    async def slow_count(steps: int, ctx: Context) -> str:
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps, f"step {step}")
+            await ctx.info(f"counted {step}")
+        return f"counted to {steps}"
+
+    @server.tool(description="The weather in a city (structured).")
+    def weather(city: str) -> Weather:
+        return {"city": city, "celsius": 21.5}
+
+    @server.tool(description="Always fails.")
+    def fail() -> str:
+        raise ValueError("the upstream tool failed on purpose")
+
+    @server.tool(description="Add a tool called name and announce the change.")
+    async def grow(name: str, ctx: Context) -> str:
+        def grown() -> str:
+            return f"I am {name}"
+
+        server.add_tool(grown, name=name, description=f"Grown tool {name}")
+        await ctx.notify_tools_changed()
+        if (ctx.protocol_version or "") < "2026":
+            await ctx.session.send_tool_list_changed()
+        return f"added {name}"
+
+    @server.tool(description="Wait until cancelled.")
+    async def wait_forever(label: str) -> str:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            CANCELLED.append(label)
+            raise
+        return "never"
+
+    @server.tool(description="Labels of the calls that were cancelled.")
+    def cancelled_calls() -> list[str]:
+        return list(CANCELLED)
+
+    @server.tool(description="The Authorization headers of the HTTP requests received so far.")
+    def seen_authorization() -> list[str]:
+        return list(SEEN_AUTHORIZATION)
+
+    @server.tool(description="Ask the user for their name.")
+    async def ask_name(label: str, form: Annotated[NameForm, Resolve(ask_for_name)]) -> str:
+        ANSWERS.append(f"{label}:accept")
+        return f"hello {form.name}"
+
+    @server.tool(description="The answers ask_name received, as label:action.")
+    def answers_received() -> list[str]:
+        return list(ANSWERS)
+
+    @server.tool(description="Ask the client's model for a haiku.")
+    async def haiku(topic: str, sampled: Annotated[CreateMessageResult, Resolve(ask_for_haiku)]) -> str:
+        return sampled.content.text if isinstance(sampled.content, TextContent) else "?"
+
+    @server.tool(description="The client's roots.")
+    async def roots(listed: Annotated[ListRootsResult, Resolve(ask_for_roots)]) -> str:
+        return ", ".join(str(root.uri) for root in listed.roots)
+
+    @server.resource("notes://readme", description="The readme.")
+    def readme() -> str:
+        return "read me first"
+
+    @server.resource("notes://topics/{topic}", description="A note on a topic.")
+    def topic_note(topic: str) -> str:
+        return f"a note on {topic}"
+
+    @server.prompt(description="Greet someone.")
+    def greet(name: str) -> str:
+        return f"Please greet {name}."
+
+    return server
+
+
+def recording(app: Any) -> Any:
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            SEEN_AUTHORIZATION.append(headers.get(b"authorization", b"").decode())
+        await app(scope, receive, send)
+
+    return asgi
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--transport", default="streamable-http", choices=["streamable-http", "sse"])
+    parser.add_argument("--name", default="federation-upstream")
+    options = parser.parse_args()
+    server = build(options.name)
+    app = server.sse_app() if options.transport == "sse" else server.streamable_http_app()
+    config = uvicorn.Config(recording(app), host="127.0.0.1", port=options.port, log_level="warning")
+    uvicorn.Server(config).run()
+
+
+if __name__ == "__main__":
+    main()
