@@ -8,10 +8,13 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.contenttypes.models import ContentType
+from django.contrib.contenttypes.views import shortcut
 from django.core.exceptions import ValidationError
 from django.db.models import Model
 from django.db.models.base import ModelBase
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import NoReverseMatch, URLPattern, URLResolver, path
 
 from tenants.admin_policy import admin_scope, admin_scope_for
 from tenants.admin_scoping import TenantScopedAdmin, platform_only
@@ -59,3 +62,24 @@ class TenantAdminSite(admin.AdminSite):
         if not issubclass(chosen, TenantScopedAdmin):
             chosen = platform_only(chosen)
         super().register(model_or_iterable, chosen, **options)
+
+    def get_urls(self) -> list[URLResolver | URLPattern]:
+        # "View on site" is the one site-level page that takes any model's row: it gets the scope too.
+        urls = super().get_urls()
+        mine = path(
+            "r/<int:content_type_id>/<path:object_id>/", self.admin_view(self.view_on_site), name="view_on_site"
+        )
+        return [mine if getattr(url, "name", None) == "view_on_site" else url for url in urls]
+
+    def view_on_site(self, request: HttpRequest, content_type_id: int, object_id: str) -> HttpResponse:
+        """Django's redirect to a row's public page, for rows the person may see; any other is a 404 alike."""
+        content_type = ContentType.objects.filter(pk=content_type_id).first()
+        model = content_type.model_class() if content_type is not None else None
+        model_admin = self._registry.get(model) if model is not None else None
+        try:
+            visible = model_admin is not None and model_admin.get_queryset(request).filter(pk=object_id).exists()
+            if not visible:
+                raise Http404("No such page.")
+            return shortcut(request, content_type_id, object_id)
+        except (ValueError, ValidationError, NoReverseMatch):
+            raise Http404("No such page.") from None

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.contrib import admin
+from django.contrib.contenttypes.models import ContentType
 from django.db import models
 from django.test import Client
 from django.urls import reverse
@@ -168,6 +169,10 @@ def test_another_tenants_rows_are_out_of_reach(
         posted = client.post(url(model, view, other.pk), {"post": "yes"})
         expected = (404,) if scoped else REFUSED
         assert got.status_code in expected and posted.status_code in expected, view
+
+    # The site's "view on site" redirect, which takes any model's row.
+    content_type = ContentType.objects.get_for_model(model, for_concrete_model=False)
+    assert client.get(reverse("admin:view_on_site", args=[content_type.pk, other.pk])).status_code == 404
 
     # Every other URL the admin class adds.
     standard = {f"{model._meta.app_label}_{model._meta.model_name}_{view}" for view in STANDARD_VIEWS}
