@@ -268,3 +268,32 @@ def test_a_tenant_keeps_an_owner(client: Client, ours: Tenant) -> None:
     assert "role" in demoted.context["adminform"].form.errors
     assert removed.status_code == 403
     assert Membership.objects.get(pk=mine.pk).role == "owner"
+
+
+def test_only_owners_add_members_on_the_tenant_page(client: Client, ours: Tenant) -> None:
+    person(None, None, "bob")
+    form = {
+        "slug": "acme",
+        "name": "Acme",
+        "allowed_origins": "[]",
+        "instructions": "",
+        "memberships-TOTAL_FORMS": "1",
+        "memberships-INITIAL_FORMS": "0",
+        "memberships-MIN_NUM_FORMS": "0",
+        "memberships-MAX_NUM_FORMS": "1000",
+        "memberships-0-person": "bob",
+        "memberships-0-role": "owner",
+    }
+    change = reverse("admin:tenants_tenant_change", args=[ours.pk])
+
+    signed_in(client, person(ours, "admin", "ada"))
+    as_admin = client.post(change, form)
+    signed_in(client, person(ours, "owner", "olivia"))
+    as_owner = client.post(change, form)
+
+    assert as_admin.status_code == 302 and as_owner.status_code == 302
+    assert dict(Membership.objects.filter(tenant=ours).values_list("user__username", "role")) == {
+        "ada": "admin",
+        "olivia": "owner",
+        "bob": "owner",
+    }
