@@ -95,7 +95,7 @@ if _env_bool("MCP_PROXY_SSL_HEADER", False):
 # Not "daphne": its app config installs a Twisted reactor in every process at start-up, and ``manage.py serve``
 # starts whichever server is chosen (see mcp_platform/servers.py).
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "tenants.admin_app.PlatformAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -15,7 +15,12 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from tenants import secrets, services, validation
+from tenants.admin_fields import as_typed
+from tenants.admin_memberships import MembershipForm, is_last_owner
+from tenants.admin_policy import OWNING, admin_scope
 from tenants.admin_python import PythonFunctionForm
+from tenants.admin_scoping import NOBODY, TenantScopedAdmin, TenantScopedInline
+from tenants.admin_tenant_page import tenant_page_context
 from tenants.models import Membership, Prompt, Resource, ResourceTemplate, Secret, Tenant, Tool
 
 JSON_WIDGET = forms.Textarea(attrs={"rows": 10, "cols": 100, "style": "font-family: monospace"})
@@ -63,7 +68,7 @@ def _adopt(obj: models.Model, stored: models.Model) -> None:
     obj.__dict__.update(stored.__dict__)
 
 
-class ServiceBackedAdmin(admin.ModelAdmin):
+class ServiceBackedAdmin(TenantScopedAdmin):
     """Routes add, change and delete through the entity's services.
 
     ``fields_for_service`` are the form fields passed to the create service and, when changed, to update.
@@ -71,6 +76,9 @@ class ServiceBackedAdmin(admin.ModelAdmin):
 
     fields_for_service: tuple[str, ...] = ()
     formfield_overrides = {models.JSONField: {"widget": JSON_WIDGET}}
+
+    def formfield_for_dbfield(self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
+        return super().formfield_for_dbfield(db_field, request, **as_typed(db_field, kwargs))
 
     def create(self, obj: Any, values: dict[str, Any]) -> models.Model:
         raise NotImplementedError
@@ -99,15 +107,22 @@ class ServiceBackedAdmin(admin.ModelAdmin):
             self.remove(obj)
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(TenantScopedInline, admin.StackedInline):
+    """The tenant page's members: owners add people by username or e-mail; admins see who is in."""
+
     model = Membership
+    form = MembershipForm
+    fields = ("person", "role")
     extra = 0
-    autocomplete_fields = ["user"]
+    tenant_path = "tenant"
+    add_roles = change_roles = delete_roles = OWNING
 
 
 @admin.register(Tenant)
 class TenantAdmin(ServiceBackedAdmin):
     form = _form_for(Tenant, validation.tenant_validate)
+    tenant_path = ""
+    add_roles = delete_roles = NOBODY  # tenants are made and removed by platform staff
     fields_for_service = tuple(sorted(services.TENANT_FIELDS))
     list_display = ("slug", "name", "status", "requires_authorization", "created_at")
     list_filter = ("status", "requires_authorization")
@@ -115,9 +130,23 @@ class TenantAdmin(ServiceBackedAdmin):
     inlines = [MembershipInline]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
-        # Widening the outbound door lets a tenant's tools reach private networks: platform staff decide that.
+        # Widening the outbound door lets a tenant's tools reach private networks, and suspending a tenant is a
+        # sanction: platform staff decide both.
         readonly = tuple(super().get_readonly_fields(request, obj))
-        return readonly if request.user.is_superuser else (*readonly, "outbound_allowed_networks")
+        return readonly if request.user.is_superuser else (*readonly, "status", "outbound_allowed_networks")
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> Any:
+        if obj is not None and obj.pk is not None:
+            context.update(tenant_page_context(request, obj))
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def create(self, obj: Tenant, values: dict[str, Any]) -> Tenant:
         return services.tenant_create(**values)
@@ -136,26 +165,38 @@ class TenantAdmin(ServiceBackedAdmin):
         pending = formset.save(commit=False)
         for membership in formset.deleted_objects:
             services.membership_remove(tenant=tenant, user=membership.user)
-        for membership, changed in formset.changed_objects:
-            if "user" in changed:
-                previous = Membership.objects.get(pk=membership.pk)
-                services.membership_remove(tenant=tenant, user=previous.user)
         for membership in pending:
             services.membership_add(tenant=tenant, user=membership.user, role=membership.role)
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(TenantScopedAdmin):
+    """Owners add people by username or e-mail (the platform's user list is never shown) and change roles;
+    admins see who is in their tenants."""
+
+    form = MembershipForm
     list_display = ("user", "tenant", "role", "created_at")
     list_filter = ("role", "tenant")
     search_fields = ("user__username", "user__email", "tenant__slug")
-    autocomplete_fields = ["user", "tenant"]
+    autocomplete_fields = ["tenant"]
     list_select_related = ("user", "tenant")
+    tenant_path = "tenant"
+    add_roles = change_roles = delete_roles = OWNING
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return ("tenant", "person", "role")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # A membership is one person in one tenant: another person or tenant is another membership.
+        return ("tenant",) if obj is not None else ()
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Owners cannot leave their tenant ownerless; platform staff can (they also delete whole tenants).
+        if obj is not None and not admin_scope(request).everything and is_last_owner(obj):
+            return False
+        return super().has_delete_permission(request, obj)
 
     def save_model(self, request: HttpRequest, obj: Membership, form: forms.ModelForm, change: bool) -> None:
-        if change and {"user", "tenant"} & set(form.changed_data):
-            previous = Membership.objects.select_related("tenant", "user").get(pk=obj.pk)
-            services.membership_remove(tenant=previous.tenant, user=previous.user)
         _adopt(obj, services.membership_add(tenant=obj.tenant, user=obj.user, role=obj.role))
 
     def delete_model(self, request: HttpRequest, obj: Membership) -> None:
@@ -167,6 +208,7 @@ class MembershipAdmin(admin.ModelAdmin):
 
 
 class CatalogEntryAdmin(ServiceBackedAdmin):
+    tenant_path = "tenant"
     list_select_related = ("tenant",)
     autocomplete_fields = ["tenant"]
     readonly_fields = ("created_at", "updated_at")
@@ -283,9 +325,10 @@ class SecretAdminForm(forms.ModelForm):
 
 
 @admin.register(Secret)
-class SecretAdmin(admin.ModelAdmin):
+class SecretAdmin(TenantScopedAdmin):
     """Tenant secrets through ``tenants.secrets``; the list and the form show names and dates, never values."""
 
+    tenant_path = "tenant"
     form = SecretAdminForm
     list_display = ("name", "tenant", "updated_at")
     list_filter = ("tenant",)

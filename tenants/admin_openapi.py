@@ -18,6 +18,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from tenants.admin_scoping import TenantScopedAdmin
 from tenants.models import OpenApiSource, Tenant, Tool
 from tenants.openapi.document import MAX_DOCUMENT_BYTES, OpenApiDocument, OpenApiError, document_parse
 from tenants.openapi.fetching import document_fetch_once
@@ -113,7 +114,8 @@ def _rows(tenant: Tenant, document: OpenApiDocument, translation: Translation) -
 
 
 @admin.register(OpenApiSource)
-class OpenApiSourceAdmin(admin.ModelAdmin):
+class OpenApiSourceAdmin(TenantScopedAdmin):
+    tenant_path = "tenant"
     list_display = ("name", "tenant", "location", "prefix", "tool_count", "imported_at")
     list_filter = ("tenant",)
     search_fields = ("name", "location", "tenant__slug")
@@ -173,8 +175,10 @@ class OpenApiSourceAdmin(admin.ModelAdmin):
         context["title"] = "Import an OpenAPI document"
         if request.method != "POST":
             form = SourceForm(initial={"tenant": request.GET.get("tenant")})
+            self.scope_form(request, form)
             return TemplateResponse(request, "admin/tenants/openapisource/import.html", {**context, "form": form})
         form = SourceForm(request.POST, request.FILES)
+        self.scope_form(request, form)  # a tenant admin imports only into a tenant they administer
         if form.is_valid():
             try:
                 return self._preview_or_import(request, form, context)
@@ -209,6 +213,7 @@ class OpenApiSourceAdmin(admin.ModelAdmin):
         preview = SourceForm(
             initial={**form.cleaned_data, "tenant": tenant.pk, "document": _pack(content), "location": location}
         )
+        self.scope_form(request, preview)
         context.update(
             form=preview,
             document=document,

@@ -3,6 +3,7 @@ tool, template and prompt forms offer instead of a typed name."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from django import forms
@@ -12,6 +13,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
+from tenants.admin_scoping import NOBODY, TenantScopedAdmin
 from tenants.backends.registry import default_registry
 from tenants.models import Backend, Prompt, PythonFunctionGrant, ResourceTemplate, Tool
 from tenants.python_grants import function_help, grant_problem, python_function_grant, python_function_revoke
@@ -46,9 +48,19 @@ class PythonFunctionForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        model = self._meta.model
-        registered = _registered(model)
-        grants = PythonFunctionGrant.objects.select_related("tenant").filter(function__in=registered)
+        self._offer(None)
+        instance = self.instance
+        if instance.backend == Backend.PYTHON and isinstance(instance.config, dict):
+            self.fields["python_function"].initial = instance.config.get("function")
+
+    def limit_to_tenants(self, tenant_ids: Collection[int]) -> None:
+        """Called by the admin's scoping: offer only the grants of the tenants the person administers."""
+        self._offer(tenant_ids)
+
+    def _offer(self, tenant_ids: Collection[int] | None) -> None:
+        grants = PythonFunctionGrant.objects.select_related("tenant").filter(function__in=_registered(self._meta.model))
+        if tenant_ids is not None:
+            grants = grants.filter(tenant_id__in=tenant_ids)
         instance = self.instance
         field = self.fields["python_function"]
         assert isinstance(field, forms.ChoiceField)
@@ -64,8 +76,6 @@ class PythonFunctionForm(forms.ModelForm):
             choices += [(slug, [(n, n) for n in sorted(group)]) for slug, group in sorted(by_tenant.items())]
         field.choices = choices
         field.help_text = _help(names)
-        if instance.backend == Backend.PYTHON and isinstance(instance.config, dict):
-            field.initial = instance.config.get("function")
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -113,8 +123,11 @@ class GrantForm(forms.ModelForm):
 
 
 @admin.register(PythonFunctionGrant)
-class PythonFunctionGrantAdmin(admin.ModelAdmin):
+class PythonFunctionGrantAdmin(TenantScopedAdmin):
     """Only superusers see or change grants: a grant lets a tenant run platform code."""
+
+    tenant_path = "tenant"
+    view_roles = add_roles = change_roles = delete_roles = NOBODY
 
     form = GrantForm
     list_display = ("function", "tenant", "granted_at")
@@ -122,20 +135,8 @@ class PythonFunctionGrantAdmin(admin.ModelAdmin):
     search_fields = ("function", "tenant__slug")
     list_select_related = ("tenant",)
 
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.is_superuser)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_superuser)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.is_superuser)
-
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # a grant is added or withdrawn, never edited into another
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_superuser)
 
     def save_model(self, request: HttpRequest, obj: PythonFunctionGrant, form: forms.ModelForm, change: bool) -> None:
         stored = python_function_grant(tenant=obj.tenant, function=obj.function)

@@ -17,6 +17,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from tenants.admin_scoping import TenantScopedAdmin
 from tenants.models import Upstream
 from tenants.upstream_connection import UpstreamFailure
 from tenants.upstream_services import (
@@ -119,7 +120,8 @@ class UpstreamForm(forms.ModelForm):
 
 
 @admin.register(Upstream)
-class UpstreamAdmin(admin.ModelAdmin):
+class UpstreamAdmin(TenantScopedAdmin):
+    tenant_path = "tenant"
     form = UpstreamForm
     list_display = ("name", "tenant", "url", "enabled", "health", "last_ok_at", "last_refreshed_at")
     list_filter = ("enabled", "tenant")

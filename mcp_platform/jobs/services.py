@@ -149,18 +149,18 @@ def tool_run_create(*, caller: Caller, request: TaskRequest) -> ToolRun:
     return run
 
 
-def tool_run_cancel(*, caller: Caller, task_id: str) -> tuple[ToolRun, bool] | None:
+def tool_run_cancel(
+    *, caller: Caller, task_id: str, reason: str = "Cancelled by the client"
+) -> tuple[ToolRun, bool] | None:
     """Cancel the caller's run unless it has finished; the worker running it is told to stop. The run afterwards
-    and whether this call cancelled it; None when the caller has no such run."""
+    and whether this call cancelled it; None when the caller has no such run. ``reason`` is its status message."""
     with transaction.atomic():
         run = _locked(caller, task_id)
         if run is None:
             return None
         if run.status in selectors.TERMINAL_STATUSES:
             return run, False
-        _transition(
-            run, TaskEvent.CANCEL, input_requests={}, lease_until=None, status_message="Cancelled by the client"
-        )
+        _transition(run, TaskEvent.CANCEL, input_requests={}, lease_until=None, status_message=reason)
         _announce(run, stop=True)
     return run, True
 

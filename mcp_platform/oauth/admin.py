@@ -19,15 +19,26 @@ from mcp_platform.oauth.machine_clients import (
     machine_client_update,
 )
 from mcp_platform.oauth.models import MachineClient, TenantApplication
+from tenants.admin_policy import admin_scope
+from tenants.admin_scoping import TenantScopedAdmin
 
 
-class OAuthClientAdmin(ApplicationAdmin):
-    """``APPLICATION_ADMIN_CLASS``: every client, with the tenant it is bound to and its scope limit."""
+class OAuthClientAdmin(TenantScopedAdmin, ApplicationAdmin):
+    """``APPLICATION_ADMIN_CLASS``: every client, with the tenant it is bound to and its scope limit. Tenant admins
+    see and register clients bound to their tenants; clients bound to none (self-registered) are platform staff's.
+    """
+
+    tenant_path = "tenant"
 
     list_display = ("pk", "name", "tenant", "client_type", "authorization_grant_type", "registration_source", "created")
     list_filter = ("registration_source", "client_type", "authorization_grant_type", "tenant")
     search_fields = ("name", "client_id")
     autocomplete_fields = ("tenant",)
+
+    def get_exclude(self, request: HttpRequest, obj: Any = None) -> Any:
+        # Which platform account owns a client, and skipping consent, are platform staff's decisions.
+        excluded = tuple(super().get_exclude(request, obj) or ())
+        return excluded if admin_scope(request).everything else (*excluded, "user", "skip_authorization")
 
 
 class MachineClientForm(forms.ModelForm):
@@ -61,8 +72,9 @@ class MachineClientForm(forms.ModelForm):
         pass
 
 
-class MachineClientAdmin(admin.ModelAdmin):
+class MachineClientAdmin(TenantScopedAdmin):
     form = MachineClientForm
+    tenant_path = "tenant"
     list_display = ("name", "tenant", "client_id", "allowed_scopes", "created")
     list_filter = ("tenant",)
     search_fields = ("name", "client_id", "tenant__slug")
@@ -86,7 +98,8 @@ class MachineClientAdmin(admin.ModelAdmin):
         obj.__dict__.update(client.__dict__)
         self._show_secret(request, client, secret)
 
-    @admin.action(description="Issue a new secret (revokes the client's tokens)")
+    # The queryset of an action is the scoped one: a secret is only ever rotated within administered tenants.
+    @admin.action(description="Issue a new secret (revokes the client's tokens)", permissions=["change"])
     def rotate_secret(self, request: HttpRequest, queryset: QuerySet[TenantApplication]) -> None:
         for client in queryset:
             self._show_secret(request, client, machine_client_rotate_secret(client=client))

@@ -70,9 +70,9 @@ CONFORMANCE_PROMPTS = {
 }
 
 
-def run(command: str) -> str:
+def run(command: str, *args: str) -> str:
     out = io.StringIO()
-    call_command(command, stdout=out)
+    call_command(command, *args, stdout=out)
     return out.getvalue()
 
 
@@ -265,3 +265,16 @@ def test_demo_tenant_offers_its_sample_catalog() -> None:
         }
     ]
     assert languages == ["java", "javascript"]
+
+
+def test_loading_if_missing_keeps_admin_edits_and_reloading_restores() -> None:
+    run("load_demo_tenant", "--if-missing")
+    Tool.objects.filter(tenant__slug="demo", name="echo").update(description="Edited in the admin")
+
+    said = run("load_demo_tenant", "--if-missing")
+    kept = Tool.objects.get(tenant__slug="demo", name="echo").description
+    run("load_demo_tenant")
+
+    assert "left as it is" in said
+    assert kept == "Edited in the admin"
+    assert Tool.objects.get(tenant__slug="demo", name="echo").description != "Edited in the admin"

@@ -13,7 +13,7 @@ from django.urls import reverse
 from tenants import services
 from tenants.models import Backend, PythonFunctionGrant, Tenant, Tool
 from tenants.python_grants import python_function_grant, python_function_revoke, python_functions_granted
-from tests.factories import TenantFactory, UserFactory
+from tests.factories import MembershipFactory, TenantFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -88,9 +88,16 @@ def test_the_built_in_loaders_grant_what_their_catalogs_bind() -> None:
 
 
 def test_only_superusers_see_and_make_grants(client: Any, tenant: Tenant) -> None:
-    staff = UserFactory(username="staff", is_staff=True)
-    client.force_login(staff)
+    owner = UserFactory(username="owner", is_staff=True)
+    MembershipFactory(tenant=tenant, user=owner, role="owner")
+    client.force_login(owner)
     assert client.get(reverse("admin:tenants_pythonfunctiongrant_changelist")).status_code == 403
+    assert (
+        client.post(
+            reverse("admin:tenants_pythonfunctiongrant_add"), {"tenant": tenant.pk, "function": "demo.echo"}
+        ).status_code
+        == 403
+    )
 
     client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
     response = client.post(

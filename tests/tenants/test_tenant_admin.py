@@ -188,7 +188,7 @@ def test_tenant_admin_manages_memberships_inline(admin_client: Any) -> None:
         "memberships-INITIAL_FORMS": "0",
         "memberships-MIN_NUM_FORMS": "0",
         "memberships-MAX_NUM_FORMS": "1000",
-        "memberships-0-user": user.pk,
+        "memberships-0-person": user.username,
         "memberships-0-role": "owner",
     }
 

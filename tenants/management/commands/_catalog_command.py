@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tenants.builtin.loading import CatalogSpec, catalog_load
+from tenants.models import Tenant
 from tenants.services import UpsertOutcome
 
 
@@ -16,7 +17,20 @@ class CatalogLoadCommand(BaseCommand):
 
     spec: CatalogSpec
 
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--if-missing",
+            action="store_true",
+            help="Load the tenant only when it does not exist yet, leaving edits made in the admin as they are.",
+        )
+
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["if_missing"] and Tenant.objects.filter(slug=self.spec.slug).exists():
+            self.stdout.write(
+                f"Tenant {self.spec.slug!r} (/t/{self.spec.slug}/mcp) exists: left as it is "
+                "(without --if-missing the command reloads it)."
+            )
+            return
         try:
             tenant, steps = catalog_load(self.spec)
         except ValidationError as exc:

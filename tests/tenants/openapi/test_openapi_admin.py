@@ -117,11 +117,16 @@ def test_deleting_a_source_removes_its_tools_and_tells_clients(
     assert listener.receive() == {"type": "catalog.changed", "kind": "tools"}
 
 
-def test_staff_without_permission_cannot_import(client: Any, tenant: Tenant) -> None:
-    from tests.factories import UserFactory
+def test_staff_flag_without_a_tenant_to_administer_cannot_import(client: Any, tenant: Tenant) -> None:
+    from tests.factories import MembershipFactory, UserFactory
 
     client.force_login(UserFactory(username="viewer", is_staff=True))
-    assert client.get(reverse(IMPORT)).status_code == 403
+    assert client.get(reverse(IMPORT)).status_code == 302  # to the sign-in page: no admin at all
+
+    member = UserFactory(username="member")
+    MembershipFactory(tenant=tenant, user=member, role="member")
+    client.force_login(member)
+    assert client.get(reverse(IMPORT)).status_code == 302
 
 
 def test_the_tenant_page_links_to_the_import_page_for_that_tenant(admin_client: Any, tenant: Tenant) -> None:

@@ -1,0 +1,43 @@
+"""Form fields of the catalog admin that keep what people type: optional JSON shown empty rather than ``null``,
+text stored with the newlines typed (browsers send CRLF), help texts shown as written (``/t/<slug>/mcp``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.db import models
+from django.utils.html import escape
+from django.utils.safestring import SafeString
+
+
+class OptionalJSONField(forms.JSONField):
+    """A JSON box whose empty value (None) shows as an empty box, not the literal ``null``."""
+
+    def prepare_value(self, value: Any) -> Any:
+        return "" if value is None else super().prepare_value(value)
+
+
+class TypedTextField(forms.CharField):
+    """Text as typed: the CRLF line breaks a browser submits become the LF the person typed, and nothing is
+    stripped (a resource's final newline is part of it)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("strip", False)
+        super().__init__(*args, **kwargs)
+
+    def to_python(self, value: Any) -> Any:
+        text = super().to_python(value)
+        return text.replace("\r\n", "\n").replace("\r", "\n") if isinstance(text, str) else text
+
+
+def as_typed(db_field: models.Field[Any, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``formfield`` arguments for ``db_field`` with the fields above, and its help text escaped (the admin
+    renders help texts as HTML, where ``<slug>`` would vanish as an unknown tag)."""
+    if isinstance(db_field, models.JSONField):
+        kwargs.setdefault("form_class", OptionalJSONField)
+    elif isinstance(db_field, models.TextField):
+        kwargs.setdefault("form_class", TypedTextField)
+    if db_field.help_text and not isinstance(db_field.help_text, SafeString):
+        kwargs.setdefault("help_text", escape(db_field.help_text))
+    return kwargs

@@ -1,0 +1,85 @@
+"""The platform's admin site: open to whoever administers a tenant (not to a staff flag), and closed by default
+to any admin class that does not declare how its model reaches a tenant."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.contenttypes.models import ContentType
+from django.contrib.contenttypes.views import shortcut
+from django.core.exceptions import ValidationError
+from django.db.models import Model
+from django.db.models.base import ModelBase
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import NoReverseMatch, URLPattern, URLResolver, path
+
+from tenants.admin_policy import admin_scope, admin_scope_for
+from tenants.admin_scoping import TenantScopedAdmin, platform_only
+
+
+class TenantAdminAuthenticationForm(AdminAuthenticationForm):
+    """Signs in owners and admins of a tenant and superusers; members and everyone else are refused alike."""
+
+    error_messages = {
+        **AdminAuthenticationForm.error_messages,
+        "invalid_login": (
+            "Please enter the correct %(username)s and password of an account that administers a tenant. "
+            "Note that both fields may be case-sensitive."
+        ),
+    }
+
+    def confirm_login_allowed(self, user: Any) -> None:
+        if not user.is_active or not admin_scope_for(user).any:
+            raise ValidationError(
+                self.error_messages["invalid_login"],
+                code="invalid_login",
+                params={"username": self.username_field.verbose_name},
+            )
+
+
+class TenantAdminSite(admin.AdminSite):
+    site_header = "MCP platform administration"
+    site_title = "MCP platform admin"
+    index_title = "Your tenants"
+    login_form = TenantAdminAuthenticationForm
+
+    def has_permission(self, request: HttpRequest) -> bool:
+        # The scope is resolved here, once, before any admin view runs; the views read it from the request.
+        return bool(request.user.is_active and admin_scope(request).any)
+
+    def register(
+        self,
+        model_or_iterable: ModelBase | Iterable[type[Model]],
+        admin_class: type[admin.ModelAdmin] | None = None,
+        **options: Any,
+    ) -> None:
+        # An admin class that is not scoped (Django's users and groups, the OAuth toolkit's tokens) is platform
+        # staff's: failing closed means a forgotten declaration hides a page rather than opens one.
+        chosen = admin_class or admin.ModelAdmin
+        if not issubclass(chosen, TenantScopedAdmin):
+            chosen = platform_only(chosen)
+        super().register(model_or_iterable, chosen, **options)
+
+    def get_urls(self) -> list[URLResolver | URLPattern]:
+        # "View on site" is the one site-level page that takes any model's row: it gets the scope too.
+        urls = super().get_urls()
+        mine = path(
+            "r/<int:content_type_id>/<path:object_id>/", self.admin_view(self.view_on_site), name="view_on_site"
+        )
+        return [mine if getattr(url, "name", None) == "view_on_site" else url for url in urls]
+
+    def view_on_site(self, request: HttpRequest, content_type_id: int, object_id: str) -> HttpResponse:
+        """Django's redirect to a row's public page, for rows the person may see; any other is a 404 alike."""
+        content_type = ContentType.objects.filter(pk=content_type_id).first()
+        model = content_type.model_class() if content_type is not None else None
+        model_admin = self._registry.get(model) if model is not None else None
+        try:
+            visible = model_admin is not None and model_admin.get_queryset(request).filter(pk=object_id).exists()
+            if not visible:
+                raise Http404("No such page.")
+            return shortcut(request, content_type_id, object_id)
+        except (ValueError, ValidationError, NoReverseMatch):
+            raise Http404("No such page.") from None

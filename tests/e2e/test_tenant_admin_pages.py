@@ -1,0 +1,110 @@
+"""A tenant owner made only through a membership runs their tenant from /admin/ in Debian's Chromium: signs in,
+sees only their tenant's rows, meets a 404 at another tenant's page, adds a member by username and by e-mail;
+the pages pass axe-core."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.browser import axe_violations
+from tests.e2e.live import LiveServer
+from tests.e2e.tenant_admin_pages import TenantAdminScene, add_member, scene_create, sign_in
+
+
+@pytest.fixture
+def scene(live_platform: LiveServer) -> TenantAdminScene:
+    return scene_create(live_platform)
+
+
+@pytest.fixture
+def page(chromium: Any, live_platform: LiveServer, scene: TenantAdminScene) -> Iterator[Any]:
+    """The owner, signed in, in a fresh browser profile (the admin's own scripts on)."""
+    context = chromium.new_context(viewport={"width": 1200, "height": 900})
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    sign_in(page, live_platform.web_urls[0], scene.owner)
+    yield page
+    context.close()
+
+
+def test_an_owner_sees_only_their_tenants_rows(page: Any, live_platform: LiveServer, scene: TenantAdminScene) -> None:
+    base = live_platform.web_urls[0]
+
+    page.goto(f"{base}/admin/tenants/tool/")
+
+    expect(page.get_by_role("link", name="lookup_order")).to_be_visible()
+    expect(page.get_by_role("link", name="refund_order")).to_be_visible()
+    assert "globex_invoice" not in page.content()
+    assert "Globex billing" not in page.content()  # not even as a filter choice
+    page.goto(f"{base}/admin/tenants/tenant/")
+    expect(page.get_by_role("link", name=scene.ours_slug)).to_be_visible()
+    assert "Globex billing" not in page.content()
+
+
+def test_another_tenants_page_is_a_404(page: Any, live_platform: LiveServer, scene: TenantAdminScene) -> None:
+    base = live_platform.web_urls[0]
+
+    for path in (
+        f"/admin/tenants/tool/{scene.their_tool}/change/",
+        f"/admin/tenants/tool/{scene.their_tool}/delete/",
+        f"/admin/tenants/tenant/{scene.theirs}/change/",
+    ):
+        response = page.goto(base + path)
+        assert response is not None and response.status == 404, path
+
+    response = page.goto(f"{base}/admin/tenants/tool/{scene.our_tool}/change/")
+    assert response is not None and response.status == 200
+
+
+def test_an_owner_adds_members_by_username_and_by_email(
+    page: Any, live_platform: LiveServer, scene: TenantAdminScene
+) -> None:
+    base = live_platform.web_urls[0]
+
+    add_member(page, base, scene, "no-such-person@example.com")
+    expect(page.get_by_text("No single account has this username or e-mail address.")).to_be_visible()
+
+    add_member(page, base, scene, scene.newcomer_email)
+    expect(page.locator(".messagelist")).to_contain_text("was added successfully")
+    expect(page.get_by_role("link", name=f"{scene.newcomer} in acme-")).to_be_visible()
+
+    add_member(page, base, scene, scene.newcomer)
+    expect(page.get_by_text("Already a member of this tenant")).to_be_visible()
+
+
+def test_the_tenant_admin_pages_pass_axe(page: Any, live_platform: LiveServer, scene: TenantAdminScene) -> None:
+    base = live_platform.web_urls[0]
+    checked = {}
+    for name, path in (
+        ("index", "/admin/"),
+        ("tools", "/admin/tenants/tool/"),
+        ("add member", f"/admin/tenants/membership/add/?tenant={scene.ours}"),
+        ("tenant", f"/admin/tenants/tenant/{scene.ours}/change/"),
+    ):
+        page.goto(base + path)
+        checked[name] = axe_violations(page)
+
+    assert checked == {name: [] for name in checked}
+
+
+def test_the_tenant_page_gives_the_endpoint_to_copy(
+    page: Any, live_platform: LiveServer, scene: TenantAdminScene
+) -> None:
+    base = live_platform.web_urls[0]
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
+
+    page.goto(f"{base}/admin/tenants/tenant/{scene.ours}/change/")
+    endpoint = page.locator("#tenant-endpoint").inner_text()
+    page.get_by_role("button", name="Copy", exact=True).click()
+
+    assert endpoint == f"{base}/t/{scene.ours_slug}/mcp"
+    expect(page.get_by_role("button", name="Copied", exact=True)).to_be_visible()
+    assert page.evaluate("navigator.clipboard.readText()") == endpoint
+    expect(page.get_by_role("link", name="Tools (2)")).to_be_visible()
+    expect(page.get_by_role("row", name="Claude Code")).to_contain_text(
+        f"claude mcp add --transport http {scene.ours_slug}"
+    )

@@ -1,0 +1,51 @@
+"""The tenant's admin page: its endpoint URL, configuration to copy for clients and SDKs, its catalog at a glance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from tenants.models import Tenant
+from tests.factories import MembershipFactory, PromptFactory, TenantFactory, ToolFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fast_hashing(settings: Any) -> None:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def test_the_tenant_page_shows_how_to_connect_and_what_it_offers(client: Client, tenant: Tenant) -> None:
+    other = TenantFactory(slug="globex")
+    ToolFactory(tenant=tenant, name="lookup_order")
+    ToolFactory(tenant=tenant, name="refund_order")
+    ToolFactory(tenant=other, name="globex_invoice")
+    PromptFactory(tenant=tenant, name="triage")
+    owner = UserFactory(username="olivia")
+    MembershipFactory(tenant=tenant, user=owner, role="owner")
+    client.force_login(owner)
+
+    response = client.get(reverse("admin:tenants_tenant_change", args=[tenant.pk]))
+    page = response.content.decode()
+    glance = {kind.label: (kind.count, kind.names) for kind in response.context["catalog"]}
+
+    assert response.context["endpoint_url"] == "http://testserver/t/acme/mcp"
+    assert "claude mcp add --transport http acme http://testserver/t/acme/mcp" in page
+    assert "&quot;mcpServers&quot;" in page and "StreamableHTTPClientTransport" in page
+    assert glance["Tools"] == (2, ["lookup_order", "refund_order"])
+    assert glance["Prompts"] == (1, ["triage"])
+    assert glance["Resources"] == (0, [])
+    assert "globex_invoice" not in page
+    assert f"/admin/tenants/tool/?tenant__id__exact={tenant.pk}" in page
+
+
+def test_the_endpoint_follows_the_public_base_url(admin_client: Any, tenant: Tenant, settings: Any) -> None:
+    settings.MCP_PLATFORM = {**getattr(settings, "MCP_PLATFORM", {}), "PUBLIC_BASE_URL": "https://mcp.example.com"}
+
+    response = admin_client.get(reverse("admin:tenants_tenant_change", args=[tenant.pk]))
+
+    assert response.context["endpoint_url"] == "https://mcp.example.com/t/acme/mcp"
