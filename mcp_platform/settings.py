@@ -38,6 +38,17 @@ def _embedded_secret_key() -> str:
     return path.read_text().strip()
 
 
+def _write_once(path: Path, text: str) -> None:
+    """Create ``path`` holding ``text``, mode 0600 from the start and exclusively: a concurrent first start keeps
+    whichever key won."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+
+
 def _embedded_oidc_key() -> str:
     """An RSA key for signing ID tokens, generated once under var/ (0600) for embedded runs.
 
@@ -53,14 +64,7 @@ def _embedded_oidc_key() -> str:
             .private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
             .decode()
         )
-        # Created with its final mode and exclusively: a concurrent first start keeps whichever key won.
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(pem)
+        _write_once(path, pem)
     return path.read_text()
 
 
@@ -73,14 +77,7 @@ def _embedded_secrets_key() -> str:
     if not path.exists():
         import base64
 
-        # Created with its final mode and exclusively: a concurrent first start keeps whichever key won.
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(base64.b64encode(secrets.token_bytes(32)).decode())
+        _write_once(path, base64.b64encode(secrets.token_bytes(32)).decode())
     return path.read_text().strip()
 
 
