@@ -15,7 +15,7 @@ import socket
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpcore
@@ -174,6 +174,32 @@ async def tenant_networks(tenant_id: int) -> tuple[str, ...]:
 # ---- the transport ---------------------------------------------------------------------------------------------
 
 
+StreamT = TypeVar("StreamT")
+
+
+async def connect_first(
+    addresses: Sequence[str],
+    timeout: float | None,
+    connect: Callable[[str, float | None], Awaitable[StreamT]],
+    *,
+    retry_on: tuple[type[Exception], ...],
+    timed_out: Exception,
+) -> StreamT:
+    """Connect to the first of the checked ``addresses`` that answers within ``timeout`` overall (the httpcore and
+    httpcore2 backends both connect this way). Raises the last connection error, or ``timed_out``."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    failure: Exception | None = None
+    for address in addresses:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            break
+        try:
+            return await connect(address, remaining)
+        except retry_on as exc:
+            failure = exc
+    raise failure if failure is not None else timed_out
+
+
 class CheckedNetworkBackend(httpcore.AsyncNetworkBackend):
     """httpcore's network backend with the policy in ``connect_tcp``: resolve once, check every address, connect to
     a checked one. Pooled connections are per host name, so each new connection (each new redirect host) is
@@ -210,20 +236,14 @@ class CheckedNetworkBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        deadline = None if timeout is None else time.monotonic() + timeout
         addresses = await self.checked_addresses(host, port)
-        failure: Exception | None = None
-        for address in addresses:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                break
-            try:
-                return await self._inner.connect_tcp(address, port, remaining, local_address, socket_options)
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                failure = exc
-        if failure is not None:
-            raise failure
-        raise httpcore.ConnectTimeout(f"timed out connecting to {host}")
+        return await connect_first(
+            addresses,
+            timeout,
+            lambda address, remaining: self._inner.connect_tcp(address, port, remaining, local_address, socket_options),
+            retry_on=(httpcore.ConnectError, httpcore.ConnectTimeout),
+            timed_out=httpcore.ConnectTimeout(f"timed out connecting to {host}"),
+        )
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None

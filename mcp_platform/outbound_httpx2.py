@@ -10,7 +10,6 @@ its own same-origin rule and sends each hop again, and a new host means a new, c
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -19,7 +18,7 @@ import httpcore2
 import httpx2
 
 from mcp_platform.conf import platform_settings
-from mcp_platform.outbound import CheckedNetworkBackend, OutboundRefused, system_resolve
+from mcp_platform.outbound import CheckedNetworkBackend, OutboundRefused, connect_first, system_resolve
 
 
 class CheckedNetworkBackend2(httpcore2.AsyncNetworkBackend):
@@ -37,23 +36,17 @@ class CheckedNetworkBackend2(httpcore2.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
-        deadline = None if timeout is None else time.monotonic() + timeout
         try:
             addresses = await self._policy.checked_addresses(host, port)
         except (OutboundRefused, httpcore.ConnectError) as exc:
             raise httpcore2.ConnectError(str(exc)) from None
-        failure: Exception | None = None
-        for address in addresses:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                break
-            try:
-                return await self._inner.connect_tcp(address, port, remaining, local_address, socket_options)
-            except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
-                failure = exc
-        if failure is not None:
-            raise failure
-        raise httpcore2.ConnectTimeout(f"timed out connecting to {host}")
+        return await connect_first(
+            addresses,
+            timeout,
+            lambda address, remaining: self._inner.connect_tcp(address, port, remaining, local_address, socket_options),
+            retry_on=(httpcore2.ConnectError, httpcore2.ConnectTimeout),
+            timed_out=httpcore2.ConnectTimeout(f"timed out connecting to {host}"),
+        )
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
