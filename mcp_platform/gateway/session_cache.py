@@ -67,18 +67,19 @@ class SessionCache:
         if row is None:
             self._entries.pop(key, None)
         elif row.state != SessionState.NEW.value and generation == self._generation:
-            self._entries[key] = _Entry(session=row, checked_at=checked_at)
-            self._entries.move_to_end(key)
-            while len(self._entries) > MAX_SESSIONS:
-                self._entries.popitem(last=False)
+            self._store(row, checked_at)
         return row
 
     async def remember(self, session: LegacySession) -> None:
         """A session this process just created (its row is what we hold)."""
         if await session_control.join(session.tenant_id):
             self.forget_tenant(session.tenant_id)
+        self._store(session, self._clock())
+
+    def _store(self, session: LegacySession, checked_at: float) -> None:
         key = (session.tenant_id, session.pk)
-        self._entries[key] = _Entry(session=session, checked_at=self._clock())
+        self._entries[key] = _Entry(session=session, checked_at=checked_at)
+        self._entries.move_to_end(key)
         while len(self._entries) > MAX_SESSIONS:
             self._entries.popitem(last=False)
 

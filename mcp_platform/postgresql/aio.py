@@ -117,14 +117,6 @@ class LoopPool:
             with contextlib.suppress(Exception):
                 conn.pgconn.finish()
 
-    async def close(self) -> None:
-        async with self._freed:
-            idle, self._idle = self._idle, []
-            self._open -= len(idle)
-        for conn in idle:
-            with contextlib.suppress(Exception):
-                await conn.close()
-
 
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopPool] = weakref.WeakKeyDictionary()
 
@@ -143,20 +135,14 @@ def pool() -> LoopPool:
 
 async def execute(sql: str, params: Sequence[Any] = ()) -> list[Row]:
     """Run one idempotent statement; its rows (empty when it returns none). Raises psycopg errors."""
-    for attempt in (1, 2):
-        try:
-            async with pool().cursor() as cursor:
-                await cursor.execute(sql, params)
-                return await cursor.fetchall() if cursor.description is not None else []
-        except psycopg.OperationalError:
-            # The connection died under the statement (a terminated backend, a restart): once more on a new one.
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+    try:
+        return await _execute_once(sql, params)
+    except psycopg.OperationalError:
+        # The connection died under the statement (a terminated backend, a restart): once more on a new one.
+        return await _execute_once(sql, params)
 
 
-async def close_pool() -> None:
-    """Close this loop's idle connections (at shutdown, and between tests)."""
-    found = _pools.pop(asyncio.get_running_loop(), None)
-    if found is not None:
-        await found.close()
+async def _execute_once(sql: str, params: Sequence[Any]) -> list[Row]:
+    async with pool().cursor() as cursor:
+        await cursor.execute(sql, params)
+        return await cursor.fetchall() if cursor.description is not None else []
