@@ -7,17 +7,12 @@ Chromium. Usage: ``python -m tests.e2e.admin_screenshots [DIR]``.
 from __future__ import annotations
 
 import sys
-import tempfile
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import sync_playwright
+from tests.e2e.live import LiveServer
+from tests.e2e.screenshots import run
 
-from tests.e2e.browser import launch_chromium
-from tests.e2e.live import LiveServer, embedded_server
-
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 USERNAME, PASSWORD = "platform-admin", "correct horse battery staple"
 SECRET_VALUE = "pk-live-4d2f-screenshot-value"
 
@@ -69,18 +64,7 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[1]) if len(argv) > 1 else DEFAULT_DIR
-    out.mkdir(parents=True, exist_ok=True)
-    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="screenshots-") as tmp:
-        live = embedded_server(stack, Path(tmp))
-        with sync_playwright() as playwright:
-            browser = launch_chromium(playwright)
-            try:
-                for path in take(live, browser, out):
-                    print(path)
-            finally:
-                browser.close()
-    return 0
+    return run(argv, take)
 
 
 if __name__ == "__main__":

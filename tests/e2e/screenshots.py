@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,8 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     return shots
 
 
-def main(argv: list[str]) -> int:
+def run(argv: list[str], take: Callable[[LiveServer, Any, Path], list[Path]]) -> int:
+    """Take one script's screenshots (``take``) on an embedded server, into ``argv[1]`` or ``docs/screenshots``."""
     out = Path(argv[1]) if len(argv) > 1 else DEFAULT_DIR
     out.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="screenshots-") as tmp:
@@ -107,6 +109,10 @@ def main(argv: list[str]) -> int:
             finally:
                 browser.close()
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return run(argv, take)
 
 
 if __name__ == "__main__":

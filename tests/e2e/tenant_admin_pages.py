@@ -8,18 +8,13 @@ from __future__ import annotations
 
 import secrets
 import sys
-import tempfile
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import sync_playwright
-
-from tests.e2e.browser import PASSWORD, launch_chromium
-from tests.e2e.live import LiveServer, embedded_server
-
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+from tests.e2e.browser import PASSWORD
+from tests.e2e.live import LiveServer
+from tests.e2e.screenshots import run
 
 # Runs in ``manage.py shell -c``: two tenants with a tool each, an owner of the first (by membership alone), a
 # person with an account but no membership yet. Prints the ids the pages need.
@@ -113,18 +108,7 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[1]) if len(argv) > 1 else DEFAULT_DIR
-    out.mkdir(parents=True, exist_ok=True)
-    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="screenshots-") as tmp:
-        live = embedded_server(stack, Path(tmp))
-        with sync_playwright() as playwright:
-            browser = launch_chromium(playwright)
-            try:
-                for path in take(live, browser, out):
-                    print(path)
-            finally:
-                browser.close()
-    return 0
+    return run(argv, take)
 
 
 if __name__ == "__main__":

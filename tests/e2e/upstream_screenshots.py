@@ -16,9 +16,9 @@ from playwright.sync_api import sync_playwright
 
 from tests.e2e.browser import launch_chromium
 from tests.e2e.live import LiveServer
+from tests.e2e.screenshots import DEFAULT_DIR
 from tests.e2e.upstreams import UpstreamServer, federation_platform, upstream_server
 
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 PASSWORD = "correct horse battery staple"
 
 # Runs in ``manage.py shell -c``: an administrator, a tenant, and an upstream whose host is gone.

@@ -133,32 +133,31 @@ async def test_a_session_idle_past_the_timeout_is_not_served_from_memory(cache: 
     assert await lookup(cache, session) is None
 
 
-async def test_a_cancellation_reaches_the_request_running_here() -> None:
+async def started_request() -> asyncio.Task[None]:
+    """A request that runs until it is cancelled, once it has started."""
     started = asyncio.Event()
 
     async def long_request() -> None:
         started.set()
-        await asyncio.sleep(60)
+        await asyncio.Event().wait()
 
     task = asyncio.create_task(long_request())
+    await started.wait()
+    return task
+
+
+async def test_a_cancellation_reaches_the_request_running_here() -> None:
+    task = await started_request()
     key = request_key(7, "session-1", 3)
     with session_control.running(key, task):
-        await started.wait()
         await session_control.cancel(key, "user asked")
         with pytest.raises(asyncio.CancelledError):
             await task
 
 
 async def test_a_cancellation_from_another_process_reaches_the_request_running_here() -> None:
-    started = asyncio.Event()
-
-    async def long_request() -> None:
-        started.set()
-        await asyncio.sleep(60)
-
-    task = asyncio.create_task(long_request())
+    task = await started_request()
     with session_control.running(request_key(7, "session-1", "call-1"), task):
-        await started.wait()
         # Request ids 1 and "1" are different requests: only the exact one is cancelled.
         session_control.receive(7, {"kind": "cancel", "session": "session-1", "request_type": "int", "request": 1})
         await asyncio.sleep(0)
