@@ -49,7 +49,7 @@ from mcp_platform.gateway.session_cache import session_cache
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
 from mcp_platform.gateway.stream_access import StreamAccess
-from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_run
+from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, keep_running, run_request, start_run
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.oauth.resource import principal_label
 from mcp_platform.oauth.throttling import asgi_client_address
@@ -150,6 +150,8 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
     _body = b""
     _task: asyncio.Task[None] | None = None
     _post_stream: PostStream | None = None
+    # Set while this request's own task runs a session request: a disconnect must not cancel it.
+    _running_inline = False
     # Set once the response belongs to a stream (started or about to be): errors then end up on it, not here.
     _sse_open = False
     # GET: following a POST stream (resumed), not holding the session's standalone stream.
@@ -163,7 +165,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
     async def http_disconnect(self, message: dict[str, Any]) -> None:
         if self._post_stream is not None:
             self._post_stream.detach()
-        if self._task is not None and not self._task.done():
+        if self._task is not None and not self._task.done() and not self._running_inline:
             self._task.cancel()
         raise StopConsumer()
 
@@ -269,8 +271,8 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         self._post_stream = stream
         for bad in invalid:
             await stream.response(jsonrpc.encode_error(bad.id, error_to_wire(bad.error)[1]))
-        for request in requests:
-            env = session_env(
+        envs = [
+            session_env(
                 tenant=self.tenant,
                 session=session,
                 sink=stream,
@@ -279,10 +281,22 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
                 client_address=self.client_address,
                 granted=self.granted,
             )
-            stream.adopt(
-                start_run(request=request, env=env, sink=stream, tenant_id=self.tenant.pk, session_id=session.pk)
-            )
+            for request in requests
+        ]
         self._sse_open = True
+        if len(requests) == 1:
+            # The common case runs in this task: no second task and no hand-off. A disconnect then detaches the
+            # stream instead of cancelling this task, so the run still outlives the connection.
+            self._running_inline = True
+            stream.adopt(keep_running(asyncio.current_task()))
+            await run_request(
+                request=requests[0], env=envs[0], sink=stream, tenant_id=self.tenant.pk, session_id=session.pk
+            )
+        else:
+            for request, env in zip(requests, envs, strict=True):
+                stream.adopt(
+                    start_run(request=request, env=env, sink=stream, tenant_id=self.tenant.pk, session_id=session.pk)
+                )
         await stream.done.wait()
 
     async def _post_stateless(self, message: jsonrpc.Request | jsonrpc.Notification) -> None:
