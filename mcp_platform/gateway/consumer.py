@@ -326,6 +326,9 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         try:
             envelope = open_envelope(method=request.method, params=request.params, headers=self.headers)
             subscription = parse_listen(request.params, request.id, envelope.client_capabilities)
+            await rate_limits_check_requests(
+                tenant=self.tenant, client_id=self.client_id, client_address=self.client_address, requests=[request]
+            )
         except McpError as exc:
             await send_error(self.send, exc, request.id)
             return

@@ -86,3 +86,10 @@ async def test_a_legacy_messages_post_over_the_limit_is_refused_with_429_before_
     path = f"/t/acme/messages?session_id={session.pk}"
     assert [(await request("POST", path, body=rpc("ping", id=id))).status for id in (1, 2)] == [202, 202]
     assert_refused(await request("POST", path, body=rpc("ping", id=3)), 3)
+
+
+async def test_a_listen_stream_over_the_limit_is_refused_with_429(limited: Any) -> None:
+    assert [(await stateless("server/discover", id)).status for id in (1, 2)] == [200, 200]
+    params = {"notifications": {"toolsListChanged": True}, "_meta": META}
+    headers = {"mcp-protocol-version": V, "mcp-method": "subscriptions/listen"}
+    assert_refused(await request("POST", MCP, body=rpc("subscriptions/listen", params, id=9), headers=headers), 9)
