@@ -25,9 +25,15 @@ class TenantFixedAdmin(ServiceBackedAdmin):
     list_select_related = ("tenant",)
     autocomplete_fields = ["tenant"]
 
+    # The form's fields, in order; the tenant first.
+    shown: tuple[str, ...] = ()
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return (*self.shown, "updated_at") if obj is not None else self.shown
+
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         # A limit does not move between tenants (the services nudge the tenant it belongs to).
-        return ("tenant", "updated_at") if obj is not None else ("updated_at",)
+        return ("tenant", "updated_at") if obj is not None else ()
 
 
 class RateLimitForm(ServiceValidatedForm):
@@ -41,10 +47,23 @@ class RateLimitForm(ServiceValidatedForm):
 @admin.register(RateLimit)
 class RateLimitAdmin(TenantFixedAdmin):
     form = RateLimitForm
+    shown = ("tenant", *services.RATE_LIMIT_FIELDS)
     fields_for_service = services.RATE_LIMIT_FIELDS
-    list_display = ("tenant", "scope", "client_id", "tool_name", "rate", "period", "burst", "updated_at")
+    list_display = ("scope", "subject", "allowance", "tenant")
     list_filter = ("scope", "tenant")
     search_fields = ("client_id", "tool_name")
+
+    @admin.display(description="Applies to", ordering="client_id")
+    def subject(self, limit: RateLimit) -> str:
+        if limit.scope == RateLimit.Scope.CLIENT:
+            return limit.client_id or "every client without its own limit"
+        if limit.scope == RateLimit.Scope.TOOL:
+            return limit.tool_name or "every tool without its own limit"
+        return "all requests"
+
+    @admin.display(description="Allowance")
+    def allowance(self, limit: RateLimit) -> str:
+        return f"{limit.rate} {limit.get_period_display()}, {limit.burst} at once"
 
     def create(self, obj: RateLimit, values: dict[str, Any]) -> RateLimit:
         return services.rate_limit_create(tenant=obj.tenant, **values)
@@ -60,8 +79,10 @@ class RateLimitAdmin(TenantFixedAdmin):
 class RateCeilingAdmin(TenantFixedAdmin):
     # Tenant admins see their ceiling (the bound their limits must keep); only platform staff set it.
     add_roles = change_roles = delete_roles = NOBODY
+    shown = ("tenant", *services.CEILING_FIELDS)
     fields_for_service = services.CEILING_FIELDS
     list_display = ("tenant", "rate", "period", "burst", "updated_at")
+    search_fields = ("tenant__slug", "tenant__name")
 
     def create(self, obj: RateCeiling, values: dict[str, Any]) -> RateCeiling:
         return services.rate_ceiling_set(tenant=obj.tenant, **values)
