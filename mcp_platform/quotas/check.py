@@ -7,6 +7,7 @@ revision, like a catalog change), so a tenant without limits costs no query and 
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -20,9 +21,10 @@ from mcp_platform.oauth.resource import PRINCIPAL_SCOPE_KEY, Principal
 from mcp_platform.oauth.throttling import client_groups
 from mcp_platform.quotas.buckets import BucketStore, MemoryBuckets, RedisBuckets
 from mcp_platform.quotas.selectors import LimitConfig, alimit_config
-from tenants.models import Tenant
+from tenants.models import NAME_PATTERN, Tenant
 
 KEY_PREFIX = "mcp:ratelimit"
+TOOL_NAME = re.compile(NAME_PATTERN)
 # Tenants whose limits this process remembers; the least recently used is read again when next needed.
 MAX_TENANTS = 1024
 
@@ -97,7 +99,9 @@ async def rate_limits_check(*, tenant: Tenant, request: jsonrpc.Request, client_
     client, is_address = rate_limit_client(client_id=client_id, client_address=client_address)
     params = request.params
     name = params.get("name") if request.method == "tools/call" and params else None
-    tool = name if isinstance(name, str) else None
+    # A name outside the tool-name rule names no tool (the call fails as unknown) and gets no bucket: buckets are
+    # keyed by the name, and a client must not be able to make the store keep keys of any length it likes.
+    tool = name if isinstance(name, str) and TOOL_NAME.fullmatch(name) else None
     refusal = await bucket_store().take(config.buckets(client=client, client_is_address=is_address, tool=tool))
     if refusal is None:
         return

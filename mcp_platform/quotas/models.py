@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from tenants.models import Tenant
+from tenants.models import Tenant, name_validator
 
 
 class Period(models.IntegerChoices):
@@ -48,6 +48,7 @@ class RateLimit(models.Model):
     tool_name = models.CharField(
         max_length=128,
         blank=True,
+        validators=[name_validator],
         help_text="Tool scope only: one tool's name; empty applies to every tool without a limit of its own.",
     )
     rate = models.PositiveIntegerField(help_text="Requests allowed per period, on average.")

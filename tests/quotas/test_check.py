@@ -186,3 +186,11 @@ def test_limits_are_per_tenant(tenant: Tenant) -> None:
     tenant, other = fresh(tenant), fresh(other)
     assert admitted(tenant, listing(), 2, client_id="shared") == 1
     assert admitted(other, listing(), 2, client_id="shared") == 1
+
+
+def test_a_call_naming_no_possible_tool_gets_no_tool_bucket(tenant: Tenant) -> None:
+    services.rate_limit_create(tenant=tenant, scope="tool", burst=1, **HOURLY)
+    tenant = fresh(tenant)
+    assert admitted(tenant, call("x" * 10_000), 3) == 3
+    assert admitted(tenant, call("no spaces"), 3) == 3
+    assert admitted(tenant, call("fine"), 3) == 1
