@@ -105,6 +105,7 @@ INSTALLED_APPS = [
     "mcp_platform.gateway",
     "mcp_platform.jobs",
     "mcp_platform.oauth",
+    "mcp_platform.quotas",
 ]
 
 MIDDLEWARE = [

@@ -17,7 +17,7 @@ from mcp_core import http as mcp_http
 from mcp_core import jsonrpc, sse
 from mcp_core.env import Env
 from mcp_core.envelope import is_stateless, open_envelope
-from mcp_core.errors import InvalidRequest, McpError, TransportError, error_to_wire
+from mcp_core.errors import InvalidRequest, McpError, RateLimited, TransportError, error_to_wire
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.features.subscriptions import LISTEN_METHOD, parse_listen
 from mcp_core.session import SessionState, SessionStateError
@@ -53,6 +53,7 @@ from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, keep_ru
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.oauth.resource import principal_label
 from mcp_platform.oauth.throttling import asgi_client_address
+from mcp_platform.quotas.check import oauth_client_id, rate_limits_check_requests
 from tenants.cache import tenant_cache
 from tenants.events import catalog_group
 from tenants.models import Tenant
@@ -190,6 +191,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         # Who is calling, as tasks, sessions and sealed request states record it, and what the token grants.
         self.principal = principal_label(self.scope)
         self.client_address = asgi_client_address(self.scope)
+        self.client_id = oauth_client_id(self.scope)
         self.granted = granted_scopes(self.scope)
         method = self.scope["method"]
         if method == "POST":
@@ -243,6 +245,8 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         session = await self._session(required=False)
         if is_batch and (session is None or not allows_batches(session.protocol_version)):
             raise InvalidRequest("batches are not supported by this protocol version")
+        if not await self._admitted([m for m in messages if isinstance(m, jsonrpc.Request)]):
+            return
         if session is None:
             await self._post_without_session(messages)
             return
@@ -299,6 +303,18 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
                 )
         await stream.done.wait()
 
+    async def _admitted(self, requests: list[jsonrpc.Request]) -> bool:
+        """Count the POST's requests against the tenant's rate limits before any runs, so a refusal is the whole
+        response (429, ``Retry-After``, the JSON-RPC error with the request's id)."""
+        try:
+            await rate_limits_check_requests(
+                tenant=self.tenant, client_id=self.client_id, client_address=self.client_address, requests=requests
+            )
+        except RateLimited as exc:
+            await send_error(self.send, exc, requests[0].id if len(requests) == 1 else None)
+            return False
+        return True
+
     async def _post_stateless(self, message: jsonrpc.Request | jsonrpc.Notification) -> None:
         """2026-07-28: this era defines no client notifications over HTTP; accept and ignore any."""
         if isinstance(message, jsonrpc.Notification):
@@ -316,6 +332,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             principal=self.principal,
             client_address=self.client_address,
             granted=self.granted,
+            client_id=self.client_id,
         )
 
     async def _listen(self, request: jsonrpc.Request) -> None:
@@ -323,6 +340,9 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         try:
             envelope = open_envelope(method=request.method, params=request.params, headers=self.headers)
             subscription = parse_listen(request.params, request.id, envelope.client_capabilities)
+            await rate_limits_check_requests(
+                tenant=self.tenant, client_id=self.client_id, client_address=self.client_address, requests=[request]
+            )
         except McpError as exc:
             await send_error(self.send, exc, request.id)
             return
