@@ -105,6 +105,8 @@ INSTALLED_APPS = [
     "mcp_platform.gateway",
     "mcp_platform.jobs",
     "mcp_platform.oauth",
+    # After tenants: its admin adds the console's pages to the tool admin.
+    "mcp_platform.console",
 ]
 
 MIDDLEWARE = [
