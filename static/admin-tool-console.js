@@ -29,7 +29,7 @@
     if (window.SchemaForm) {
       return window.SchemaForm.render(container, schema, { values: values || {}, idPrefix: idPrefix });
     }
-    var id = idPrefix + "json";
+    var id = idPrefix + "-json";
     var label = el("label", { "for": id }, "As JSON");
     var box = el("textarea", { id: id, rows: "6", cols: "60", "class": "vLargeTextField" });
     box.value = JSON.stringify(values || {}, null, 2);
@@ -50,9 +50,11 @@
     };
   }
 
-  var argumentsForm = schemaForm(document.getElementById("console-arguments"), config.inputSchema, "arg-");
+  var argumentsForm = schemaForm(document.getElementById("console-arguments"), config.inputSchema, "arg");
 
+  // SchemaForm shows its messages next to the fields; the JSON box has this list.
   function showErrors(messages) {
+    if (window.SchemaForm) { messages = []; }
     formErrors.textContent = "";
     messages.forEach(function (message) { formErrors.appendChild(el("li", {}, message)); });
     formErrors.hidden = messages.length === 0;
@@ -128,13 +130,15 @@
       panel.appendChild(fields);
       var errors = el("ul", { "class": "errorlist", hidden: "" });
       panel.appendChild(errors);
-      var answerForm = schemaForm(fields, params.requestedSchema || { type: "object" }, "q" + questionCount + "-");
+      var answerForm = schemaForm(fields, params.requestedSchema || { type: "object" }, "q" + questionCount);
       buttons(panel, [
         { label: "Submit", primary: true, action: function () {
           var problems = answerForm.validate();
           errors.textContent = "";
-          problems.forEach(function (problem) { errors.appendChild(el("li", {}, problem)); });
-          errors.hidden = problems.length === 0;
+          if (!window.SchemaForm) {
+            problems.forEach(function (problem) { errors.appendChild(el("li", {}, problem)); });
+          }
+          errors.hidden = errors.childElementCount === 0;
           if (!problems.length) { answer(request.id, { result: { action: "accept", content: answerForm.value() } }, panel); }
         } },
         { label: "Decline", action: function () { answer(request.id, { result: { action: "decline" } }, panel); } },
@@ -182,11 +186,11 @@
   function showContent(container, items) {
     (items || []).forEach(function (item) {
       if (item.type === "text") {
-        container.appendChild(el("pre", { "class": "console-text" }, item.text));
+        container.appendChild(el("pre", { "class": "console-text", tabindex: "0" }, item.text));
       } else if (item.type === "image" && /^image\/(png|jpeg|gif|webp)$/.test(item.mimeType || "")) {
         container.appendChild(el("img", { src: "data:" + item.mimeType + ";base64," + item.data, alt: "An image the tool returned" }));
       } else {
-        container.appendChild(el("pre", { "class": "console-text" }, JSON.stringify(item, null, 2)));
+        container.appendChild(el("pre", { "class": "console-text", tabindex: "0" }, JSON.stringify(item, null, 2)));
       }
     });
   }
