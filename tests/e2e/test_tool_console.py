@@ -97,4 +97,5 @@ def test_an_http_tool_calls_the_api(page: Any, live_platform: LiveServer, scene:
 
     expect(page.get_by_role("status")).to_have_text("Finished.")
     expect(page.locator("#console-content")).to_contain_text('"path":"/pets/7"')
+    expect(page.locator("#console-progress-row")).to_be_hidden()  # it reported no progress
     assert axe_violations(page) == []

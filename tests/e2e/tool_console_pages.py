@@ -94,6 +94,11 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
         page.get_by_role("button", name="Submit").click()
         page.get_by_role("status").filter(has_text="Finished.").wait_for()
         shot("tool-console-finished")
+        page.goto(scene.console(base, scene.http_tool))
+        page.get_by_label("pet_id").fill("7")
+        page.get_by_role("button", name="Run", exact=True).click()
+        page.get_by_role("status").filter(has_text="Finished.").wait_for()
+        shot("tool-console-http")
         context.close()
     return shots
 
