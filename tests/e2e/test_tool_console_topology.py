@@ -100,3 +100,25 @@ async def test_a_cancel_posted_to_another_web_process_cancels_the_task_on_the_wo
         f"from mcp_platform.jobs.models import ToolRun; print(ToolRun.objects.get(pk={outcome['taskId']!r}).status)",
     )
     assert status.split()[-1] == "cancelled"
+
+
+async def test_a_page_that_goes_away_cancels_its_task(live_platform: LiveServer) -> None:
+    base = live_platform.web_urls[0]
+    scene: ConsoleScene = scene_create(live_platform, "http://127.0.0.1:9")
+    console = f"/admin/tenants/tool/{scene.task_tool}/console"
+    async with httpx.AsyncClient(timeout=DEADLINE) as client:
+        await signed_in(client, base, scene.admin)
+        body = {"arguments": {"seconds": 120}, "asTask": True}
+        async with client.stream("POST", f"{base}{console}/run/", json=body, headers=csrf(client)) as response:
+            async for name, data in events(response):
+                if name == "task":
+                    task_id = data["taskId"]
+                    break
+    # The stream is closed: the web process cancels the task it was following.
+    script = (
+        "import time; from mcp_platform.jobs.models import ToolRun; end = time.monotonic() + 20\n"
+        f"while ToolRun.objects.get(pk={task_id!r}).status != 'cancelled' and time.monotonic() < end: time.sleep(0.2)\n"
+        f"print(ToolRun.objects.get(pk={task_id!r}).status, round(20 - (end - time.monotonic()), 1))"
+    )
+    status, waited = live_platform.manage("shell", "-c", script).split()[-2:]
+    assert status == "cancelled", waited
