@@ -36,7 +36,8 @@ pet = {{"type": "object", "properties": {{"pet_id": {{"type": "string", "descrip
        "required": ["pet_id"]}}
 http = services.tool_create(tenant=shop, name="get_pet", description="Looks a pet up in the shop's REST API.",
                             backend="http", config={{"url": {api!r} + "/pets/{{pet_id}}"}}, input_schema=pet)
-ids = [Tool.objects.get(tenant=conformance, name=name).pk for name in ("test_streaming_elicitation", "slow_compute")]
+names = ("test_streaming_elicitation", "slow_compute", "test_sampling")
+ids = [Tool.objects.get(tenant=conformance, name=name).pk for name in names]
 print(*ids, http.pk)
 """
 
@@ -46,6 +47,7 @@ class ConsoleScene:
     admin: str
     asking_tool: int
     task_tool: int
+    sampling_tool: int
     http_tool: int
 
     def console(self, base: str, tool: int) -> str:
@@ -62,8 +64,8 @@ def scene_create(live: LiveServer, api_base: str) -> ConsoleScene:
         slug=f"shop-{suffix}",
         api=api_base,
     )
-    asking, task, http = (int(v) for v in live.manage("shell", "-c", script).split()[-3:])
-    return ConsoleScene(username, asking, task, http)
+    asking, task, sampling, http = (int(v) for v in live.manage("shell", "-c", script).split()[-4:])
+    return ConsoleScene(username, asking, task, sampling, http)
 
 
 def run_until_asked(page: Any, base: str, scene: ConsoleScene) -> None:
