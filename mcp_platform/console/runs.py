@@ -190,6 +190,7 @@ class ConsoleRun:
         self._task_id = str(task["taskId"])
         await self.events.put(event("task", task))
         if self._cancel_asked:
+            # Asked while the task was being created: interrupting the creation could leave a task nobody follows.
             await self._cancel_task()
         # tasks/result relays the task's progress, logs, status changes and questions on this run's outbound.
         return await dispatch("tasks/result", {"taskId": self._task_id}, self.env)
@@ -204,10 +205,10 @@ class ConsoleRun:
         if message.get("kind") != "cancel" or self._work is None or self._work.done():
             return
         self._cancel_asked = True
-        if self._task_id is None:
+        if not self.call.as_task:
             # Inline: stop the call where it is, as notifications/cancelled stops a gateway request.
             self._work.cancel()
-        else:
+        elif self._task_id is not None:
             side = asyncio.create_task(self._cancel_task())
             self._side.add(side)
             side.add_done_callback(self._side.discard)

@@ -4,6 +4,7 @@ POSTs reach the run through the channel layer, a task runs on the worker's code 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -14,6 +15,7 @@ from django.test import Client
 from django.urls import reverse
 
 from mcp_platform.asgi import application
+from mcp_platform.console import runs
 from mcp_platform.jobs import execution
 from mcp_platform.jobs.models import ToolRun
 from tenants.models import Membership, Tenant, Tool
@@ -103,6 +105,17 @@ async def post(admin: Admin, path: str, body: dict[str, Any]) -> int:
         pass
     await communicator.wait(DEADLINE)
     return int(start["status"])
+
+
+async def restarted(run: ToolRun) -> ToolRun:
+    """The run once the page's answer started it anew (the console records the answer after the page hears
+    "answered"); bounded."""
+    deadline = asyncio.get_running_loop().time() + DEADLINE
+    while True:
+        again = await ToolRun.objects.aget(pk=run.pk)
+        if again.generation > run.generation or asyncio.get_running_loop().time() > deadline:
+            return again
+        await asyncio.sleep(0.05)
 
 
 async def test_a_static_tool_runs_and_reports_its_result_and_duration() -> None:
@@ -223,3 +236,40 @@ async def test_a_page_that_goes_away_cancels_its_task() -> None:
     await stream.close()
 
     assert (await ToolRun.objects.aget(pk=task["taskId"])).status == "cancelled"
+
+
+async def test_a_tasks_question_is_asked_in_the_page_and_its_answer_resumes_the_task() -> None:
+    tool = await conformance_tool("confirm_delete")
+    admin = await admin_of(tool.tenant)
+    stream = ConsoleStream(admin, tool, {"arguments": {"filename": "notes.txt"}, "asTask": True})
+    assert await stream.open() == 200
+    run_id = (await stream.until("run"))["runId"]
+    task_id = (await stream.until("task"))["taskId"]
+    first = await ToolRun.objects.aget(pk=task_id)
+    await execution.tool_run_execute(tenant_id=first.tenant_id, run_id=first.pk, generation=first.generation)
+
+    question = await stream.until("request")
+    body = {"runId": run_id, "requestId": question["id"], "result": {"action": "accept", "content": {"confirm": True}}}
+    assert await post(admin, console_url("console_answer", tool), body) == 204
+    again = await restarted(first)
+    await execution.tool_run_execute(tenant_id=again.tenant_id, run_id=again.pk, generation=again.generation)
+    outcome = await stream.until("outcome")
+    await stream.close()
+
+    assert question["method"] == "elicitation/create" and question["params"]["message"] == "Delete notes.txt?"
+    assert again.generation == first.generation + 1  # the answer started the call anew, its question answered
+    assert outcome["outcome"] == "ok" and outcome["result"]["content"][0]["text"] == "Deleted notes.txt"
+
+
+async def test_a_run_past_its_lifetime_ends_with_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runs, "MAX_RUN_SECONDS", 0.5)
+    tool = await conformance_tool("slow_compute")
+    admin = await admin_of(tool.tenant)
+    stream = ConsoleStream(admin, tool, {"arguments": {"seconds": 60}})
+    assert await stream.open() == 200
+
+    outcome = await stream.until("outcome")
+    await stream.close()
+
+    assert outcome["outcome"] == "error" and "took over 0.5 s" in outcome["error"]["message"]
+    assert outcome["durationMs"] < 10_000
