@@ -44,6 +44,8 @@ CONSOLE_CAPABILITIES: JSONObject = {"elicitation": {"form": {}}, "sampling": {}}
 MAX_ARGUMENT_BYTES = 64 * 1024
 # One console run (its questions and, for a task, the wait for its result included) ends after this (seconds).
 MAX_RUN_SECONDS = 900.0
+# How long a page that went away waits for a task being created, to cancel it (seconds).
+CREATE_WAIT_SECONDS = 10.0
 # Answers to a question larger than this are refused (bytes of their JSON).
 MAX_ANSWER_BYTES = 256 * 1024
 
@@ -177,15 +179,19 @@ class ConsoleRun:
         self._task_id: str | None = None
         self._cancel_asked = False
         self._work: asyncio.Task[None] | None = None
+        self._creating: asyncio.Future[JSONObject] | None = None
         self._side: set[asyncio.Task[Any]] = set()
 
     async def _call(self) -> JSONObject:
         params: JSONObject = {"name": self.call.tool, "arguments": self.call.arguments, "_meta": self.env.meta}
-        if self.call.as_task:
-            params["task"] = {}
-        result = await dispatch("tools/call", params, self.env)
+        if not self.call.as_task:
+            return await dispatch("tools/call", params, self.env)
+        params["task"] = {}
+        # Shielded: a page that goes away while the task is being created must still learn its id to cancel it.
+        self._creating = asyncio.ensure_future(dispatch("tools/call", params, self.env))
+        result = await asyncio.shield(self._creating)
         task = result.get("task")
-        if not self.call.as_task or not isinstance(task, dict):
+        if not isinstance(task, dict):
             return result
         self._task_id = str(task["taskId"])
         await self.events.put(event("task", task))
@@ -194,6 +200,16 @@ class ConsoleRun:
             await self._cancel_task()
         # tasks/result relays the task's progress, logs, status changes and questions on this run's outbound.
         return await dispatch("tasks/result", {"taskId": self._task_id}, self.env)
+
+    async def _created_task(self) -> None:
+        """Learn the id of a task whose creation the run was interrupted in (bounded), so it can be cancelled."""
+        if self._task_id is not None or self._creating is None:
+            return
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(CREATE_WAIT_SECONDS):
+                task = (await self._creating).get("task")
+            if isinstance(task, dict):
+                self._task_id = str(task["taskId"])
 
     async def _cancel_task(self) -> None:
         if self._task_id is None:
@@ -268,6 +284,7 @@ class ConsoleRun:
             work.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await work
+            await asyncio.shield(self._created_task())
             await asyncio.shield(self._cancel_task())
         for side in list(self._side):
             with contextlib.suppress(Exception, asyncio.CancelledError):
