@@ -106,6 +106,8 @@ INSTALLED_APPS = [
     "mcp_platform.jobs",
     "mcp_platform.oauth",
     "mcp_platform.quotas",
+    # After tenants: its admin adds the console's pages to the tool admin.
+    "mcp_platform.console",
 ]
 
 MIDDLEWARE = [
