@@ -1,6 +1,7 @@
 """Upstream tools called as the upstream's own tasks, end to end: a platform process whose ``conformance`` tenant
-(task tools, in both eras) is the upstream of another tenant; a downstream 2026-07-28 client with the tasks
-extension calls the mirrored tools as tasks, and the platform's run follows the upstream's task to its end."""
+(task tools, in both eras) is the upstream of another tenant; a downstream client calls the mirrored tools as
+tasks (2026-07-28 with the tasks extension, 2025-11-25 with ``params.task``), and the platform's run follows the
+upstream's task to its end."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from mcp.client import Client, ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.live import LiveServer, in_tenant
+from tests.e2e.raw_http import RawSession, raw_http_client, request_message, sse_events
 from tests.e2e.sdk_tasks import (
     Acknowledgement,
     CancelTaskRequest,
@@ -180,3 +182,38 @@ async def test_an_upstream_tasks_tool_error_and_protocol_error_reach_the_downstr
                 await client.call_tool("conf_protocol_error_job", {})
     assert raised.value.error.code == -32603
     assert "The job hit an internal error" in raised.value.error.message
+
+
+async def test_a_2025_11_25_task_call_asks_the_upstream_tasks_question_on_its_tasks_result_stream(
+    platform: LiveServer, tenant: str
+) -> None:
+    related = "io.modelcontextprotocol/related-task"
+    async with raw_http_client() as http:
+        session = RawSession(http, platform.endpoint(tenant))
+        with anyio.fail_after(TEST_DEADLINE):
+            await session.initialize(capabilities={"elicitation": {"form": {}}})
+            created = await session.call(
+                "tools/call", {"name": "conf_confirm_delete", "arguments": {"filename": "old.txt"}, "task": {}}
+            )
+            task_id = created["result"]["task"]["taskId"]
+            result_id = session.next_id()
+            questions = []
+            async with session.stream_post(request_message(result_id, "tasks/result", {"taskId": task_id})) as stream:
+                async for event in sse_events(stream):
+                    message = event.message()
+                    if message is None:
+                        continue
+                    if message.get("method") == "elicitation/create":
+                        questions.append(message)
+                        answer = {"action": "accept", "content": {"confirm": True}}
+                        posted = await session.post({"jsonrpc": "2.0", "id": message["id"], "result": answer})
+                        assert posted.status_code == 202, posted.text
+                    elif message.get("id") == result_id:
+                        break
+    (question,) = questions
+    assert question["params"]["message"] == "Delete old.txt?"
+    assert question["params"]["_meta"][related] == {"taskId": task_id}
+    assert message["result"]["content"] == [{"type": "text", "text": "Deleted old.txt"}]
+    run, followed = await upstream_run(platform, tenant)
+    assert run["upstream_task"]["answered"] == ["confirm_delete"]
+    assert list(followed["input_answers"]) == ["confirm_delete"] and followed["status"] == "completed"
