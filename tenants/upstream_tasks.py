@@ -1,7 +1,12 @@
-"""Upstream tool calls run as the upstream's own tasks (2026-07-28 tasks extension): when a platform task (a
-``ToolRun`` on a worker) proxies a call to an upstream that offers tasks, the upstream creates a task and the run
-follows it with ``tasks/get``, relaying its status message and its questions (answered with ``tasks/update``,
-each exactly once) and cancelling it with ``tasks/cancel`` when the run is cancelled.
+"""Upstream tool calls run as the upstream's own tasks: when a platform task (a ``ToolRun`` on a worker) proxies a
+call to an upstream that offers tasks, the upstream creates a task and the run follows it with ``tasks/get``,
+relaying its status message and its questions, and cancelling it with ``tasks/cancel`` when the run is cancelled.
+
+- 2026-07-28 (tasks extension, declared on these requests only): questions come as the task's ``inputRequests``
+  and are answered with ``tasks/update``, each exactly once (the keys sent are recorded on the run).
+- 2025-11-25 (the ``tasks`` capability, for tools whose ``execution.taskSupport`` allows it): ``params.task`` on
+  ``tools/call``; once the task needs input or ends, ``tasks/result`` carries its questions as server-to-client
+  requests (relayed by ``tenants.upstream_relay``, answered from the run's answers) and then its result.
 
 The upstream task's id is stored on the run (``TaskRun.record``) before it is followed, so a later start of the
 run (after the client answered, or on another worker after this one died) follows the same upstream task instead
@@ -17,13 +22,16 @@ from contextvars import ContextVar
 from typing import Any, Protocol
 
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
+from mcp_types import REQUEST_TIMEOUT as REQUEST_TIMEOUT_CODE
 
 from mcp_core.content import error_result
 from mcp_core.context import ToolContext
 from mcp_core.errors import McpError
 from mcp_core.mrtr import InputRequired
+from tenants.upstream_relay import current_call
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +41,8 @@ RESULT_KEYS = ("content", "structuredContent", "isError")
 # Each request to the upstream is bounded; following the task is bounded by the task's own lifetime.
 REQUEST_TIMEOUT = 30.0
 CANCEL_TIMEOUT = 5.0
+# 2025-11-25 ``tasks/result`` waits for the task's end: asked again after this long.
+RESULT_TIMEOUT = 120.0
 # The upstream suggests how often to poll; kept within these bounds (milliseconds).
 POLL_MIN_MS, POLL_MAX_MS, POLL_DEFAULT_MS = 50, 5000, 1000
 # Questions of the upstream are asked downstream under their upstream key with this prefix.
@@ -59,30 +69,43 @@ class TaskRun(Protocol):
 running_task: ContextVar[TaskRun | None] = ContextVar("running_task", default=None)
 
 
-def upstream_offers_tasks(client: Client) -> bool:
-    """Whether the upstream (2026-07-28) advertises the tasks extension."""
-    if client.protocol_version < "2026":
+def _modern(client: Client) -> bool:
+    return client.protocol_version >= "2026"
+
+
+def upstream_offers_tasks(client: Client, remote: JSONObject) -> bool:
+    """Whether the upstream runs this tool (its definition as listed) as a task: it advertises the tasks extension
+    (2026-07-28, where it decides per call), or the tasks capability and the tool allows tasks (2025-11-25)."""
+    capabilities = client.server_capabilities
+    if _modern(client):
+        return TASKS_EXTENSION in (capabilities.extensions or {})
+    tasks = capabilities.model_dump(by_alias=True, mode="json", exclude_none=True).get("tasks") or {}
+    if ((tasks.get("requests") or {}).get("tools") or {}).get("call") is None:
         return False
-    return TASKS_EXTENSION in (client.server_capabilities.extensions or {})
+    return (remote.get("execution") or {}).get("taskSupport") in ("optional", "required")
 
 
-async def _send(client: Client, method: str, params: JSONObject, name: str) -> JSONObject:
-    """One request declaring the tasks extension for itself (the connection's other requests do not, so the
-    upstream answers them in the request). Raises ``MCPError``.
+async def _send(
+    client: Client, method: str, params: JSONObject, name: str, *, timeout: float = REQUEST_TIMEOUT
+) -> JSONObject:
+    """One task request; at 2026-07-28 declaring the tasks extension for itself (the connection's other requests
+    do not, so the upstream answers them in the request). Raises ``MCPError``.
 
-    The SDK (2.3) stamps a connection's own capabilities on every request and offers no per-request ones: the
-    request is stamped as the SDK would, the extension added, and sent through the session's dispatcher.
+    The SDK (2.3) stamps a connection's own capabilities on every request and offers no per-request ones, nor
+    requests of the 2025-11-25 task methods: the request is stamped as the SDK would, the extension added, and
+    sent through the session's dispatcher.
     """
     session = client.session
     data: JSONObject = {"method": method, "params": dict(params)}
     options: Any = {}
     session._stamp(data, options)
-    meta = data["params"]["_meta"]
-    capabilities = dict(meta.get(CLIENT_CAPABILITIES_META_KEY) or {})
-    capabilities["extensions"] = {**(capabilities.get("extensions") or {}), TASKS_EXTENSION: {}}
-    meta[CLIENT_CAPABILITIES_META_KEY] = capabilities
-    options.setdefault("headers", {}).setdefault(MCP_NAME_HEADER, encode_header_value(name))
-    options["timeout"] = REQUEST_TIMEOUT
+    if _modern(client):
+        meta = data["params"]["_meta"]
+        capabilities = dict(meta.get(CLIENT_CAPABILITIES_META_KEY) or {})
+        capabilities["extensions"] = {**(capabilities.get("extensions") or {}), TASKS_EXTENSION: {}}
+        meta[CLIENT_CAPABILITIES_META_KEY] = capabilities
+        options.setdefault("headers", {}).setdefault(MCP_NAME_HEADER, encode_header_value(name))
+    options["timeout"] = timeout
     raw: JSONObject = await session._dispatcher.send_raw_request(method, data["params"], options)
     return raw
 
@@ -125,8 +148,13 @@ def _failed(error: Any) -> McpError:
 
 
 async def _create(client: Client, remote: str, arguments: JSONObject, ctx: ToolContext) -> JSONObject:
-    """``tools/call`` declaring tasks: the created task, or the upstream's result when it answered in the request.
-    Questions it asks in the request (input_required) are answered from the run's answers and the call resent."""
+    """``tools/call`` as a task: the created task (``{resultType: "task", taskId, …}`` in either era), or the
+    upstream's result when it answered in the request. Questions it asks in the request (2026-07-28:
+    input_required) are answered from the run's answers and the call resent."""
+    if not _modern(client):
+        result = await _send(client, "tools/call", {"name": remote, "arguments": arguments, "task": {}}, remote)
+        task = result.get("task")
+        return {**task, "resultType": "task"} if isinstance(task, dict) else result
     params: JSONObject = {"name": remote, "arguments": arguments}
     while True:
         result = await _send(client, "tools/call", params, remote)
@@ -154,8 +182,9 @@ async def call_as_task(
             await _cancel(client, created["taskId"])
             raise asyncio.CancelledError()
     task_id = str(followed["taskId"])
+    follow = _follow if _modern(client) else _follow_2025
     try:
-        return await _follow(client, followed, ctx, run)
+        return await follow(client, followed, ctx, run)
     except InputRequired:
         raise
     except asyncio.CancelledError:
@@ -169,11 +198,27 @@ async def call_as_task(
         raise
 
 
+class _StatusRelay:
+    """The upstream task's status message, passed on as progress of the call (a platform task's progress is its
+    status message in 2026-07-28, a progress notification on ``tasks/result`` in 2025-11-25) when it changes."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self._ctx = ctx
+        self._told = ""
+        self._step = 0
+
+    async def tell(self, message: Any) -> None:
+        if not isinstance(message, str) or not message or message == self._told:
+            return
+        self._told, self._step = message, self._step + 1
+        with contextlib.suppress(ValueError):
+            await self._ctx.report_progress(self._step, None, message)
+
+
 async def _follow(client: Client, followed: JSONObject, ctx: ToolContext, run: TaskRun) -> JSONObject:
     task_id = str(followed["taskId"])
     answered: list[str] = list(followed.get("answered") or [])
-    told = ""
-    step = 0
+    status_relay = _StatusRelay(ctx)
     while True:
         task = await _send(client, "tasks/get", {"taskId": task_id}, task_id)
         status = task.get("status")
@@ -184,11 +229,7 @@ async def _follow(client: Client, followed: JSONObject, ctx: ToolContext, run: T
             raise _failed(task.get("error"))
         if status == "cancelled":
             return error_result(f"The upstream cancelled its task: {task.get('statusMessage') or 'no reason given'}")
-        message = task.get("statusMessage")
-        if isinstance(message, str) and message and message != told:
-            told, step = message, step + 1
-            with contextlib.suppress(ValueError):
-                await ctx.report_progress(step, None, message)
+        await status_relay.tell(task.get("statusMessage"))
         questions = task.get("inputRequests") if status == "input_required" else None
         open_questions = {k: v for k, v in (questions or {}).items() if k not in answered}
         if open_questions:
@@ -200,6 +241,32 @@ async def _follow(client: Client, followed: JSONObject, ctx: ToolContext, run: T
                 raise asyncio.CancelledError()
             continue
         await asyncio.sleep(_interval(task, POLL_DEFAULT_MS))
+
+
+async def _follow_2025(client: Client, followed: JSONObject, ctx: ToolContext, run: TaskRun) -> JSONObject:
+    """2025-11-25: poll until the task needs input or ends, then ``tasks/result``, on whose stream the upstream asks
+    its questions (the relay answers them, or ends this start with ``InputRequired``) before the result."""
+    task_id = str(followed["taskId"])
+    status_relay = _StatusRelay(ctx)
+    while True:
+        task = await _send(client, "tasks/get", {"taskId": task_id}, task_id)
+        status = task.get("status")
+        if status == "cancelled":
+            return error_result(f"The upstream cancelled its task: {task.get('statusMessage') or 'no reason given'}")
+        if status == "working":
+            await status_relay.tell(task.get("statusMessage"))
+            await asyncio.sleep(_interval({"pollIntervalMs": task.get("pollInterval")}, POLL_DEFAULT_MS))
+            continue
+        call = current_call()
+        if call is not None:
+            call.hold_refusal = True
+        try:
+            result = await _send(client, "tasks/result", {"taskId": task_id}, task_id, timeout=RESULT_TIMEOUT)
+        except MCPError as exc:
+            if exc.error.code == REQUEST_TIMEOUT_CODE:
+                continue  # still waiting for the client or the upstream: ask again how it stands
+            raise _failed({"code": exc.error.code, "message": exc.error.message, "data": exc.error.data}) from None
+        return {key: result[key] for key in RESULT_KEYS if key in result}
 
 
 async def _cancel(client: Client, task_id: str) -> None:

@@ -129,7 +129,7 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JS
 
     async def send(connection: UpstreamConnection) -> JSONObject:
         client = connection.client
-        if run is None or not upstream_offers_tasks(client):
+        if run is None or not upstream_offers_tasks(client, tool.config["remote"]):
             async with asyncio.timeout(platform_settings.UPSTREAM_CALL_TIMEOUT):
                 return await call(connection)
         assert connection.target.upstream_id is not None

@@ -45,18 +45,30 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         yield live
 
 
-@pytest.fixture
-async def tenant(platform: LiveServer) -> str:
-    """A tenant with the platform's own conformance tenant as upstream ``conf``, its task tools run as tasks."""
+async def federated_tenant(platform: LiveServer, url: str, negotiated: str) -> str:
+    """A tenant with the platform's own conformance tenant as upstream ``conf`` (at ``url``), its task tools run
+    as tasks."""
     slug = await platform.atenant_create("tasks")
-    output = await platform.amanage("upstream_add", slug, "conf", platform.endpoint("conformance"))
-    assert "(streamable-http, 2026-07-28)" in output, output
+    output = await platform.amanage("upstream_add", slug, "conf", url)
+    assert negotiated in output, output
     required = "; ".join(
         f"services.tool_update(tool=tenant.tools.get(name={name!r}), data={{'task_support': 'required'}})"
         for name in TASK_TOOLS
     )
     await platform.amanage("shell", "-c", in_tenant(slug, required))
     return slug
+
+
+@pytest.fixture
+async def tenant(platform: LiveServer) -> str:
+    """The upstream over Streamable HTTP at 2026-07-28: tasks through the tasks extension."""
+    return await federated_tenant(platform, platform.endpoint("conformance"), "(streamable-http, 2026-07-28)")
+
+
+@pytest.fixture
+async def tenant_2025(platform: LiveServer) -> str:
+    """The upstream over its 2024-11-05 HTTP+SSE endpoint, where it negotiates 2025-11-25: core tasks."""
+    return await federated_tenant(platform, platform.sse_endpoint("conformance"), "(sse, 2025-11-25)")
 
 
 def tasks_client(platform: LiveServer, slug: str, tasks: TasksClient, **options: Any) -> Client:
@@ -217,3 +229,55 @@ async def test_a_2025_11_25_task_call_asks_the_upstream_tasks_question_on_its_ta
     run, followed = await upstream_run(platform, tenant)
     assert run["upstream_task"]["answered"] == ["confirm_delete"]
     assert list(followed["input_answers"]) == ["confirm_delete"] and followed["status"] == "completed"
+
+
+async def test_a_2025_11_25_upstreams_task_is_followed_and_its_question_answered_once(
+    platform: LiveServer, tenant_2025: str
+) -> None:
+    tasks = TasksClient()
+    asked: list[str] = []
+
+    async def elicit(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+    with anyio.fail_after(TEST_DEADLINE):
+        async with tasks_client(platform, tenant_2025, tasks, elicitation_callback=elicit) as client:
+            computed = await client.call_tool("conf_slow_compute", {"seconds": 1, "label": "old"})
+            _run, computing = await upstream_run(platform, tenant_2025)
+            deleted = await client.call_tool("conf_confirm_delete", {"filename": "old.txt"})
+    assert text_of(computed) == "Computed old after 1 second(s)"
+    assert computing["tool_name"] == "slow_compute" and computing["status"] == "completed"
+    assert text_of(deleted) == "Deleted old.txt"
+    assert asked == ["Delete old.txt?"]
+    _run, followed = await upstream_run(platform, tenant_2025)
+    assert followed["tool_name"] == "confirm_delete" and followed["status"] == "completed"
+    assert len(followed["input_answers"]) == 1, followed
+
+
+async def test_cancelling_the_downstream_task_cancels_the_2025_11_25_upstreams_task(
+    platform: LiveServer, tenant_2025: str
+) -> None:
+    tasks = TasksClient()
+    with anyio.fail_after(TEST_DEADLINE):
+        async with tasks_client(platform, tenant_2025, tasks) as client:
+            created = await client.session.call_tool(
+                "conf_slow_compute", {"seconds": 300, "label": "old-cancelled"}, allow_claimed=True
+            )
+            assert isinstance(created, CreatedTask), created
+
+            async def upstream_status() -> str:
+                runs = await runs_of(platform, tenant_2025)
+                if not runs or not runs[0]["upstream_task"]:
+                    return ""
+                _run, followed = await upstream_run(platform, tenant_2025)
+                return str(followed["status"])
+
+            await eventually(lambda: _is(upstream_status, "working"), what="the upstream task")
+            cancel = CancelTaskRequest(params=TaskIdParams(task_id=created.task_id))
+            await client.session.send_request(cancel, Acknowledgement)
+            await eventually(lambda: _is(upstream_status, "cancelled"), what="the upstream task's cancellation")
+
+
+async def _is(read: Any, expected: str) -> bool:
+    return bool(await read() == expected)
