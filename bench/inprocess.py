@@ -3,14 +3,10 @@
 
     DATABASE_URL=… REDIS_URL=… python -m bench.inprocess --era handshake --tool echo --calls 300 [--concurrency 16]
 
-The database is one the harness prepared (``bench_mcp``: migrated, bench tenants loaded). ``--warmup`` calls run
-first; the measured calls run between two calls of ``getppid()``, which nothing else here makes, so
-
-    valgrind --tool=callgrind --dump-before=getppid python -m bench.inprocess --warmup 100 --calls 200
-
-writes the measured calls' instructions alone into the last dump file (``callgrind.out.<pid>.2``: its
-``summary:`` line divided by ``--calls``). It prints one JSON line: requests, wall time, and the loop's
-callbacks per request (the handles the event loop ran).
+The database is one the harness prepared (``bench_mcp``: migrated, bench tenants loaded). Instructions per
+request are the difference between two runs with different ``--calls``, which cancels start-up (run once first
+so that no run compiles bytecode). ``--warmup`` calls run before the measured ones. It prints one JSON line:
+requests, wall time, and the loop's callbacks per request (the handles the event loop ran).
 """
 
 from __future__ import annotations
@@ -132,11 +128,9 @@ async def run(args: argparse.Namespace) -> JSONObject:
         original()
 
     loop._run_once = counted  # type: ignore[attr-defined]
-    os.getppid()  # the marker: see the module's docstring
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(args.concurrency)))
     elapsed = time.perf_counter() - started
-    os.getppid()
     loop._run_once = original  # type: ignore[attr-defined]
     return {
         "era": args.era,
