@@ -37,6 +37,7 @@ from mcp_platform.gateway.listen import serve_listen
 from mcp_platform.gateway.mailbox import Inbox, send_to_group
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
+from mcp_platform.gateway.observing import call_info
 from mcp_platform.gateway.responses import (
     header_list,
     send_chunk,
@@ -53,6 +54,7 @@ from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_r
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.oauth.resource import principal_label
 from mcp_platform.oauth.throttling import asgi_client_address
+from mcp_platform.observe.calls import STREAMABLE_HTTP
 from tenants.cache import tenant_cache
 from tenants.events import catalog_group
 from tenants.models import Tenant
@@ -279,8 +281,20 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
                 client_address=self.client_address,
                 granted=self.granted,
             )
+            info = call_info(
+                tenant_id=self.tenant.pk,
+                tenant_slug=self.tenant.slug,
+                request=request,
+                principal=self.principal,
+                client_info=session.client_info,
+                protocol_version=session.protocol_version,
+                transport=STREAMABLE_HTTP,
+                headers=self.headers,
+            )
             stream.adopt(
-                start_run(request=request, env=env, sink=stream, tenant_id=self.tenant.pk, session_id=session.pk)
+                start_run(
+                    request=request, env=env, sink=stream, tenant_id=self.tenant.pk, session_id=session.pk, info=info
+                )
             )
         self._sse_open = True
         await stream.done.wait()

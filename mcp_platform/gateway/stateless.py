@@ -25,8 +25,10 @@ from mcp_core.errors import ClientRequestFailed, McpError, error_to_wire
 from mcp_core.mrtr import InputPolicy
 from mcp_core.request_state import derive_key
 from mcp_platform.conf import platform_settings
+from mcp_platform.gateway.observing import call_info
 from mcp_platform.gateway.responses import Send, send_chunk, send_json, start_sse
 from mcp_platform.jobs.store import ToolRunStore
+from mcp_platform.observe.calls import STREAMABLE_HTTP, observed_call
 from tenants.cache import tenant_cache
 from tenants.models import Tenant
 
@@ -178,7 +180,19 @@ async def serve_stateless(
             client_address=client_address,
             granted=granted,
         )
-        result = await dispatch(request.method, request.params, env)
+        info = call_info(
+            tenant_id=tenant.pk,
+            tenant_slug=tenant.slug,
+            request=request,
+            principal=principal,
+            client_info=envelope.client_info,
+            protocol_version=envelope.version,
+            transport=STREAMABLE_HTTP,
+            headers=headers,
+        )
+        async with observed_call(info) as call:
+            result = await dispatch(request.method, request.params, env)
+            call.succeed(result)
         await stream.finish(jsonrpc.encode_result(request.id, result), 200)
     except Exception as exc:
         if not isinstance(exc, McpError):
