@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
 from typing import Any
 
 from celery.signals import before_task_publish, task_postrun, task_prerun
 from opentelemetry import context, propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from mcp_platform.observe.calls import CallInfo, CallRecord, register_hook
+from mcp_platform.observe.calls import CallInfo, CallRecord, register_hook, unregister_hook
 from mcp_platform.telemetry import spans
 
 TRACER_NAME = "mcp_platform"
@@ -29,7 +28,8 @@ def _tracer() -> trace.Tracer:
 
 
 def _provider_from_environment() -> None:
-    """An SDK provider exporting over OTLP/HTTP, unless the process already set one (a test, a distro)."""
+    """An SDK provider exporting as ``OTEL_TRACES_EXPORTER`` says (otlp over HTTP, console, none), unless the
+    process already set one (a test, a distro)."""
     if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
         return
     from opentelemetry.sdk.resources import Resource
@@ -39,27 +39,40 @@ def _provider_from_environment() -> None:
     provider = TracerProvider(
         resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "mcp-platform")})
     )
-    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+    # OpenTelemetry's own variable and default (otlp: OTEL_EXPORTER_OTLP_ENDPOINT, else localhost:4318).
+    exporter = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower()
+    if exporter == "otlp":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         # Batched in a thread of its own: a slow collector never holds up a request.
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    elif exporter == "console":
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+        provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
     trace.set_tracer_provider(provider)
 
 
-def _trace_carrier(info: CallInfo) -> Mapping[str, str] | None:
+def _parent_context(info: CallInfo) -> context.Context | None:
+    """The context the request's span continues: the request's own trace context (``_meta``'s, folded into the
+    headers by the gateway, else the HTTP header's) unless the HTTP request's span already continues it, in which
+    case that span (the current one) is the parent. None: the current context."""
     headers = info.headers
-    if headers is not None and "traceparent" in headers:
-        return headers
-    return None
+    if headers is None or "traceparent" not in headers:
+        return None
+    extracted = propagate.extract(headers)
+    remote = trace.get_current_span(extracted).get_span_context()
+    continued = getattr(trace.get_current_span(), "parent", None)  # what the HTTP request's span continues
+    if continued is not None and (continued.trace_id, continued.span_id) == (remote.trace_id, remote.span_id):
+        return None
+    return extracted
 
 
 class TracingHook:
     """The JSON-RPC request's span, current while it is dispatched (so tool, outbound and upstream spans nest)."""
 
     def started(self, info: CallInfo) -> object:
-        carrier = _trace_carrier(info)
-        parent = propagate.extract(carrier) if carrier is not None else None
+        parent = _parent_context(info)
         name = f"{info.method} {info.target}" if info.target else info.method
         attributes: dict[str, Any] = {
             "mcp.method.name": info.method,
@@ -161,18 +174,31 @@ def _task_finished(task_id: str = "", state: str | None = None, **kwargs: Any) -
     context.detach(attached)  # type: ignore[arg-type]
 
 
-_started = False
+_started: TracingHook | None = None
 
 
 def tracing_start() -> None:
     """Turn tracing on in this process (once): provider, call hook, edge spans, Celery propagation."""
     global _started
-    if _started:
+    if _started is not None:
         return
-    _started = True
+    _started = TracingHook()
     _provider_from_environment()
-    register_hook(TracingHook())
+    register_hook(_started)
     spans.install(_tracer(), propagate.inject)
     before_task_publish.connect(_inject_into_message, weak=False)
     task_prerun.connect(_task_started, weak=False)
     task_postrun.connect(_task_finished, weak=False)
+
+
+def tracing_stop() -> None:
+    """Turn tracing off again in this process (tests); the provider stays."""
+    global _started
+    if _started is None:
+        return
+    unregister_hook(_started)
+    _started = None
+    spans.uninstall()
+    before_task_publish.disconnect(_inject_into_message)
+    task_prerun.disconnect(_task_started)
+    task_postrun.disconnect(_task_finished)
