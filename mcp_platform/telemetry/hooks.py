@@ -4,6 +4,7 @@ request (``LOG_FORMAT=json``). Both only touch memory (mmap'd counters, a log re
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from mcp_platform.observe.calls import CallInfo, CallRecord
 from mcp_platform.telemetry import metrics
@@ -13,19 +14,40 @@ request_logger = logging.getLogger("mcp_platform.requests")
 
 
 class MetricsHook:
-    """Counts and times every JSON-RPC request; tools/call also per tool (label bounded per tenant)."""
+    """Counts and times every JSON-RPC request; tools/call also per tool (label bounded per tenant).
+
+    The labelled children are kept per label combination: ``labels()`` validates and locks on every call, and cost
+    as much as the increment itself (the combinations are as bounded as the labels are)."""
+
+    def __init__(self) -> None:
+        self._children: dict[tuple[str, str, str, str | None], tuple[Any, Any, Any]] = {}
 
     def started(self, info: CallInfo) -> object:
         return None
 
     def finished(self, record: CallRecord, token: object) -> None:
         info = record.info
-        method = metrics.method_label(info.method)
-        metrics.REQUESTS.labels(info.tenant_slug, method, record.outcome).inc()
-        metrics.REQUEST_DURATION.labels(info.tenant_slug, method).observe(record.duration_s)
+        tool = None
         if info.method == "tools/call" and info.target is not None:
             tool = metrics.tool_labels.label(info.tenant_id, info.target)
-            metrics.TOOL_CALLS.labels(info.tenant_slug, tool, record.outcome).inc()
+        # The method as labelled (a client may send any method name: the key must stay as bounded as the labels).
+        key = (info.tenant_slug, metrics.method_label(info.method), record.outcome, tool)
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = self._labelled(*key)
+        requests, duration, tool_calls = children
+        requests.inc()
+        duration.observe(record.duration_s)
+        if tool_calls is not None:
+            tool_calls.inc()
+
+    @staticmethod
+    def _labelled(tenant: str, method: str, outcome: str, tool: str | None) -> tuple[Any, Any, Any]:
+        return (
+            metrics.REQUESTS.labels(tenant, method, outcome),
+            metrics.REQUEST_DURATION.labels(tenant, method),
+            None if tool is None else metrics.TOOL_CALLS.labels(tenant, tool, outcome),
+        )
 
 
 class RequestLogHook:

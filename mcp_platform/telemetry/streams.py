@@ -54,14 +54,15 @@ class OpenStreamsMiddleware:
         if tenant is None or kind is None:
             await self.app(scope, receive, send)
             return
-        gauge = OPEN_STREAMS.labels(tenant.slug, kind)
+        gauge: Any = None  # labelled only for a stream: most responses are JSON
         counted = False
 
         async def counting_send(message: dict[str, Any]) -> None:
-            nonlocal counted
+            nonlocal counted, gauge
             kind_of = message["type"]
             if kind_of == "http.response.start" and _is_event_stream(message):
                 counted = True
+                gauge = OPEN_STREAMS.labels(tenant.slug, kind)
                 gauge.inc()
             elif counted and kind_of == "http.response.body" and not message.get("more_body", False):
                 counted = False
