@@ -1,0 +1,133 @@
+"""Writes to the activity log: batches of observed calls, admin changes, and the purge of expired rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.db import close_old_connections
+from django.db.models import Q
+from django.utils import timezone
+
+from mcp_platform.activity.models import ActivityRecord
+from mcp_platform.activity.redaction import REDACTED, arguments_to_keep, is_secret_name
+from mcp_platform.observe.calls import CallRecord
+from tenants.models import Tenant, Tool
+
+
+def _cut(value: str, field: str) -> str:
+    limit = getattr(ActivityRecord._meta.get_field(field), "max_length", None)
+    return value if limit is None or len(value) <= limit else value[:limit]
+
+
+def activity_calls_write(*, records: Sequence[CallRecord]) -> int:
+    """Store ``records`` in one ``bulk_create``; records of tenants deleted meanwhile are skipped. Arguments are
+    kept only for tenants that opted in, redacted against the tool's input schema. Returns the rows written."""
+    close_old_connections()  # called from the writer thread: a connection the database dropped is replaced
+    tenant_ids = {record.info.tenant_id for record in records}
+    keeps_arguments = dict(Tenant.objects.filter(pk__in=tenant_ids).values_list("pk", "activity_record_arguments"))
+    schemas = _tool_schemas(
+        {
+            (r.info.tenant_id, r.info.target)
+            for r in records
+            if keeps_arguments.get(r.info.tenant_id) and r.info.method == "tools/call" and r.info.target
+        }
+    )
+    rows = []
+    for record in records:
+        info = record.info
+        if info.tenant_id not in keeps_arguments:
+            continue
+        details = None
+        if keeps_arguments[info.tenant_id] and info.arguments is not None:
+            details = {"arguments": arguments_to_keep(info.arguments, schemas.get((info.tenant_id, info.target)))}
+        rows.append(
+            ActivityRecord(
+                tenant_id=info.tenant_id,
+                at=dt.datetime.fromtimestamp(info.started_at, tz=dt.UTC),
+                kind=ActivityRecord.Kind.CALL,
+                principal=_cut(info.principal, "principal"),
+                client_id=_cut(info.client_id, "client_id"),
+                client_name=_cut(info.client_name, "client_name"),
+                client_version=_cut(info.client_version, "client_version"),
+                method=_cut(info.method, "method"),
+                target=_cut(info.target or "", "target"),
+                protocol_version=_cut(info.protocol_version, "protocol_version"),
+                transport=_cut(info.transport, "transport"),
+                request_id=_cut(info.request_id, "request_id"),
+                duration_ms=round(record.duration_s * 1000, 3),
+                outcome=record.outcome,
+                error_code=record.error_code,
+                details=details,
+            )
+        )
+    ActivityRecord.objects.bulk_create(rows)
+    return len(rows)
+
+
+def _tool_schemas(keys: set[tuple[int, str | None]]) -> dict[tuple[int, str | None], Any]:
+    if not keys:
+        return {}
+    query = Q()
+    for tenant_id, name in keys:
+        query |= Q(tenant_id=tenant_id, name=name)
+    return {
+        (t, n): schema for t, n, schema in Tool.objects.filter(query).values_list("tenant_id", "name", "input_schema")
+    }
+
+
+def snapshot_value(name: str, value: Any) -> Any:
+    """A field's value as an admin-change record keeps it: JSON-safe, and never a secret."""
+    if is_secret_name(name) or name in ("ciphertext", "value", "key_id"):
+        return REDACTED if value not in (None, "") else value
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (list, dict)):
+        return value
+    if hasattr(value, "pk"):
+        return str(value)
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    return str(value)
+
+
+def activity_admin_change_record(
+    *,
+    tenant_id: int,
+    user_id: int | None,
+    action: str,
+    object_type: str,
+    object_repr: str,
+    object_id: str,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+) -> ActivityRecord:
+    """Log one admin change to a tenant's catalog, clients, members or secrets (``action``: create, change or
+    delete); ``before`` and ``after`` are field values, secret ones redacted here whatever the caller passed."""
+    return ActivityRecord.objects.create(
+        tenant_id=tenant_id,
+        at=timezone.now(),
+        kind=ActivityRecord.Kind.ADMIN,
+        principal="" if user_id is None else str(user_id),
+        method=_cut(f"admin/{action}", "method"),
+        target=_cut(f"{object_type}: {object_repr}", "target"),
+        request_id=_cut(object_id, "request_id"),
+        details={
+            "object_type": object_type,
+            "object_id": object_id,
+            "before": None if before is None else {k: snapshot_value(k, v) for k, v in before.items()},
+            "after": None if after is None else {k: snapshot_value(k, v) for k, v in after.items()},
+        },
+    )
+
+
+def activity_purge_expired(*, now: dt.datetime | None = None) -> int:
+    """Delete every tenant's rows older than its retention; the number deleted."""
+    now = now or timezone.now()
+    deleted = 0
+    for days in Tenant.objects.values_list("activity_retention_days", flat=True).distinct():
+        cutoff = now - dt.timedelta(days=days)
+        count, _ = ActivityRecord.objects.filter(tenant__activity_retention_days=days, at__lt=cutoff).delete()
+        deleted += count
+    return deleted

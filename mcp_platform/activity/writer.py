@@ -1,0 +1,138 @@
+"""The per-process buffer between the request path and the activity table.
+
+Calls append to a bounded in-memory buffer (a full buffer drops the record and counts it: a request never waits
+for the log). A daemon thread writes the buffer with ``bulk_create`` every ``ACTIVITY_FLUSH_SECONDS`` or as soon
+as ``ACTIVITY_BATCH`` records wait, and the process's exit (``atexit``: servers stop on SIGTERM and return
+normally) writes what is left.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class BufferedWriter(Generic[T]):
+    """Collects items from any thread or task and hands them to ``sink`` in batches, off the caller's path."""
+
+    def __init__(
+        self,
+        *,
+        sink: Callable[[list[T]], None],
+        capacity: int,
+        batch: int,
+        interval: float,
+        name: str,
+        threaded: bool = True,
+    ) -> None:
+        """``threaded=False``: no writer thread, the owner calls ``flush`` (tests, one-shot commands)."""
+        self._sink = sink
+        self._capacity = capacity
+        self._batch = batch
+        self._interval = interval
+        self._name = name
+        self._lock = threading.Lock()
+        # Held while a batch is written, so close() returns only after an in-flight batch is stored too.
+        self._writing = threading.Lock()
+        self._buffer: list[T] = []
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._threaded = threaded
+        self._pid = 0  # the process whose thread runs; a forked child starts its own
+        self.dropped = 0
+        self.written = 0
+        self._dropped_reported = 0
+
+    def add(self, item: T) -> bool:
+        """Buffer ``item``; False (and counted) when the buffer is full. Never blocks on I/O."""
+        if self._threaded and self._pid != os.getpid():
+            self._start()
+        with self._lock:
+            if len(self._buffer) >= self._capacity:
+                self.dropped += 1
+                return False
+            self._buffer.append(item)
+            full_batch = len(self._buffer) >= self._batch
+        if full_batch:
+            self._wake.set()
+        return True
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._buffer)
+
+    def discard(self) -> int:
+        """Forget what is buffered (a test's records, whose database is gone); the number forgotten."""
+        with self._lock:
+            items, self._buffer = self._buffer, []
+        return len(items)
+
+    def flush(self) -> int:
+        """Write everything buffered now, in batches; the number written. A batch the sink fails on is logged and
+        dropped (counted): retrying it forever would hold the buffer full."""
+        with self._writing:
+            with self._lock:
+                items, self._buffer = self._buffer, []
+            written = 0
+            for start in range(0, len(items), self._batch):
+                chunk = items[start : start + self._batch]
+                try:
+                    self._sink(chunk)
+                    written += len(chunk)
+                except Exception:
+                    logger.exception("%s: could not write %d records", self._name, len(chunk))
+                    with self._lock:
+                        self.dropped += len(chunk)
+            self.written += written
+        self._report_drops()
+        return written
+
+    def close(self) -> None:
+        """Stop the thread and write what is left (the process is ending)."""
+        self._stop.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread() and self._pid == os.getpid():
+            thread.join(timeout=max(5.0, self._interval * 5))
+        self.flush()
+
+    def _start(self) -> None:
+        """Start this process's writer thread (again in a forked child: threads do not survive a fork)."""
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            forked = self._pid != 0
+            self._pid = os.getpid()
+            if forked:
+                self._buffer = []  # the parent writes its own records
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+            self._thread.start()
+        if not forked:
+            atexit.register(self.close)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self._interval)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            self.flush()
+
+    def _report_drops(self) -> None:
+        with self._lock:
+            newly = self.dropped - self._dropped_reported
+            self._dropped_reported = self.dropped
+        if newly:
+            logger.warning(
+                "%s: buffer full or write failed, %d records dropped (%d in all)", self._name, newly, self.dropped
+            )
