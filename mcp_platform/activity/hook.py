@@ -13,8 +13,12 @@ LOGGED_METHODS = frozenset({"tools/call", "resources/read", "prompts/get"})
 
 
 def _write(records: list[CallRecord]) -> None:
+    from django.db import close_old_connections
+
     from mcp_platform.activity.services import activity_calls_write
 
+    # The writer thread's own connection: one the database dropped (or that grew too old) is replaced first.
+    close_old_connections()
     activity_calls_write(records=records)
 
 
