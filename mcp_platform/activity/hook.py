@@ -40,7 +40,13 @@ class ActivityHook:
 
     def finished(self, record: CallRecord, token: object) -> None:
         if record.info.method in LOGGED_METHODS:
-            activity_writer().add(record)
+            (self.writer or self._bind()).add(record)
+
+    writer: BufferedWriter[CallRecord] | None = None
+
+    def _bind(self) -> BufferedWriter[CallRecord]:
+        self.writer = activity_writer()
+        return self.writer
 
 
 activity_hook = ActivityHook()

@@ -12,6 +12,7 @@ import atexit
 import logging
 import os
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -21,7 +22,10 @@ T = TypeVar("T")
 
 
 class BufferedWriter(Generic[T]):
-    """Collects items from any thread or task and hands them to ``sink`` in batches, off the caller's path."""
+    """Collects items from any thread or task and hands them to ``sink`` in batches, off the caller's path.
+
+    ``add`` takes no lock: ``deque.append`` and ``popleft`` are atomic, and the capacity check may let a few items
+    past the bound when threads race (a bound on memory, not an exact count)."""
 
     def __init__(
         self,
@@ -39,49 +43,47 @@ class BufferedWriter(Generic[T]):
         self._batch = batch
         self._interval = interval
         self._name = name
-        self._lock = threading.Lock()
         # Held while a batch is written, so close() returns only after an in-flight batch is stored too.
         self._writing = threading.Lock()
-        self._buffer: list[T] = []
+        self._buffer: deque[T] = deque()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._threaded = threaded
-        self._pid = 0  # the process whose thread runs; a forked child starts its own
+        self._started = not threaded  # an unthreaded writer never starts a thread
         self.dropped = 0
         self.written = 0
         self._dropped_reported = 0
+        os.register_at_fork(after_in_child=self._forked)
 
     def add(self, item: T) -> bool:
-        """Buffer ``item``; False (and counted) when the buffer is full. Never blocks on I/O."""
-        if self._threaded and self._pid != os.getpid():
+        """Buffer ``item``; False (and counted) when the buffer is full. Never blocks."""
+        if not self._started:
             self._start()
-        with self._lock:
-            if len(self._buffer) >= self._capacity:
-                self.dropped += 1
-                return False
-            self._buffer.append(item)
-            full_batch = len(self._buffer) >= self._batch
-        if full_batch:
+        buffer = self._buffer
+        if len(buffer) >= self._capacity:
+            self.dropped += 1
+            return False
+        buffer.append(item)
+        if len(buffer) == self._batch:
             self._wake.set()
         return True
 
     def pending(self) -> int:
-        with self._lock:
-            return len(self._buffer)
+        return len(self._buffer)
 
     def discard(self) -> int:
         """Forget what is buffered (a test's records, whose database is gone); the number forgotten."""
-        with self._lock:
-            items, self._buffer = self._buffer, []
-        return len(items)
+        return len(self._take())
+
+    def _take(self) -> list[T]:
+        buffer = self._buffer
+        return [buffer.popleft() for _ in range(len(buffer))]
 
     def flush(self) -> int:
         """Write everything buffered now, in batches; the number written. A batch the sink fails on is logged and
         dropped (counted): retrying it forever would hold the buffer full."""
         with self._writing:
-            with self._lock:
-                items, self._buffer = self._buffer, []
+            items = self._take()
             written = 0
             for start in range(0, len(items), self._batch):
                 chunk = items[start : start + self._batch]
@@ -90,8 +92,7 @@ class BufferedWriter(Generic[T]):
                     written += len(chunk)
                 except Exception:
                     logger.exception("%s: could not write %d records", self._name, len(chunk))
-                    with self._lock:
-                        self.dropped += len(chunk)
+                    self.dropped += len(chunk)
             self.written += written
         self._report_drops()
         return written
@@ -101,24 +102,29 @@ class BufferedWriter(Generic[T]):
         self._stop.set()
         self._wake.set()
         thread = self._thread
-        if thread is not None and thread is not threading.current_thread() and self._pid == os.getpid():
+        if thread is not None and thread is not threading.current_thread() and thread.is_alive():
             thread.join(timeout=max(5.0, self._interval * 5))
         self.flush()
 
     def _start(self) -> None:
-        """Start this process's writer thread (again in a forked child: threads do not survive a fork)."""
-        with self._lock:
-            if self._pid == os.getpid():
+        """Start this process's writer thread, once."""
+        with self._writing:
+            if self._started:
                 return
-            forked = self._pid != 0
-            self._pid = os.getpid()
-            if forked:
-                self._buffer = []  # the parent writes its own records
-            self._stop = threading.Event()
+            self._started = True
             self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
             self._thread.start()
-        if not forked:
-            atexit.register(self.close)
+        atexit.register(self.close)
+
+    def _forked(self) -> None:
+        """In a forked child: no thread survived the fork, and the parent writes the records it buffered."""
+        self._buffer = deque()
+        self._writing = threading.Lock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        if self._thread is not None:
+            self._thread = None
+            self._started = False
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -129,9 +135,8 @@ class BufferedWriter(Generic[T]):
             self.flush()
 
     def _report_drops(self) -> None:
-        with self._lock:
-            newly = self.dropped - self._dropped_reported
-            self._dropped_reported = self.dropped
+        newly = self.dropped - self._dropped_reported
+        self._dropped_reported = self.dropped
         if newly:
             logger.warning(
                 "%s: buffer full or write failed, %d records dropped (%d in all)", self._name, newly, self.dropped

@@ -62,6 +62,16 @@ def test_a_call_is_stored_with_who_what_and_how_it_ended() -> None:
     assert row.details is None, "arguments are not kept unless the tenant opts in"
 
 
+def test_names_with_separators_and_backslashes_are_stored_as_sent() -> None:
+    tenant = tenant_create(slug="acme", name="Acme")
+    tenant_update(tenant=tenant, data={"activity_record_arguments": True})
+    odd = "a\tb\nc\\d\re"
+    activity_calls_write(records=[record(tenant.pk, target=odd + "\x00", arguments={"q": odd})])
+    row = ActivityRecord.objects.get()
+    assert row.target == odd, "NUL, which PostgreSQL cannot store, is left out"
+    assert row.details == {"arguments": {"q": odd}}
+
+
 def test_arguments_are_kept_redacted_when_the_tenant_opts_in() -> None:
     tenant = tenant_create(slug="acme", name="Acme")
     tenant_update(tenant=tenant, data={"activity_record_arguments": True})
