@@ -113,6 +113,13 @@ DEFAULTS: dict[str, Any] = {
     # Keys that encrypt tenant secrets (base64 of 32 random bytes each): the first encrypts, all decrypt, so
     # a new key goes first and the old one stays until ``manage.py secrets_reencrypt`` has run.
     "SECRET_KEYS": [],
+    # Activity log (mcp_platform.activity): on or off for this process; records kept in memory before they are
+    # written (past it new ones are dropped with a counted warning); written every ACTIVITY_FLUSH_SECONDS or as
+    # soon as ACTIVITY_BATCH records wait.
+    "ACTIVITY_LOG": True,
+    "ACTIVITY_BUFFER": 20_000,
+    "ACTIVITY_BATCH": 500,
+    "ACTIVITY_FLUSH_SECONDS": 1.0,
 }
 
 
@@ -162,6 +169,10 @@ class PlatformSettings:
     OUTBOUND_MAX_RESPONSE_BYTES: int
     HTTP_TOOL_MAX_RESULT_BYTES: int
     SECRET_KEYS: list[str]
+    ACTIVITY_LOG: bool
+    ACTIVITY_BUFFER: int
+    ACTIVITY_BATCH: int
+    ACTIVITY_FLUSH_SECONDS: float
 
 
 def _load() -> PlatformSettings:

@@ -111,6 +111,7 @@ INSTALLED_APPS = [
     "mcp_platform.gateway",
     "mcp_platform.jobs",
     "mcp_platform.oauth",
+    "mcp_platform.activity",
     "mcp_platform.telemetry",
 ]
 
@@ -210,6 +211,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # started its run anew (within a lease), so the copy finds the start stale and does nothing.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_timeout": 3}
 CELERY_BEAT_SCHEDULE = {
+    "purge-expired-activity": {
+        "task": "mcp_platform.activity.tasks.activity_purge_expired",
+        "schedule": 3600.0,
+    },
     "resume-stalled-tool-runs": {
         "task": "mcp_platform.jobs.tasks.tool_runs_resume_stalled",
         "schedule": 5.0,
@@ -357,4 +362,7 @@ MCP_PLATFORM = {
     "UPSTREAM_CIRCUIT_FAILURES": int(os.environ.get("MCP_UPSTREAM_CIRCUIT_FAILURES", "3")),
     "UPSTREAM_CIRCUIT_COOLDOWN": float(os.environ.get("MCP_UPSTREAM_CIRCUIT_COOLDOWN", "30")),
     "SSE_KEEPALIVE": float(os.environ.get("MCP_SSE_KEEPALIVE", "15")),
+    "ACTIVITY_LOG": os.environ.get("MCP_ACTIVITY_LOG", "1") not in ("0", "false", "off"),
+    "ACTIVITY_FLUSH_SECONDS": float(os.environ.get("MCP_ACTIVITY_FLUSH_SECONDS", "1")),
+    "ACTIVITY_BATCH": int(os.environ.get("MCP_ACTIVITY_BATCH", "500")),
 }
