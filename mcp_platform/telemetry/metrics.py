@@ -68,6 +68,9 @@ HTTP_TOOL_CALLS = Counter(
 HTTP_TOOL_DURATION = Histogram(
     "mcp_http_tool_call_duration_seconds", "Duration of HTTP tools' requests.", ["tenant"], buckets=LATENCY_BUCKETS
 )
+LOG_LINES_DROPPED = Counter(
+    "mcp_log_lines_dropped", "JSON request log lines dropped because the writer fell behind (LOG_FORMAT=json)."
+)
 CELERY_TASKS = Counter("mcp_celery_tasks", "Celery task runs finished, by task and state.", ["task", "state"])
 CELERY_TASK_DURATION = Histogram(
     "mcp_celery_task_duration_seconds", "Duration of Celery task runs in the worker.", ["task"], buckets=TASK_BUCKETS

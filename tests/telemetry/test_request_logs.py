@@ -20,6 +20,7 @@ from mcp_platform.observe.calls import register_hook, unregister_hook
 from mcp_platform.telemetry.hooks import RequestLogHook
 from mcp_platform.telemetry.logs import JsonFormatter
 from tests.gateway.conftest import request, rpc
+from tests.telemetry.conftest import metric_value
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET_VALUE = "hunter2-do-not-log-me"
@@ -35,6 +36,7 @@ def request_lines() -> Iterator[io.StringIO]:
     logger.addHandler(handler)
     hook = RequestLogHook()
     register_hook(hook)
+    output.flush_lines = hook.flush  # type: ignore[attr-defined]
     yield output
     unregister_hook(hook)
     logger.removeHandler(handler)
@@ -75,6 +77,7 @@ async def test_a_request_logs_one_json_line_without_its_token_or_arguments(
     reply = await request("POST", "/t/acme/mcp", body=rpc("tools/call", params, id="req-77"), headers=headers)
     assert reply.status == 200, reply.body
 
+    assert request_lines.flush_lines()  # type: ignore[attr-defined]  (written by the log's own thread)
     text = request_lines.getvalue()
     [line] = [json.loads(raw) for raw in text.splitlines()]
     assert line["request_id"] == "req-77"
@@ -106,3 +109,17 @@ def test_log_format_json_switches_every_line_to_json_and_turns_the_request_log_o
     assert done.stdout.strip() == "['MetricsHook', 'RequestLogHook']"
     [line] = [json.loads(raw) for raw in done.stderr.splitlines() if raw.startswith("{")]
     assert line["message"] == "plain words" and line["level"] == "WARNING"
+
+
+def test_a_full_queue_drops_the_line_and_counts_it_rather_than_wait() -> None:
+    from mcp_platform.observe.calls import CallInfo, CallRecord
+
+    hook = RequestLogHook(capacity=0 + 1)
+    hook._writer_pid = os.getpid()  # no writer thread: nothing drains the queue
+    info = CallInfo(
+        1, "dropping", "tools/list", None, "", "", "", "", "2026-07-28", "streamable-http", "1", 0.0, 0.0, None, None
+    )
+    before = metric_value("mcp_log_lines_dropped_total")
+    for _ in range(3):
+        hook.finished(CallRecord(info=info, duration_s=0.001, outcome="ok", error_code=None), None)
+    assert metric_value("mcp_log_lines_dropped_total") == before + 2
