@@ -93,7 +93,7 @@ class RequestLogHook:
         try:
             self._queue.put_nowait((str(fields["method"]), record.outcome, fields))
         except queue.Full:
-            metrics.LOG_LINES_DROPPED.inc()
+            metrics.LOG_LINES_DROPPED.labels(request_logger.name).inc()
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until every queued line is written (tests, shutdown); False when ``timeout`` passed first."""

@@ -68,8 +68,12 @@ HTTP_TOOL_CALLS = Counter(
 HTTP_TOOL_DURATION = Histogram(
     "mcp_http_tool_call_duration_seconds", "Duration of HTTP tools' requests.", ["tenant"], buckets=LATENCY_BUCKETS
 )
+# Labelled (with one value) so that no process writes a metrics file before it has something to count: every
+# ``manage.py`` command loads this module.
 LOG_LINES_DROPPED = Counter(
-    "mcp_log_lines_dropped", "JSON request log lines dropped because the writer fell behind (LOG_FORMAT=json)."
+    "mcp_log_lines_dropped",
+    "JSON request log lines dropped because the writer fell behind (LOG_FORMAT=json).",
+    ["logger"],
 )
 CELERY_TASKS = Counter("mcp_celery_tasks", "Celery task runs finished, by task and state.", ["task", "state"])
 CELERY_TASK_DURATION = Histogram(

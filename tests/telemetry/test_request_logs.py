@@ -119,7 +119,7 @@ def test_a_full_queue_drops_the_line_and_counts_it_rather_than_wait() -> None:
     info = CallInfo(
         1, "dropping", "tools/list", None, "", "", "", "", "2026-07-28", "streamable-http", "1", 0.0, 0.0, None, None
     )
-    before = metric_value("mcp_log_lines_dropped_total")
+    before = metric_value("mcp_log_lines_dropped_total", logger="mcp_platform.requests")
     for _ in range(3):
         hook.finished(CallRecord(info=info, duration_s=0.001, outcome="ok", error_code=None), None)
-    assert metric_value("mcp_log_lines_dropped_total") == before + 2
+    assert metric_value("mcp_log_lines_dropped_total", logger="mcp_platform.requests") == before + 2
