@@ -133,6 +133,22 @@ def _tool_run(tenant: Tenant) -> ToolRun:
     )
 
 
+@makes("activity.ActivityRecord")
+def _activity(tenant: Tenant) -> models.Model:
+    from mcp_platform.activity.models import ActivityRecord
+
+    return ActivityRecord.objects.create(
+        tenant=tenant,
+        at=timezone.now(),
+        method="tools/call",
+        target=f"{tenant.slug}_tool",
+        principal="1",
+        client_name=f"{tenant.slug} client",
+        request_id=f"{tenant.slug}-1",
+        duration_ms=1.5,
+    )
+
+
 # Platform models: not any tenant's, named after one so that a page listing them would show it.
 
 

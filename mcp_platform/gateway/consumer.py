@@ -37,6 +37,7 @@ from mcp_platform.gateway.listen import serve_listen
 from mcp_platform.gateway.mailbox import Inbox, send_to_group
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
+from mcp_platform.gateway.observing import call_info
 from mcp_platform.gateway.responses import (
     header_list,
     send_chunk,
@@ -53,6 +54,7 @@ from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, keep_ru
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.oauth.resource import principal_label
 from mcp_platform.oauth.throttling import asgi_client_address
+from mcp_platform.observe.calls import STREAMABLE_HTTP
 from mcp_platform.quotas.check import oauth_client_id, rate_limits_check_requests
 from tenants.cache import tenant_cache
 from tenants.events import catalog_group
@@ -287,6 +289,19 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             )
             for request in requests
         ]
+        infos = [
+            call_info(
+                tenant_id=self.tenant.pk,
+                tenant_slug=self.tenant.slug,
+                request=request,
+                principal=self.principal,
+                client_info=session.client_info,
+                protocol_version=session.protocol_version,
+                transport=STREAMABLE_HTTP,
+                headers=self.headers,
+            )
+            for request in requests
+        ]
         self._sse_open = True
         if len(requests) == 1:
             # The common case runs in this task: no second task and no hand-off. A disconnect then detaches the
@@ -294,12 +309,24 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             self._running_inline = True
             stream.adopt(keep_running(asyncio.current_task()))
             await run_request(
-                request=requests[0], env=envs[0], sink=stream, tenant_id=self.tenant.pk, session_id=session.pk
+                request=requests[0],
+                env=envs[0],
+                sink=stream,
+                tenant_id=self.tenant.pk,
+                session_id=session.pk,
+                info=infos[0],
             )
         else:
-            for request, env in zip(requests, envs, strict=True):
+            for request, env, info in zip(requests, envs, infos, strict=True):
                 stream.adopt(
-                    start_run(request=request, env=env, sink=stream, tenant_id=self.tenant.pk, session_id=session.pk)
+                    start_run(
+                        request=request,
+                        env=env,
+                        sink=stream,
+                        tenant_id=self.tenant.pk,
+                        session_id=session.pk,
+                        info=info,
+                    )
                 )
         await stream.done.wait()
 

@@ -25,12 +25,14 @@ from mcp_platform.gateway.identity import server_identity
 from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
+from mcp_platform.gateway.observing import call_info
 from mcp_platform.gateway.responses import send_body, send_chunk, send_empty, send_error, start_sse
 from mcp_platform.gateway.session_cache import session_cache
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.streams import SessionSink, start_run
 from mcp_platform.oauth.resource import principal_label
 from mcp_platform.oauth.throttling import asgi_client_address
+from mcp_platform.observe.calls import HTTP_SSE
 from mcp_platform.quotas.check import oauth_client_id, rate_limits_check_requests
 from tenants.events import catalog_group
 from tenants.models import Tenant
@@ -170,7 +172,17 @@ class LegacyMessagesConsumer(GatewayConsumer):
                     client_address=asgi_client_address(self.scope),
                     granted=granted_scopes(self.scope),
                 )
-                start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk)
+                info = call_info(
+                    tenant_id=tenant.pk,
+                    tenant_slug=tenant.slug,
+                    request=message,
+                    principal=principal,
+                    client_info=session.client_info,
+                    protocol_version=session.protocol_version,
+                    transport=HTTP_SSE,
+                    headers=scope_headers(self.scope),
+                )
+                start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk, info=info)
             elif not isinstance(message, jsonrpc.Invalid):
                 await deliver_client_messages(tenant_id=tenant.pk, session=session, messages=[message])
 

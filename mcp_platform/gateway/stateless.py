@@ -25,8 +25,10 @@ from mcp_core.errors import ClientRequestFailed, McpError, error_to_wire
 from mcp_core.mrtr import InputPolicy
 from mcp_core.request_state import derive_key
 from mcp_platform.conf import platform_settings
+from mcp_platform.gateway.observing import call_info
 from mcp_platform.gateway.responses import Headers, Send, error_headers, send_chunk, send_json, start_sse
 from mcp_platform.jobs.store import ToolRunStore
+from mcp_platform.observe.calls import STREAMABLE_HTTP, observed_call
 from mcp_platform.quotas.check import rate_limits_check
 from tenants.cache import tenant_cache
 from tenants.models import Tenant
@@ -180,8 +182,21 @@ async def serve_stateless(
             client_address=client_address,
             granted=granted,
         )
-        await rate_limits_check(tenant=tenant, request=request, client_id=client_id, client_address=client_address)
-        result = await dispatch(request.method, request.params, env)
+        info = call_info(
+            tenant_id=tenant.pk,
+            tenant_slug=tenant.slug,
+            request=request,
+            principal=principal,
+            client_info=envelope.client_info,
+            protocol_version=envelope.version,
+            transport=STREAMABLE_HTTP,
+            headers=headers,
+        )
+        async with observed_call(info) as call:
+            # Inside the observation: a refusal is recorded as one.
+            await rate_limits_check(tenant=tenant, request=request, client_id=client_id, client_address=client_address)
+            result = await dispatch(request.method, request.params, env)
+            call.succeed(result)
         await stream.finish(jsonrpc.encode_result(request.id, result), 200)
     except Exception as exc:
         if not isinstance(exc, McpError):

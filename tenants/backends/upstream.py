@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
@@ -23,6 +24,7 @@ from mcp_core.content import error_result
 from mcp_core.context import ToolContext
 from mcp_core.errors import InternalError, McpError, PromptError
 from mcp_platform.conf import platform_settings
+from mcp_platform.telemetry import metrics, spans
 from tenants.models import Prompt, Resource, ResourceTemplate, Tool, Upstream
 from tenants.upstream_connection import UpstreamConnection, UpstreamFailure, UpstreamTarget
 from tenants.upstream_pool import upstream_pool
@@ -37,6 +39,15 @@ TRANSPORT_CODES = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT})
 TRANSPORT_ERRORS = frozenset(
     {(INVALID_REQUEST, "Session terminated"), (INTERNAL_ERROR, "Server returned an error response")}
 )
+
+
+# The downstream method each kind of mirrored item is proxied for (the operation label of upstream metrics).
+OPERATIONS: dict[type, str] = {
+    Tool: "tools/call",
+    Resource: "resources/read",
+    ResourceTemplate: "resources/read",
+    Prompt: "prompts/get",
+}
 
 
 def _broken_connection(exc: MCPError) -> bool:
@@ -66,6 +77,33 @@ async def _request(
     Raises ``UpstreamFailure`` (unreachable, broken, circuit open) and ``MCPError`` (the upstream's own error).
     """
     upstream = await _upstream_of(item)
+    operation = OPERATIONS[type(item)]
+    started = time.perf_counter()
+    # Neither answered nor failed: cancelled, or ended by a question for the downstream client.
+    outcome = "aborted"
+    try:
+        with spans.span(f"upstream {operation}", client=True, attributes={"mcp.method.name": operation}):
+            result = await _request_upstream(upstream, ctx, send, bounded=bounded)
+        outcome = "ok"
+        return result
+    except MCPError:
+        outcome = "error"  # the upstream answered with an error
+        raise
+    except UpstreamFailure:
+        outcome = "failure"
+        raise
+    finally:
+        metrics.upstream_observe(
+            tenant_id=upstream.tenant_id,
+            tenant=metrics.tenant_label(item),
+            upstream=upstream.name,
+            operation=operation,
+            outcome=outcome,
+            started=started,
+        )
+
+
+async def _request_upstream(upstream: Upstream, ctx: ToolContext, send: Any, *, bounded: bool) -> Any:
     target = UpstreamTarget.of(upstream)
     connection = await upstream_pool.connection(target)
     try:
