@@ -168,21 +168,22 @@ def test_an_http_tool_request_is_a_client_span_of_its_tool_and_is_counted(
 
 
 def test_with_tracing_off_no_tracing_code_is_loaded_nor_hooked(tmp_path: Path) -> None:
-    # The official MCP SDK (upstream connections) imports the opentelemetry API itself; the SDK and the platform's
-    # tracing module stay unloaded.
+    # The official MCP SDK imports the opentelemetry API itself, and redis-py imports its SDK when installed: what
+    # stays off is the platform's tracing module, its hook and middleware, and any tracer provider of our own.
     script = (
         "import sys, django; django.setup();"
         "from mcp_platform import asgi; from mcp_platform.observe import calls;"
         "print(sorted({'MetricsHook', 'TracingHook'} & {type(hook).__name__ for hook in calls._hooks}),"
         " type(asgi.application).__name__,"
         " 'mcp_platform.telemetry.tracing' in sys.modules,"
-        " any(name.startswith('opentelemetry.sdk') for name in sys.modules))"
+        " type(sys.modules['opentelemetry.trace'].get_tracer_provider()).__name__"
+        " if 'opentelemetry.trace' in sys.modules else 'none')"
     )
     env = {**os.environ, "MCP_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "mcp_platform.settings"}
     for name in ("MCP_TRACING", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "LOG_FORMAT"):
         env.pop(name, None)
     off = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
-    assert off.stdout.strip() == "['MetricsHook'] RequestLimitsMiddleware False False", off.stderr
+    assert off.stdout.strip() == "['MetricsHook'] RequestLimitsMiddleware False ProxyTracerProvider", off.stderr
     on = subprocess.run(
         [sys.executable, "-c", script],
         cwd=REPO,
@@ -191,4 +192,4 @@ def test_with_tracing_off_no_tracing_code_is_loaded_nor_hooked(tmp_path: Path) -
         text=True,
         timeout=60,
     )
-    assert on.stdout.strip() == "['MetricsHook', 'TracingHook'] TracingMiddleware True True", on.stderr
+    assert on.stdout.strip() == "['MetricsHook', 'TracingHook'] TracingMiddleware True TracerProvider", on.stderr
