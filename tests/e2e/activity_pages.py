@@ -86,15 +86,20 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     sign_in(page, base, scene.admin)
     shots: list[Path] = []
 
-    def shot(name: str) -> None:
+    def shot(name: str, *, full_page: bool = True) -> None:
         target = out / f"{name}.png"
-        page.screenshot(path=str(target), full_page=True)
+        page.screenshot(path=str(target), full_page=full_page)
         shots.append(target)
 
+    # The log is a hundred rows a page: its first screenful shows what it is.
     page.goto(f"{base}/admin/activity/activityrecord/")
-    shot("activity-log")
+    shot("activity-log", full_page=False)
     page.goto(f"{base}/admin/activity/activityrecord/?outcome__exact=tool_error&period=24h")
-    shot("activity-log-filtered")
+    shot("activity-log-filtered", full_page=False)
+    page.goto(f"{base}/admin/activity/activityrecord/?kind__exact=admin")
+    record = page.locator("#result_list tbody a").first.get_attribute("href")
+    page.goto(f"{base}{record}")
+    shot("activity-record")
     page.goto(f"{base}/admin/activity/activityrecord/usage/?window=24h")
     shot("activity-usage-dashboard")
     context.close()
