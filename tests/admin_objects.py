@@ -230,3 +230,19 @@ def _upstream(tenant: Tenant) -> models.Model:
     return upstream._default_manager.create(
         tenant=tenant, name=f"{tenant.slug}_upstream", url=f"https://mcp.{tenant.slug}.example/mcp", enabled=False
     )
+
+
+@makes("quotas.RateLimit")
+def _rate_limit(tenant: Tenant) -> models.Model:
+    from mcp_platform.quotas.services import rate_limit_create
+
+    return rate_limit_create(
+        tenant=tenant, scope="client", client_id=f"{tenant.slug}-client", rate=60, period=60, burst=10
+    )
+
+
+@makes("quotas.RateCeiling")
+def _rate_ceiling(tenant: Tenant) -> models.Model:
+    from mcp_platform.quotas.services import rate_ceiling_set
+
+    return rate_ceiling_set(tenant=tenant, rate=6000, period=60, burst=1000)

@@ -15,7 +15,7 @@ from channels.exceptions import StopConsumer
 
 from mcp_core import http as mcp_http
 from mcp_core import jsonrpc, sse
-from mcp_core.errors import InvalidRequest, McpError, TransportError, error_to_wire
+from mcp_core.errors import InvalidRequest, McpError, RateLimited, TransportError, error_to_wire
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.session import SessionState, SessionStateError
 from mcp_platform.gateway import groups, sessions
@@ -33,6 +33,7 @@ from mcp_platform.gateway.streams import SessionSink, start_run
 from mcp_platform.oauth.resource import principal_label
 from mcp_platform.oauth.throttling import asgi_client_address
 from mcp_platform.observe.calls import HTTP_SSE
+from mcp_platform.quotas.check import oauth_client_id, rate_limits_check_requests
 from tenants.events import catalog_group
 from tenants.models import Tenant
 
@@ -140,6 +141,18 @@ class LegacyMessagesConsumer(GatewayConsumer):
         if session is None or session.transport != LegacySession.Transport.HTTP_SSE:
             raise TransportError("Session not found", http_status=404)
         messages, _ = jsonrpc.decode(self._body, allow_batch=False)
+        requests = [m for m in messages if isinstance(m, jsonrpc.Request)]
+        # Counted before the 202, so a refusal is this POST's answer (429, Retry-After), not an event on the stream.
+        try:
+            await rate_limits_check_requests(
+                tenant=tenant,
+                client_id=oauth_client_id(self.scope),
+                client_address=asgi_client_address(self.scope),
+                requests=requests,
+            )
+        except RateLimited as exc:
+            await send_error(self.send, exc, requests[0].id)
+            return
         await send_body(self.send, 202, b"Accepted", content_type="text/plain")
         sink = SessionSink(tenant_id=tenant.pk, session_id=session.pk)
         for message in messages:

@@ -28,6 +28,18 @@ def principal_parts(label: str) -> tuple[str, str]:
     return user, client
 
 
+# The W3C trace context keys MCP carries in a request's ``_meta`` (SEP-414), unprefixed by exception.
+TRACE_CONTEXT_KEYS = ("traceparent", "tracestate")
+
+
+def with_meta_trace_context(headers: Mapping[str, str] | None, meta: Mapping[str, Any]) -> dict[str, str]:
+    """``headers`` with the trace context of the request's ``_meta`` in place of the HTTP request's: one HTTP
+    request may carry several JSON-RPC requests, each continuing a trace of its own."""
+    merged = {name: value for name, value in (headers or {}).items() if name not in TRACE_CONTEXT_KEYS}
+    merged.update({key: meta[key] for key in TRACE_CONTEXT_KEYS if isinstance(meta.get(key), str)})
+    return merged
+
+
 def call_info(
     *,
     tenant_id: int,
@@ -46,6 +58,9 @@ def call_info(
     arguments = params.get("arguments") if request.method in _ARGUMENT_METHODS else None
     user, client = principal_parts(principal)
     info = client_info or {}
+    meta = params.get("_meta")
+    if isinstance(meta, dict) and isinstance(meta.get("traceparent"), str):
+        headers = with_meta_trace_context(headers, meta)
     return CallInfo(
         tenant_id=tenant_id,
         tenant_slug=tenant_slug,

@@ -29,7 +29,7 @@ from mcp_platform.observe.calls import CallInfo, observed_call
 logger = logging.getLogger(__name__)
 
 # Runs detached from their HTTP response are kept referenced here until they finish (routing, not state).
-_running: set[asyncio.Task[None]] = set()
+_running: set[asyncio.Task[Any]] = set()
 
 
 class Sink(Protocol):
@@ -70,10 +70,10 @@ class PostStream:
         self._stream_id = ""
         self._seq = 0
         self._keepalive: asyncio.Task[None] | None = None
-        self._runs: set[asyncio.Task[None]] = set()
+        self._runs: set[asyncio.Task[Any]] = set()
         self.done = asyncio.Event()
 
-    def adopt(self, run: asyncio.Task[None]) -> None:
+    def adopt(self, run: asyncio.Task[Any]) -> None:
         """A run answering on this stream: cancelled if the stream is ended in this process's place."""
         self._runs.add(run)
         run.add_done_callback(self._runs.discard)
@@ -303,9 +303,17 @@ def start_run(
     *, request: jsonrpc.Request, env: Env, sink: Sink, tenant_id: int, session_id: str, info: CallInfo
 ) -> asyncio.Task[None]:
     """Run the request in its own task, independent of the HTTP connection that brought it."""
-    task = asyncio.create_task(
-        run_request(request=request, env=env, sink=sink, tenant_id=tenant_id, session_id=session_id, info=info)
+    return keep_running(
+        asyncio.create_task(
+            run_request(request=request, env=env, sink=sink, tenant_id=tenant_id, session_id=session_id, info=info)
+        )
     )
+
+
+def keep_running(task: asyncio.Task[Any] | None) -> asyncio.Task[Any]:
+    """Hold a strong reference to ``task`` until it ends: the event loop keeps only weak ones, and a run may
+    outlive the consumer that started it."""
+    assert task is not None
     _running.add(task)
     task.add_done_callback(_running.discard)
     return task
