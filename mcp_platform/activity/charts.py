@@ -32,6 +32,11 @@ class Row:
     second_width: float
     text: str
 
+    @property
+    def text_x(self) -> float:
+        """Where the figures go: just past the bar."""
+        return round(LABEL_WIDTH + self.value_width + 6, 2)
+
 
 def timeline_columns(buckets: list[Bucket], fmt: str) -> list[Column]:
     """Calls per bucket as columns, errors drawn over them from the baseline."""
@@ -60,7 +65,7 @@ def timeline_columns(buckets: list[Bucket], fmt: str) -> list[Column]:
 def latency_rows(usages: list[Usage]) -> list[Row]:
     """p95 latency per name as a bar with its p50 inside it."""
     peak = max((u.p95_ms or 0 for u in usages), default=0) or 1
-    span = WIDTH - LABEL_WIDTH - 90
+    span = WIDTH - LABEL_WIDTH - 200
     return [
         Row(
             y=index * (BAR_HEIGHT + 6),
@@ -76,7 +81,7 @@ def latency_rows(usages: list[Usage]) -> list[Row]:
 def calls_rows(usages: list[Usage]) -> list[Row]:
     """Calls per name as a bar with its errors inside it."""
     peak = max((u.calls for u in usages), default=0) or 1
-    span = WIDTH - LABEL_WIDTH - 90
+    span = WIDTH - LABEL_WIDTH - 200
     return [
         Row(
             y=index * (BAR_HEIGHT + 6),

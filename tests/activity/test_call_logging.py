@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.core.management import call_command
 
+from mcp_core.errors import RATE_LIMITED
 from mcp_platform.activity.hook import activity_writer
 from mcp_platform.activity.models import ActivityRecord
+from mcp_platform.quotas.buckets import MemoryBuckets
+from mcp_platform.quotas.check import limit_configs, use_bucket_store
+from mcp_platform.quotas.services import rate_limit_create
+from tenants.models import Tenant
 from tests.gateway.conftest import INIT_PARAMS, request, rpc
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
@@ -52,3 +58,29 @@ async def test_calls_of_both_eras_are_logged_and_listings_are_not(conformance: N
     ]
     assert all(r.outcome == "ok" and r.transport == "streamable-http" and r.duration_ms >= 0 for r in rows)
     assert [r.request_id for r in rows] == ["5", "p"]
+
+
+@pytest.fixture
+def memory_buckets() -> Iterator[None]:
+    use_bucket_store(MemoryBuckets())
+    limit_configs.clear()
+    yield
+    use_bucket_store(None)
+    limit_configs.clear()
+
+
+async def test_a_call_refused_by_a_limit_is_logged_as_rate_limited(conformance: None, memory_buckets: None) -> None:
+    tenant = await Tenant.objects.aget(slug="conformance")
+    await sync_to_async(rate_limit_create)(tenant=tenant, scope="tenant", rate=1, period=3600, burst=1)
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "test_simple_text"}
+    statuses = []
+    for request_id in (1, 2):
+        params = {"name": "test_simple_text", "arguments": {}, "_meta": META}
+        reply = await request("POST", MCP, body=rpc("tools/call", params, id=request_id), headers=headers)
+        statuses.append(reply.status)
+    assert statuses == [200, 429]
+    rows = await sync_to_async(stored)()
+    assert [(r.request_id, r.outcome, r.error_code) for r in rows] == [
+        ("1", "ok", None),
+        ("2", "rate_limited", RATE_LIMITED),
+    ]
