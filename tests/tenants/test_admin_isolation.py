@@ -7,6 +7,7 @@ later is covered (or fails by name for want of a fixture) without a list kept he
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -56,6 +57,15 @@ def _openapi_import(client: Client, url: str, theirs: Tenant) -> None:
     if posted.status_code == 200:
         assert "tenant" in posted.context["form"].errors
     assert OpenApiSource.objects.count() == before
+
+
+@probes("tenants_tool_schema_check")
+def _tool_schema_check(client: Client, url: str, theirs: Tenant) -> None:
+    # Checks a draft against the rules alone: no tenant's rows are read, so none can show.
+    draft = {"field": "input_schema", "text": json.dumps({"type": "object", "title": str(theirs.pk)})}
+    answer = client.post(url, json.dumps(draft), content_type="application/json")
+    assert answer.status_code == 200 and answer.json() == {"errors": []}
+    assert MARK not in page(answer)
 
 
 def page(response: Any) -> str:
