@@ -68,6 +68,15 @@ def _tool_schema_check(client: Client, url: str, theirs: Tenant) -> None:
     assert MARK not in page(answer)
 
 
+@probes("jobs_toolrun_live")
+def _tool_run_live(client: Client, url: str, theirs: Tenant) -> None:
+    from mcp_platform.jobs.models import ToolRun
+
+    ids = list(ToolRun.objects.filter(tenant=theirs).values_list("pk", flat=True))
+    answer = client.get(url, {"id": ids})
+    assert ids and answer.status_code == 200 and answer.json() == {"runs": {}}
+
+
 def page(response: Any) -> str:
     return response.content.decode(errors="replace").lower()
 
