@@ -157,10 +157,14 @@
     problems.setAttribute("aria-live", "polite");
     const keys = document.createElement("p");
     keys.id = `${textarea.id}_keys`;
-    keys.className = "help schema-editor-keys";
+    keys.className = "schema-editor-keys";
     keys.textContent = "Tab moves to the next field; Ctrl+] and Ctrl+[ indent. Checked as you type.";
+    // One block for the editor and what belongs to it: the admin lays a field's parts out side by side.
+    const block = document.createElement("div");
+    block.className = "schema-editor";
     const wrapper = editor.getWrapperElement();
-    wrapper.after(keys, problems);
+    wrapper.before(block);
+    block.append(wrapper, keys, problems);
     input.setAttribute("aria-describedby", `${keys.id} ${problems.id}`);
 
     let preview = null;

@@ -38,6 +38,14 @@ class JsonSchemaWidget(forms.Textarea):
             }
         )
 
+    def format_value(self, value: Any) -> str | None:
+        # Shown indented, one key a line, so that errors have a line to point at; the value is the same JSON.
+        text = super().format_value(value)
+        try:
+            return json.dumps(json.loads(text), indent=2, ensure_ascii=False) if text else text
+        except ValueError:
+            return text  # what was typed, not JSON: shown as typed with its error
+
     class Media:
         css = {"all": ("vendor/codemirror/lib/codemirror.css",)}
         js = (

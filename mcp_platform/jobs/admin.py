@@ -21,6 +21,7 @@ from tenants.admin_scoping import TenantScopedAdmin
 # The changelist asks for the runs it shows (one page, 100 at most by default).
 MAX_LIVE_IDS = 200
 CANCELLED_IN_ADMIN = "Cancelled in the admin"
+LIVE_FIELDS = ("status", "status_message", "progress", "progress_total", "progress_message")
 
 
 def run_live_state(run: ToolRun, *, may_cancel: bool) -> dict[str, Any]:
@@ -61,6 +62,8 @@ class ToolRunAdmin(TenantScopedAdmin):
     list_filter = ("status", "tenant", "tool_name", "principal")
     search_fields = ("id", "tool_name", "principal")
     readonly_fields = [field.name for field in ToolRun._meta.fields]
+    # What changes while a run works is shown once, in the live panel at the top of its page.
+    fields = [name for name in readonly_fields if name not in LIVE_FIELDS]
     actions = ["cancel_runs"]
     tenant_path = "tenant"
 

@@ -5,6 +5,7 @@ too). The owner is made only through a membership; the task is started by a real
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import sys
 from pathlib import Path
@@ -84,7 +85,9 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     page.goto(f"{base}/admin/tenants/tool/{tool}/change/")
     page.get_by_label("Input schema").focus()
     page.keyboard.press("Control+End")
-    page.get_by_role("region", name="Preview: the form a client renders").get_by_label("Steps").fill("0")
+    page.get_by_role("region", name="Preview: the form a client renders").get_by_role(
+        "spinbutton", name="Steps", exact=True
+    ).fill("0")
     page.get_by_role("button", name="Check the preview's values").click()
     shot("admin-schema-editor", page.locator(".field-input_schema"))
     broken = json.dumps(COUNTER_SCHEMA, indent=2).replace('"minimum": 1,', '"minimum": "one",', 1)
@@ -95,11 +98,15 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     shot("admin-schema-editor-error", page.locator(".field-input_schema"))
 
     task_id = task_start(live, scene, steps=40, delay_ms=400)
+    page.set_viewport_size({"width": 1600, "height": 700})
     page.goto(f"{base}/admin/jobs/toolrun/")
-    page.get_by_text("Counted 3 of 40").first.wait_for()
+    page.get_by_role("button", name="Toggle navigation").click()  # the list's columns, not the sidebar
+    page.get_by_text(re.compile(r"Counted ([3-9]|[0-9]{2}) of 40")).first.wait_for()
     shot("admin-tool-runs-live")
+    page.get_by_role("button", name="Toggle navigation").click()  # as it was: the setting is remembered
+    page.set_viewport_size({"width": 1200, "height": 900})
     page.goto(f"{base}/admin/jobs/toolrun/{task_id}/change/")
-    page.get_by_text("Counted 6 of 40").first.wait_for()
+    page.get_by_text(re.compile(r"Counted ([6-9]|[0-9]{2}) of 40")).first.wait_for()
     shot("admin-tool-run-live")
     page.get_by_role("button", name="Cancel this run").click()
     context.close()
