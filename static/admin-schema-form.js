@@ -126,8 +126,7 @@
   // The fields of one rendered form: each builds its DOM under `parent` and registers
   // {path, schema, required, frame, control, read() -> {present, value?, error?}}.
   class Form {
-    constructor(container, idPrefix) {
-      this.container = container;
+    constructor(idPrefix) {
       this.idPrefix = idPrefix;
       this.fields = [];
     }
@@ -443,7 +442,7 @@
     const opts = options || {};
     formsRendered += 1;
     const idPrefix = opts.idPrefix || `schema-form-${formsRendered}`;
-    const form = new Form(container, idPrefix);
+    const form = new Form(idPrefix);
     container.replaceChildren();
     container.classList.add("schema-form");
     const root = isObject(schema) ? schema : {};
