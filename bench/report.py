@@ -391,6 +391,32 @@ def scaling(results: JSONObject) -> list[str]:
     return table(["web processes", "req/s (c=16)", "vs 1 process", "p99 ms", "pinning"], lines)
 
 
+def activity_log(results: JSONObject) -> list[str]:
+    """The activity log's cost: the same tools/call with it off and on (target: at most 5% fewer req/s)."""
+    rows = [r for r in results["rows"] if r["workload"] == "activity_log"]
+    lines = []
+    for era in ERAS:
+        off = find(rows, era=era, case="static_info, log off")
+        on = find(rows, era=era, case="static_info, log on")
+        if off is None or on is None:
+            continue
+        kept = ratio(median(on, "rps"), median(off, "rps"))
+        lines.append(
+            [
+                era,
+                f_rps(off),
+                f_rps(on),
+                "—" if kept is None else f"{kept - 1:+.1%} {mark(kept >= 0.95)}",
+                f_ms(median(off, "p99_us")),
+                f_ms(median(on, "p99_us")),
+                f_num(median(off, "server_cpu_us")),
+                f_num(median(on, "server_cpu_us")),
+            ]
+        )
+    header = ["era (c=16)", "log off req/s", "log on req/s", "change", "p99 off", "p99 on", "CPU µs off", "CPU µs on"]
+    return table(header, lines)
+
+
 def conditions(results: JSONObject) -> list[str]:
     machine, git, profile = results["machine"], results["git"], results["profile"]
     load = ", ".join(f"{x:.2f}" for x in machine["load_average"])
@@ -442,6 +468,7 @@ DETAIL: list[Section] = [
     ("Our platform under each ASGI server", servers),
     ("Bare-ASGI ceilings and load-generator checks", ceilings),
     ("Scaling with web processes", scaling),
+    ("Activity log off vs on (tools/call static_info)", activity_log),
     ("How each server was started", launch),
 ]
 

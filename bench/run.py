@@ -95,6 +95,7 @@ WORKLOADS = (
     "servers",
     "ceiling",
     "scaling",
+    "activity_log",
 )
 
 
@@ -176,6 +177,7 @@ class Runner:
                 ("servers", self.other_servers),
                 ("ceiling", self.ceilings),
                 ("scaling", self.scaling),
+                ("activity_log", self.activity_log),
             ):
                 if self.wants(workload):
                     self.phase(workload, step)
@@ -424,6 +426,28 @@ class Runner:
                     row["pinning"] = cores.describe()
             finally:
                 stack.stop_all()
+
+    def activity_log(self) -> None:
+        """Stateless and session ``tools/call`` with the activity log off, then on: its cost (the target is at
+        most 5% fewer req/s and no worse p99), on one web process of the recommended server."""
+        for state, flag in (("log off", "0"), ("log on", "1")):
+            if self.bench.out_of_time(f"activity log {state}"):
+                return
+            env = {**self.stack.platform_env, "MCP_ACTIVITY_LOG": flag}
+            process = self.web(self.recommended, f"web-activity-{flag}", env)
+            try:
+                served = Served.one("ours", self.recommended, process, OURS_PATH)
+                for era in ERAS:
+                    self.bench.closed_loop(
+                        served,
+                        workload="activity_log",
+                        era=era,
+                        case=f"static_info, {state}",
+                        concurrency=16,
+                        op=call_op("static_info"),
+                    )
+            finally:
+                self.stack.stop(process)
 
 
 def main(argv: list[str] | None = None) -> int:

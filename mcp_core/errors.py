@@ -5,6 +5,7 @@ Handlers raise these; ``error_to_wire`` turns any exception into a JSON-RPC erro
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -19,6 +20,9 @@ MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 # Transport-level rejections carried in a JSON-RPC error body (no standard code exists for them).
 SERVER_ERROR = -32000
+# A rate limit refused the request (implementation-defined, in JSON-RPC's server-error range -32000..-32099; the
+# HTTP status 429 and ``Retry-After`` say the same to clients that read only HTTP).
+RATE_LIMITED = -32029
 
 
 class McpError(Exception):
@@ -90,6 +94,24 @@ class TransportError(McpError):
 
     code = SERVER_ERROR
     http_status = 400
+
+
+class RateLimited(McpError):
+    """A rate limit refused the request: HTTP 429 with ``Retry-After``; ``limit`` names the limit that refused
+    ("tenant", "client", "tool" or "ceiling"), ``retry_after`` the seconds until it would admit the request."""
+
+    code = RATE_LIMITED
+    http_status = 429
+
+    def __init__(self, message: str, *, retry_after: float, limit: str) -> None:
+        super().__init__(message, data={"limit": limit, "retryAfter": retry_after_seconds(retry_after)})
+        self.retry_after = retry_after
+        self.limit = limit
+
+
+def retry_after_seconds(delay: float) -> int:
+    """A delay as ``Retry-After`` gives it: whole seconds, rounded up, at least 1."""
+    return max(1, math.ceil(delay))
 
 
 class ClientRequestFailed(Exception):

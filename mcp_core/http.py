@@ -23,6 +23,7 @@ _HOSTNAME = re.compile(r"[a-z0-9_.-]+")
 _PORT = re.compile(r"[0-9]{1,5}")
 _ORIGIN = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/?#@\s]+)")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_SESSION_ID = re.compile(r"[\x21-\x7e]{1,128}")
 
 _B64_PREFIX = "=?base64?"
 _B64_SUFFIX = "?="
@@ -95,7 +96,7 @@ def is_json_content_type(value: str | None) -> bool:
 
 def valid_session_id(value: str) -> bool:
     """An ``Mcp-Session-Id``: 1-128 visible ASCII characters (0x21-0x7E)."""
-    return 0 < len(value) <= 128 and all("\x21" <= char <= "\x7e" for char in value)
+    return _SESSION_ID.fullmatch(value) is not None
 
 
 def split_host(host_header: str) -> tuple[str, int | None]:

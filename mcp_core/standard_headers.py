@@ -7,6 +7,7 @@ whitespace (RFC 9110 §5.5) and undoing the ``=?base64?…?=`` form where the sp
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -28,6 +29,8 @@ NAME_SOURCES: dict[str, str] = {
 }
 # Nested ``properties`` deeper than this are not searched for annotations (a schema is admin input).
 _MAX_SCHEMA_DEPTH = 32
+# Visible ASCII, space and tab: what a header value may hold.
+_HEADER_TEXT = re.compile(r"[\t -~]*")
 
 
 def header_text(headers: Headers, name: str) -> str | None:
@@ -39,7 +42,7 @@ def header_text(headers: Headers, name: str) -> str | None:
     if value is None:
         return None
     value = value.strip(" \t")
-    if not all(char == "\t" or " " <= char <= "~" for char in value):
+    if _HEADER_TEXT.fullmatch(value) is None:
         raise HeaderMismatch(f"Header {name} holds characters no header value may hold")
     return value
 

@@ -72,6 +72,10 @@ DEFAULTS: dict[str, Any] = {
     # Reverse proxies (addresses or CIDR networks) whose X-Forwarded-For is believed when finding a client's
     # address (rate limits). Empty: the peer address is the client's.
     "TRUSTED_PROXIES": [],
+    # /metrics: the bearer token a scraper must present (empty: only loopback clients are answered), and how many
+    # distinct tool names one tenant may give the tool label in one process (past it: "_other").
+    "METRICS_TOKEN": "",
+    "METRICS_MAX_TOOLS_PER_TENANT": 100,
     # Anonymous client registrations (RFC 7591) and first fetches of client metadata documents allowed per hour:
     # per client (an IPv4 address or IPv6 /64) and per network (an IPv4 /24 or IPv6 /56). Past the platform-wide
     # figure the platform is under load: each network then gets at most DCR_PER_NETWORK_UNDER_LOAD an hour, so a
@@ -109,6 +113,13 @@ DEFAULTS: dict[str, Any] = {
     # Keys that encrypt tenant secrets (base64 of 32 random bytes each): the first encrypts, all decrypt, so
     # a new key goes first and the old one stays until ``manage.py secrets_reencrypt`` has run.
     "SECRET_KEYS": [],
+    # Activity log (mcp_platform.activity): on or off for this process; records kept in memory before they are
+    # written (past it new ones are dropped with a counted warning); written every ACTIVITY_FLUSH_SECONDS or as
+    # soon as ACTIVITY_BATCH records wait.
+    "ACTIVITY_LOG": True,
+    "ACTIVITY_BUFFER": 20_000,
+    "ACTIVITY_BATCH": 500,
+    "ACTIVITY_FLUSH_SECONDS": 1.0,
 }
 
 
@@ -140,6 +151,8 @@ class PlatformSettings:
     SERVER_NAME: str
     SERVER_VERSION: str
     TRUSTED_PROXIES: list[str]
+    METRICS_TOKEN: str
+    METRICS_MAX_TOOLS_PER_TENANT: int
     DCR_PER_ADDRESS_PER_HOUR: int
     DCR_PER_NETWORK_PER_HOUR: int
     DCR_PLATFORM_PER_HOUR: int
@@ -156,6 +169,10 @@ class PlatformSettings:
     OUTBOUND_MAX_RESPONSE_BYTES: int
     HTTP_TOOL_MAX_RESULT_BYTES: int
     SECRET_KEYS: list[str]
+    ACTIVITY_LOG: bool
+    ACTIVITY_BUFFER: int
+    ACTIVITY_BATCH: int
+    ACTIVITY_FLUSH_SECONDS: float
 
 
 def _load() -> PlatformSettings:
@@ -209,6 +226,7 @@ POSITIVE_INTEGERS = (
     "UPSTREAM_CIRCUIT_FAILURES",
     "OUTBOUND_MAX_RESPONSE_BYTES",
     "HTTP_TOOL_MAX_RESULT_BYTES",
+    "METRICS_MAX_TOOLS_PER_TENANT",
 )
 
 

@@ -22,6 +22,7 @@ import httpcore
 import httpx
 
 from mcp_platform.conf import platform_settings
+from mcp_platform.telemetry import spans
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -302,6 +303,20 @@ class OutboundTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.url.scheme not in ("http", "https"):
             raise OutboundRefused(f"refused: {request.url.scheme!r} URLs are not fetched", request=request)
+        if spans.tracing_on():
+            return await self._traced(request)
+        return await self._handle(request)
+
+    async def _traced(self, request: httpx.Request) -> httpx.Response:
+        # The span ends when the headers are in (a streamed body is read later, by the caller).
+        attributes = {"http.request.method": request.method, "server.address": request.url.host}
+        with spans.span(f"{request.method} {request.url.host}", client=True, attributes=attributes) as span:
+            spans.inject_context(request.headers)
+            response = await self._handle(request)
+            span.set_attribute("http.response.status_code", response.status_code)
+            return response
+
+    async def _handle(self, request: httpx.Request) -> httpx.Response:
         response = await self._inner.handle_async_request(request)
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             return response

@@ -38,6 +38,20 @@ def end_with_parent(parent_pid: int, signum: int = signal.SIGTERM) -> None:
         os._exit(1)
 
 
+def exit_normally_on_sigterm() -> None:
+    """Make SIGTERM end this process with ``SystemExit`` (status 143) instead of the default sudden death, so
+    ``atexit`` handlers run: the activity log writes the records it still buffers.
+
+    ASGI servers install their own handlers while they serve and put this one back when they stop: uvicorn then
+    raises the signal again, which lands here after its graceful shutdown; daphne and granian return normally.
+    """
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def beat_ends_with_worker(sender: Any = None, **kwargs: Any) -> None:
     """Celery's ``beat_embedded_init`` receiver: the beat process ``celery worker --beat`` forks ends with it.
 

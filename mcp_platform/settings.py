@@ -14,6 +14,12 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("MCP_VAR_DIR") or BASE_DIR / "var")  # an empty value means unset
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
+# Metrics of every process on this host add up at /metrics (prometheus_client's multi-process mode). The directory
+# must be known before prometheus_client is first imported (it picks its value class then), so it is set here, the
+# first project module every process loads; the web processes and workers of one host must share it.
+PROMETHEUS_MULTIPROC_DIR = os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(VAR_DIR / "prometheus"))
+Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+
 
 def _env_bool(name: str, default: bool) -> bool:
     value = os.environ.get(name)
@@ -105,6 +111,11 @@ INSTALLED_APPS = [
     "mcp_platform.gateway",
     "mcp_platform.jobs",
     "mcp_platform.oauth",
+    "mcp_platform.quotas",
+    "mcp_platform.activity",
+    "mcp_platform.telemetry",
+    # After tenants: its admin adds the console's pages to the tool admin.
+    "mcp_platform.console",
 ]
 
 MIDDLEWARE = [
@@ -203,6 +214,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # started its run anew (within a lease), so the copy finds the start stale and does nothing.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_timeout": 3}
 CELERY_BEAT_SCHEDULE = {
+    "purge-expired-activity": {
+        "task": "mcp_platform.activity.tasks.activity_purge_expired",
+        "schedule": 3600.0,
+    },
     "resume-stalled-tool-runs": {
         "task": "mcp_platform.jobs.tasks.tool_runs_resume_stalled",
         "schedule": 5.0,
@@ -310,11 +325,18 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_USE_FINDERS = True
 X_FRAME_OPTIONS = "DENY"
 
+# LOG_FORMAT=json: one JSON object per line, and one line per MCP request (mcp_platform.requests, at INFO).
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain").strip().lower()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {"()": "mcp_platform.telemetry.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "json" if LOG_FORMAT == "json" else "plain"}
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
     "loggers": {
         "mcp_platform": {"level": os.environ.get("LOG_LEVEL", "INFO"), "propagate": True},
@@ -331,6 +353,8 @@ MCP_PLATFORM = {
     "HEADER_TIMEOUT": float(os.environ.get("MCP_HEADER_TIMEOUT", "10")),
     "BODY_TIMEOUT": float(os.environ.get("MCP_BODY_TIMEOUT", "30")),
     "TRUSTED_PROXIES": _env_list("MCP_TRUSTED_PROXIES", []),
+    "METRICS_TOKEN": os.environ.get("MCP_METRICS_TOKEN", ""),
+    "METRICS_MAX_TOOLS_PER_TENANT": int(os.environ.get("MCP_METRICS_MAX_TOOLS_PER_TENANT", "100")),
     "CIMD_ALLOWED_NETWORKS": _env_list("MCP_CIMD_ALLOWED_NETWORKS", []),
     "CIMD_CA_BUNDLE": os.environ.get("MCP_CIMD_CA_BUNDLE", ""),
     "OUTBOUND_ALLOWED_NETWORKS": _env_list("MCP_OUTBOUND_ALLOWED_NETWORKS", []),
@@ -341,4 +365,7 @@ MCP_PLATFORM = {
     "UPSTREAM_CIRCUIT_FAILURES": int(os.environ.get("MCP_UPSTREAM_CIRCUIT_FAILURES", "3")),
     "UPSTREAM_CIRCUIT_COOLDOWN": float(os.environ.get("MCP_UPSTREAM_CIRCUIT_COOLDOWN", "30")),
     "SSE_KEEPALIVE": float(os.environ.get("MCP_SSE_KEEPALIVE", "15")),
+    "ACTIVITY_LOG": os.environ.get("MCP_ACTIVITY_LOG", "1") not in ("0", "false", "off"),
+    "ACTIVITY_FLUSH_SECONDS": float(os.environ.get("MCP_ACTIVITY_FLUSH_SECONDS", "1")),
+    "ACTIVITY_BATCH": int(os.environ.get("MCP_ACTIVITY_BATCH", "500")),
 }

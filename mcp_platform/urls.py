@@ -6,8 +6,11 @@ The MCP endpoints are routed in asgi.py.
 from django.contrib import admin
 from django.urls import include, path
 
+from mcp_platform.telemetry.views import metrics_view
+
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("metrics", metrics_view, name="metrics"),
     path("", include("mcp_platform.oauth.urls")),
     path("account/", include("mcp_platform.oauth.pages")),
 ]

@@ -31,6 +31,20 @@ class TypedTextField(forms.CharField):
         return text.replace("\r\n", "\n").replace("\r", "\n") if isinstance(text, str) else text
 
 
+class DefaultedIntegerField(forms.IntegerField):
+    """A number that, left out or empty, is the model field's default: forms posted before the field existed (and
+    scripts that post them) keep working."""
+
+    def __init__(self, *args: Any, default: int, **kwargs: Any) -> None:
+        kwargs["required"] = False
+        super().__init__(*args, **kwargs)
+        self.default = default
+
+    def clean(self, value: Any) -> Any:
+        cleaned = super().clean(value)
+        return self.default if cleaned is None else cleaned
+
+
 def as_typed(db_field: models.Field[Any, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     """``formfield`` arguments for ``db_field`` with the fields above, and its help text escaped (the admin
     renders help texts as HTML, where ``<slug>`` would vanish as an unknown tag)."""
@@ -38,6 +52,9 @@ def as_typed(db_field: models.Field[Any, Any], kwargs: dict[str, Any]) -> dict[s
         kwargs.setdefault("form_class", OptionalJSONField)
     elif isinstance(db_field, models.TextField):
         kwargs.setdefault("form_class", TypedTextField)
+    elif isinstance(db_field, models.IntegerField) and not db_field.null and isinstance(db_field.default, int):
+        kwargs.setdefault("form_class", DefaultedIntegerField)
+        kwargs.setdefault("default", db_field.default)
     if db_field.help_text and not isinstance(db_field.help_text, SafeString):
         kwargs.setdefault("help_text", escape(db_field.help_text))
     return kwargs

@@ -17,6 +17,7 @@ from django.db import models
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 
+from tenants.admin_audit import audit_delete, audit_form_save
 from tenants.admin_policy import ADMINISTERING, AdminScope, admin_scope
 from tenants.models import Tenant
 
@@ -171,6 +172,17 @@ class TenantScopedAdmin(TenantScoped, admin.ModelAdmin):
         if obj is None:
             raise Http404(f"No {self.opts.verbose_name} with this id.")
         return obj
+
+    # The activity log's admin-change audit: one place for every scoped admin class (tenants.admin_audit).
+    def construct_change_message(self, request: HttpRequest, form: Any, formsets: Any, add: bool = False) -> Any:
+        message = super().construct_change_message(request, form, formsets, add)
+        audit_form_save(request=request, form=form, formsets=formsets, add=add, tenant_of=self.tenant_id_of)
+        return message
+
+    def log_deletions(self, request: HttpRequest, queryset: Any) -> Any:
+        for obj in queryset:
+            audit_delete(request=request, obj=obj, tenant_id=self.tenant_id_of(obj))
+        return super().log_deletions(request, queryset)
 
     def form_roles(self, obj: Any) -> Roles:
         """Who may pick a tenant in this model's form: those who may add it, or change ``obj``."""

@@ -13,6 +13,7 @@ from mcp_core.context import ToolContext
 from mcp_core.tasks import TaskSupport
 from mcp_core.text import storable
 from mcp_core.uritemplate import UriTemplate
+from mcp_platform.telemetry import spans
 from tenants import selectors
 from tenants.backends import prompt_render, resource_read, template_read, tool_continues_as_task, tool_invoke
 from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool
@@ -109,6 +110,9 @@ class TenantCatalog:
         if not isinstance(handle, model) or handle.tenant_id != self.tenant.pk:
             what = model._meta.verbose_name
             raise ValueError(f"{what} {wire.get('name')!r} does not belong to tenant {self.tenant.slug!r}")
+        if not model.tenant.is_cached(handle):  # type: ignore[attr-defined]
+            # The backends label their metrics with the tenant's slug; no query for it on the async path.
+            handle.tenant = self.tenant
         return handle
 
     # ---- tools -------------------------------------------------------------------------------------
@@ -130,7 +134,10 @@ class TenantCatalog:
 
     async def invoke_tool(self, tool: ToolDefinition, arguments: JSONObject, ctx: ToolContext) -> Any:
         """Run the tool's backend. Raises ``ToolError`` (an isError result) and whatever the tool raises."""
-        return await tool_invoke(self._own(tool.handle, Tool, tool.wire), arguments, ctx)
+        row = self._own(tool.handle, Tool, tool.wire)
+        attributes = {"gen_ai.tool.name": row.name, "mcp_platform.tool.backend": row.backend}
+        with spans.span(f"tool {row.name}", attributes=attributes):
+            return await tool_invoke(row, arguments, ctx)
 
     # ---- resources ---------------------------------------------------------------------------------
 

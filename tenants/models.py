@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.core.validators import RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
 # The 2025-11-25 tool-name rule, also applied to prompt names.
@@ -67,6 +67,17 @@ class Tenant(models.Model):
         blank=True,
         help_text="Non-public networks this tenant's HTTP tools and other outbound requests may reach, on top of "
         'the platform\'s, e.g. ["10.20.0.0/16"]. Only superusers can change it.',
+    )
+    # Activity log (mcp_platform.activity): whether calls' arguments are kept (secrets redacted), and for how long.
+    activity_record_arguments = models.BooleanField(
+        default=False,
+        help_text="Keep the arguments of tool calls and prompt requests in the activity log (fields marked "
+        "writeOnly in a tool's input schema and secret-like names are redacted).",
+    )
+    activity_retention_days = models.PositiveSmallIntegerField(
+        default=30,
+        validators=[MinValueValidator(1), MaxValueValidator(3650)],
+        help_text="Days the activity log of this tenant is kept.",
     )
     # Bumped in the same transaction as any change to the tenant or its catalog: per-process caches compare it
     # (tenants.cache), so a change is seen even when its channel-layer nudge is lost.

@@ -59,6 +59,8 @@ TENANT_FIELDS = frozenset(
         "cache_ttl_ms",
         "cache_scope",
         "outbound_allowed_networks",
+        "activity_record_arguments",
+        "activity_retention_days",
     }
 )
 TOOL_FIELDS = frozenset(
@@ -147,6 +149,8 @@ def tenant_create(
     cache_ttl_ms: int | None = None,
     cache_scope: str = "",
     outbound_allowed_networks: list[str] | None = None,
+    activity_record_arguments: bool = False,
+    activity_retention_days: int = 30,
 ) -> Tenant:
     """Create a tenant. Raises ``ValidationError``."""
     tenant = Tenant(
@@ -159,6 +163,8 @@ def tenant_create(
         cache_ttl_ms=cache_ttl_ms,
         cache_scope=cache_scope,
         outbound_allowed_networks=list(outbound_allowed_networks or []),
+        activity_record_arguments=activity_record_arguments,
+        activity_retention_days=activity_retention_days,
     )
     with transaction.atomic():
         _save(tenant, tenant_validate)

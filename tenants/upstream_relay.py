@@ -38,6 +38,9 @@ class UpstreamCall:
     ctx: ToolContext
     task: asyncio.Task[Any] | None
     abort: BaseException | None = None
+    # The question belongs to an upstream task (2025-11-25 tasks/result), which keeps it for the next start: the
+    # refusal that ends our side must not reach the upstream while it still waits for this answer.
+    hold_refusal: bool = False
 
     def raise_abort(self) -> None:
         """After the call's task was cancelled for a question: raise the reason instead (and take back the
@@ -50,6 +53,14 @@ class UpstreamCall:
 
 
 _current: ContextVar[UpstreamCall | None] = ContextVar("upstream_call", default=None)
+# How long a refusal is held back (see ``UpstreamCall.hold_refusal``): longer than an upstream keeps waiting on a
+# request whose tasks/result was cancelled; the connection's read timeout.
+HOLD_REFUSAL_SECONDS = 300.0
+
+
+def current_call() -> UpstreamCall | None:
+    """The downstream call the upstream request being made in this context serves (None outside ``Relay.call``)."""
+    return _current.get()
 
 
 def _refused(message: str) -> types.ErrorData:
@@ -97,6 +108,10 @@ class Relay:
             call.abort = exc
             if call.task is not None:
                 call.task.cancel()
+            if call.hold_refusal:
+                # The upstream task's tasks/result, cancelled just now, stops waiting for this answer; an error that
+                # reached it first would fail the question. Closing the connection ends the wait sooner.
+                await asyncio.sleep(HOLD_REFUSAL_SECONDS)
             return _refused("The question goes to the downstream client first")
 
     async def on_elicit(

@@ -133,6 +133,22 @@ def _tool_run(tenant: Tenant) -> ToolRun:
     )
 
 
+@makes("activity.ActivityRecord")
+def _activity(tenant: Tenant) -> models.Model:
+    from mcp_platform.activity.models import ActivityRecord
+
+    return ActivityRecord.objects.create(
+        tenant=tenant,
+        at=timezone.now(),
+        method="tools/call",
+        target=f"{tenant.slug}_tool",
+        principal="1",
+        client_name=f"{tenant.slug} client",
+        request_id=f"{tenant.slug}-1",
+        duration_ms=1.5,
+    )
+
+
 # Platform models: not any tenant's, named after one so that a page listing them would show it.
 
 
@@ -214,3 +230,19 @@ def _upstream(tenant: Tenant) -> models.Model:
     return upstream._default_manager.create(
         tenant=tenant, name=f"{tenant.slug}_upstream", url=f"https://mcp.{tenant.slug}.example/mcp", enabled=False
     )
+
+
+@makes("quotas.RateLimit")
+def _rate_limit(tenant: Tenant) -> models.Model:
+    from mcp_platform.quotas.services import rate_limit_create
+
+    return rate_limit_create(
+        tenant=tenant, scope="client", client_id=f"{tenant.slug}-client", rate=60, period=60, burst=10
+    )
+
+
+@makes("quotas.RateCeiling")
+def _rate_ceiling(tenant: Tenant) -> models.Model:
+    from mcp_platform.quotas.services import rate_ceiling_set
+
+    return rate_ceiling_set(tenant=tenant, rate=6000, period=60, burst=1000)

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from mcp_platform.activity.hook import activity_writer
 from mcp_platform.gateway.session_cache import session_cache
 from tenants.cache import tenant_cache
 from tests.process_marks import RUN_MARK, kill_all, new_mark, wait_until_none_marked
@@ -67,3 +68,10 @@ def _fresh_tenant_cache() -> Iterator[None]:
     tenant_cache.configure(ttl=saved.ttl, listen=saved.listen, unlisten=saved.unlisten)
     tenant_cache.clear()
     session_cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _no_activity_left_over() -> Iterator[None]:
+    """Calls a test makes are logged in its own database; what its writer did not store by the end goes with it."""
+    yield
+    activity_writer().discard()

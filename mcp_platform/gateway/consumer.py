@@ -17,7 +17,7 @@ from mcp_core import http as mcp_http
 from mcp_core import jsonrpc, sse
 from mcp_core.env import Env
 from mcp_core.envelope import is_stateless, open_envelope
-from mcp_core.errors import InvalidRequest, McpError, TransportError, error_to_wire
+from mcp_core.errors import InvalidRequest, McpError, RateLimited, TransportError, error_to_wire
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.features.subscriptions import LISTEN_METHOD, parse_listen
 from mcp_core.session import SessionState, SessionStateError
@@ -37,6 +37,7 @@ from mcp_platform.gateway.listen import serve_listen
 from mcp_platform.gateway.mailbox import Inbox, send_to_group
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
+from mcp_platform.gateway.observing import call_info
 from mcp_platform.gateway.responses import (
     header_list,
     send_chunk,
@@ -49,10 +50,12 @@ from mcp_platform.gateway.session_cache import session_cache
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
 from mcp_platform.gateway.stream_access import StreamAccess
-from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, start_run
+from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, keep_running, run_request, start_run
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.oauth.resource import principal_label
 from mcp_platform.oauth.throttling import asgi_client_address
+from mcp_platform.observe.calls import STREAMABLE_HTTP
+from mcp_platform.quotas.check import oauth_client_id, rate_limits_check_requests
 from tenants.cache import tenant_cache
 from tenants.events import catalog_group
 from tenants.models import Tenant
@@ -150,6 +153,8 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
     _body = b""
     _task: asyncio.Task[None] | None = None
     _post_stream: PostStream | None = None
+    # Set while this request's own task runs a session request: a disconnect must not cancel it.
+    _running_inline = False
     # Set once the response belongs to a stream (started or about to be): errors then end up on it, not here.
     _sse_open = False
     # GET: following a POST stream (resumed), not holding the session's standalone stream.
@@ -163,7 +168,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
     async def http_disconnect(self, message: dict[str, Any]) -> None:
         if self._post_stream is not None:
             self._post_stream.detach()
-        if self._task is not None and not self._task.done():
+        if self._task is not None and not self._task.done() and not self._running_inline:
             self._task.cancel()
         raise StopConsumer()
 
@@ -188,6 +193,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         # Who is calling, as tasks, sessions and sealed request states record it, and what the token grants.
         self.principal = principal_label(self.scope)
         self.client_address = asgi_client_address(self.scope)
+        self.client_id = oauth_client_id(self.scope)
         self.granted = granted_scopes(self.scope)
         method = self.scope["method"]
         if method == "POST":
@@ -241,6 +247,8 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         session = await self._session(required=False)
         if is_batch and (session is None or not allows_batches(session.protocol_version)):
             raise InvalidRequest("batches are not supported by this protocol version")
+        if not await self._admitted([m for m in messages if isinstance(m, jsonrpc.Request)]):
+            return
         if session is None:
             await self._post_without_session(messages)
             return
@@ -269,8 +277,8 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         self._post_stream = stream
         for bad in invalid:
             await stream.response(jsonrpc.encode_error(bad.id, error_to_wire(bad.error)[1]))
-        for request in requests:
-            env = session_env(
+        envs = [
+            session_env(
                 tenant=self.tenant,
                 session=session,
                 sink=stream,
@@ -279,11 +287,60 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
                 client_address=self.client_address,
                 granted=self.granted,
             )
-            stream.adopt(
-                start_run(request=request, env=env, sink=stream, tenant_id=self.tenant.pk, session_id=session.pk)
+            for request in requests
+        ]
+        infos = [
+            call_info(
+                tenant_id=self.tenant.pk,
+                tenant_slug=self.tenant.slug,
+                request=request,
+                principal=self.principal,
+                client_info=session.client_info,
+                protocol_version=session.protocol_version,
+                transport=STREAMABLE_HTTP,
+                headers=self.headers,
             )
+            for request in requests
+        ]
         self._sse_open = True
+        if len(requests) == 1:
+            # The common case runs in this task: no second task and no hand-off. A disconnect then detaches the
+            # stream instead of cancelling this task, so the run still outlives the connection.
+            self._running_inline = True
+            stream.adopt(keep_running(asyncio.current_task()))
+            await run_request(
+                request=requests[0],
+                env=envs[0],
+                sink=stream,
+                tenant_id=self.tenant.pk,
+                session_id=session.pk,
+                info=infos[0],
+            )
+        else:
+            for request, env, info in zip(requests, envs, infos, strict=True):
+                stream.adopt(
+                    start_run(
+                        request=request,
+                        env=env,
+                        sink=stream,
+                        tenant_id=self.tenant.pk,
+                        session_id=session.pk,
+                        info=info,
+                    )
+                )
         await stream.done.wait()
+
+    async def _admitted(self, requests: list[jsonrpc.Request]) -> bool:
+        """Count the POST's requests against the tenant's rate limits before any runs, so a refusal is the whole
+        response (429, ``Retry-After``, the JSON-RPC error with the request's id)."""
+        try:
+            await rate_limits_check_requests(
+                tenant=self.tenant, client_id=self.client_id, client_address=self.client_address, requests=requests
+            )
+        except RateLimited as exc:
+            await send_error(self.send, exc, requests[0].id if len(requests) == 1 else None)
+            return False
+        return True
 
     async def _post_stateless(self, message: jsonrpc.Request | jsonrpc.Notification) -> None:
         """2026-07-28: this era defines no client notifications over HTTP; accept and ignore any."""
@@ -302,6 +359,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             principal=self.principal,
             client_address=self.client_address,
             granted=self.granted,
+            client_id=self.client_id,
         )
 
     async def _listen(self, request: jsonrpc.Request) -> None:
@@ -309,6 +367,9 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         try:
             envelope = open_envelope(method=request.method, params=request.params, headers=self.headers)
             subscription = parse_listen(request.params, request.id, envelope.client_capabilities)
+            await rate_limits_check_requests(
+                tenant=self.tenant, client_id=self.client_id, client_address=self.client_address, requests=[request]
+            )
         except McpError as exc:
             await send_error(self.send, exc, request.id)
             return

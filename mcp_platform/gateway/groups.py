@@ -33,3 +33,8 @@ def task_group(tenant_id: int, task_id: str) -> str:
 def task_control_group(tenant_id: int, task_id: str) -> str:
     """Signals for the worker running one task (cancellation)."""
     return f"mcp.tkc.{tenant_id}.{_digest(task_id)}"
+
+
+def console_group(tenant_id: int, user_id: int, run_id: str, purpose: str) -> str:
+    """Signals for one admin's console run (``purpose``: the page's answers, or its cancel button)."""
+    return f"mcp.con.{tenant_id}.{_digest(user_id, run_id, purpose)}"

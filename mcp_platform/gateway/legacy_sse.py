@@ -15,7 +15,7 @@ from channels.exceptions import StopConsumer
 
 from mcp_core import http as mcp_http
 from mcp_core import jsonrpc, sse
-from mcp_core.errors import InvalidRequest, McpError, TransportError, error_to_wire
+from mcp_core.errors import InvalidRequest, McpError, RateLimited, TransportError, error_to_wire
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.session import SessionState, SessionStateError
 from mcp_platform.gateway import groups, sessions
@@ -25,12 +25,15 @@ from mcp_platform.gateway.identity import server_identity
 from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
+from mcp_platform.gateway.observing import call_info
 from mcp_platform.gateway.responses import send_body, send_chunk, send_empty, send_error, start_sse
 from mcp_platform.gateway.session_cache import session_cache
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.streams import SessionSink, start_run
 from mcp_platform.oauth.resource import principal_label
 from mcp_platform.oauth.throttling import asgi_client_address
+from mcp_platform.observe.calls import HTTP_SSE
+from mcp_platform.quotas.check import oauth_client_id, rate_limits_check_requests
 from tenants.events import catalog_group
 from tenants.models import Tenant
 
@@ -138,6 +141,18 @@ class LegacyMessagesConsumer(GatewayConsumer):
         if session is None or session.transport != LegacySession.Transport.HTTP_SSE:
             raise TransportError("Session not found", http_status=404)
         messages, _ = jsonrpc.decode(self._body, allow_batch=False)
+        requests = [m for m in messages if isinstance(m, jsonrpc.Request)]
+        # Counted before the 202, so a refusal is this POST's answer (429, Retry-After), not an event on the stream.
+        try:
+            await rate_limits_check_requests(
+                tenant=tenant,
+                client_id=oauth_client_id(self.scope),
+                client_address=asgi_client_address(self.scope),
+                requests=requests,
+            )
+        except RateLimited as exc:
+            await send_error(self.send, exc, requests[0].id)
+            return
         await send_body(self.send, 202, b"Accepted", content_type="text/plain")
         sink = SessionSink(tenant_id=tenant.pk, session_id=session.pk)
         for message in messages:
@@ -157,7 +172,17 @@ class LegacyMessagesConsumer(GatewayConsumer):
                     client_address=asgi_client_address(self.scope),
                     granted=granted_scopes(self.scope),
                 )
-                start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk)
+                info = call_info(
+                    tenant_id=tenant.pk,
+                    tenant_slug=tenant.slug,
+                    request=message,
+                    principal=principal,
+                    client_info=session.client_info,
+                    protocol_version=session.protocol_version,
+                    transport=HTTP_SSE,
+                    headers=scope_headers(self.scope),
+                )
+                start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk, info=info)
             elif not isinstance(message, jsonrpc.Invalid):
                 await deliver_client_messages(tenant_id=tenant.pk, session=session, messages=[message])
 

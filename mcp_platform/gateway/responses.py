@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from mcp_core import jsonrpc
-from mcp_core.errors import error_to_wire
+from mcp_core.errors import error_to_wire, retry_after_seconds
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Headers = list[tuple[bytes, bytes]]
@@ -40,12 +40,20 @@ async def send_empty(send: Send, status: int, headers: Headers | None = None) ->
     await send_body(send, status, b"", content_type=None, headers=headers)
 
 
+def error_headers(exc: BaseException) -> Headers:
+    """The HTTP headers an error adds to its response: ``Retry-After`` for one that says when to try again."""
+    retry_after = getattr(exc, "retry_after", None)
+    if isinstance(retry_after, (int, float)) and not isinstance(retry_after, bool):
+        return [(b"retry-after", str(retry_after_seconds(retry_after)).encode())]
+    return []
+
+
 async def send_error(
     send: Send, exc: BaseException, request_id: str | int | None = None, headers: Headers | None = None
 ) -> None:
-    """The one place an exception becomes an HTTP error response (status and JSON-RPC body)."""
+    """The one place an exception becomes an HTTP error response (status, JSON-RPC body, ``Retry-After``)."""
     status, error = error_to_wire(exc)
-    await send_json(send, status, jsonrpc.encode_error(request_id, error), headers)
+    await send_json(send, status, jsonrpc.encode_error(request_id, error), [*(headers or []), *error_headers(exc)])
 
 
 async def start_sse(send: Send, headers: Headers | None = None) -> None:

@@ -25,8 +25,11 @@ from mcp_core.errors import ClientRequestFailed, McpError, error_to_wire
 from mcp_core.mrtr import InputPolicy
 from mcp_core.request_state import derive_key
 from mcp_platform.conf import platform_settings
-from mcp_platform.gateway.responses import Send, send_chunk, send_json, start_sse
+from mcp_platform.gateway.observing import call_info
+from mcp_platform.gateway.responses import Headers, Send, error_headers, send_chunk, send_json, start_sse
 from mcp_platform.jobs.store import ToolRunStore
+from mcp_platform.observe.calls import STREAMABLE_HTTP, observed_call
+from mcp_platform.quotas.check import rate_limits_check
 from tenants.cache import tenant_cache
 from tenants.models import Tenant
 
@@ -63,8 +66,8 @@ class RequestStream:
     async def release(self) -> None:
         """Streams of this era cannot be resumed: the connection stays open."""
 
-    async def finish(self, payload: bytes, status: int) -> None:
-        """Send the response: the JSON body with ``status``, or the last event of the SSE stream."""
+    async def finish(self, payload: bytes, status: int, headers: Headers | None = None) -> None:
+        """Send the response: the JSON body with ``status`` and ``headers``, or the last event of the SSE stream."""
         async with self._lock:
             self._finished = True
             self.stop()
@@ -72,7 +75,7 @@ class RequestStream:
                 await send_chunk(self._send, sse.event(payload))
                 await send_chunk(self._send, b"", more=False)
             else:
-                await send_json(self._send, status, payload)
+                await send_json(self._send, status, payload, headers)
 
     def stop(self) -> None:
         if self._keepalive is not None:
@@ -161,10 +164,11 @@ async def serve_stateless(
     principal: str,
     client_address: str,
     granted: frozenset[str] | None,
+    client_id: str,
 ) -> None:
     """Answer one stateless request for ``principal`` (``principal_label``: ``anonymous`` on a public tenant), who
-    holds ``granted`` scopes (None on a public tenant) and calls from ``client_address``; every error goes out with
-    the request's id and its HTTP status."""
+    holds ``granted`` scopes (None on a public tenant) and calls from ``client_address`` through the OAuth client
+    ``client_id`` ("" on a public tenant); every error goes out with the request's id, its HTTP status and headers."""
     stream = RequestStream(send)
     try:
         envelope = open_envelope(method=request.method, params=request.params, headers=headers)
@@ -178,12 +182,26 @@ async def serve_stateless(
             client_address=client_address,
             granted=granted,
         )
-        result = await dispatch(request.method, request.params, env)
+        info = call_info(
+            tenant_id=tenant.pk,
+            tenant_slug=tenant.slug,
+            request=request,
+            principal=principal,
+            client_info=envelope.client_info,
+            protocol_version=envelope.version,
+            transport=STREAMABLE_HTTP,
+            headers=headers,
+        )
+        async with observed_call(info) as call:
+            # Inside the observation: a refusal is recorded as one.
+            await rate_limits_check(tenant=tenant, request=request, client_id=client_id, client_address=client_address)
+            result = await dispatch(request.method, request.params, env)
+            call.succeed(result)
         await stream.finish(jsonrpc.encode_result(request.id, result), 200)
     except Exception as exc:
         if not isinstance(exc, McpError):
             logger.exception("%s failed", request.method)
         status, error = error_to_wire(exc)
-        await stream.finish(jsonrpc.encode_error(request.id, error), status)
+        await stream.finish(jsonrpc.encode_error(request.id, error), status, error_headers(exc))
     finally:
         stream.stop()

@@ -24,11 +24,12 @@ from mcp_platform.gateway.control import request_key, session_control
 from mcp_platform.gateway.mailbox import mailbox, send_to_group
 from mcp_platform.gateway.responses import Headers, Send, send_chunk, send_empty, send_json, start_sse
 from mcp_platform.gateway.sessions import new_token, post_stream_open, post_stream_renew, stream_event_append
+from mcp_platform.observe.calls import CallInfo, observed_call
 
 logger = logging.getLogger(__name__)
 
 # Runs detached from their HTTP response are kept referenced here until they finish (routing, not state).
-_running: set[asyncio.Task[None]] = set()
+_running: set[asyncio.Task[Any]] = set()
 
 
 class Sink(Protocol):
@@ -69,10 +70,10 @@ class PostStream:
         self._stream_id = ""
         self._seq = 0
         self._keepalive: asyncio.Task[None] | None = None
-        self._runs: set[asyncio.Task[None]] = set()
+        self._runs: set[asyncio.Task[Any]] = set()
         self.done = asyncio.Event()
 
-    def adopt(self, run: asyncio.Task[None]) -> None:
+    def adopt(self, run: asyncio.Task[Any]) -> None:
         """A run answering on this stream: cancelled if the stream is ended in this process's place."""
         self._runs.add(run)
         run.add_done_callback(self._runs.discard)
@@ -270,19 +271,25 @@ class SinkOutbound:
         return result
 
 
-async def run_request(*, request: jsonrpc.Request, env: Env, sink: Sink, tenant_id: int, session_id: str) -> None:
+async def run_request(
+    *, request: jsonrpc.Request, env: Env, sink: Sink, tenant_id: int, session_id: str, info: CallInfo
+) -> None:
     """Answer one request on ``sink``; ``notifications/cancelled`` from any process stops it unanswered (the
-    process has joined the tenant's control group: the session was looked up through ``session_cache``)."""
+    process has joined the tenant's control group: the session was looked up through ``session_cache``).
+    ``info`` describes the call to the observation hooks."""
     task = asyncio.current_task()
     assert task is not None
     payload: bytes | None
-    with session_control.running(request_key(tenant_id, session_id, request.id), task):
+    with session_control.running(request_key(tenant_id, session_id, request.id), task), observed_call(info) as call:
         try:
             result = await dispatch(request.method, request.params, env)
+            call.succeed(result)
             payload = jsonrpc.encode_result(request.id, result)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            call.fail(exc)
             payload = None
         except Exception as exc:
+            call.fail(exc)
             if not isinstance(exc, McpError):
                 logger.exception("%s failed", request.method)
             payload = jsonrpc.encode_error(request.id, error_to_wire(exc)[1])
@@ -292,11 +299,21 @@ async def run_request(*, request: jsonrpc.Request, env: Env, sink: Sink, tenant_
         logger.exception("could not deliver the response to %s", request.method)
 
 
-def start_run(*, request: jsonrpc.Request, env: Env, sink: Sink, tenant_id: int, session_id: str) -> asyncio.Task[None]:
+def start_run(
+    *, request: jsonrpc.Request, env: Env, sink: Sink, tenant_id: int, session_id: str, info: CallInfo
+) -> asyncio.Task[None]:
     """Run the request in its own task, independent of the HTTP connection that brought it."""
-    task = asyncio.create_task(
-        run_request(request=request, env=env, sink=sink, tenant_id=tenant_id, session_id=session_id)
+    return keep_running(
+        asyncio.create_task(
+            run_request(request=request, env=env, sink=sink, tenant_id=tenant_id, session_id=session_id, info=info)
+        )
     )
+
+
+def keep_running(task: asyncio.Task[Any] | None) -> asyncio.Task[Any]:
+    """Hold a strong reference to ``task`` until it ends: the event loop keeps only weak ones, and a run may
+    outlive the consumer that started it."""
+    assert task is not None
     _running.add(task)
     task.add_done_callback(_running.discard)
     return task

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from typing import Any
 
@@ -32,6 +33,7 @@ from mcp_platform.jobs.models import ToolRun
 from mcp_platform.jobs.progress import ProgressRecorder
 from mcp_platform.jobs.services import Claim
 from tenants.catalog import TenantCatalog
+from tenants.upstream_tasks import running_task
 
 logger = logging.getLogger(__name__)
 JSONObject = dict[str, Any]
@@ -88,6 +90,25 @@ def task_env(run: ToolRun, outbound: TaskOutbound | None = None) -> Env:
     )
 
 
+class RunningTask:
+    """``tenants.upstream_tasks.TaskRun`` of this start: what an upstream call followed as the upstream's own task
+    keeps on the run, so the next start (or another worker's) follows the same upstream task."""
+
+    def __init__(self, run: ToolRun) -> None:
+        self._run = run
+        self.upstream_task: JSONObject | None = run.upstream_task
+
+    async def record(self, upstream_task: JSONObject) -> bool:
+        run = self._run
+        self.upstream_task = upstream_task
+        return await sync_to_async(services.tool_run_record_upstream_task)(
+            tenant_id=run.tenant_id, run_id=run.pk, generation=run.generation, upstream_task=upstream_task
+        )
+
+    async def continues(self) -> bool:
+        return await sync_to_async(services.tool_run_continues)(tenant_id=self._run.tenant_id, run_id=self._run.pk)
+
+
 async def _keep_lease(run: ToolRun, work: asyncio.Task[TaskOutcome]) -> None:
     """Renew the lease now and then; stop the call once the run is no longer ours to finish."""
     interval = platform_settings.TASK_LEASE_SECONDS / 3
@@ -104,7 +125,9 @@ async def _keep_lease(run: ToolRun, work: asyncio.Task[TaskOutcome]) -> None:
 async def _run_call(run: ToolRun) -> TaskOutcome | None:
     """The outcome of the call, or None when it was stopped (cancelled, expired)."""
     outbound = TaskOutbound(run)
-    work = asyncio.create_task(run_task_call(run.tool_name, run.arguments, task_env(run, outbound)))
+    context = contextvars.copy_context()
+    context.run(running_task.set, RunningTask(run))
+    work = asyncio.create_task(run_task_call(run.tool_name, run.arguments, task_env(run, outbound)), context=context)
     control = groups.task_control_group(run.tenant_id, run.pk)
 
     def stop(message: JSONObject) -> None:

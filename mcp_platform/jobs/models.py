@@ -51,6 +51,9 @@ class ToolRun(models.Model):
     # Open questions (key -> {method, params}) and answers so far (key -> [question digest, result]).
     input_requests = models.JSONField(default=dict, blank=True)
     input_answers = models.JSONField(default=dict, blank=True)
+    # A call proxied to an upstream's own task: which task it follows ({upstream, taskId, answered}), kept so that
+    # a later start (after input, or on another worker after this one died) follows it instead of starting anew.
+    upstream_task = models.JSONField(null=True, blank=True)
 
     ttl_ms = models.PositiveBigIntegerField()
     expires_at = models.DateTimeField(db_index=True)

@@ -104,3 +104,17 @@ def active_counts(*, tenant_id: int, quota_key: str) -> tuple[int, int]:
     )
     counts = runs.aggregate(caller=Count("pk", filter=Q(quota_key=quota_key)), tenant=Count("pk"))
     return counts["caller"], counts["tenant"]
+
+
+def tool_run_status_counts(*, limit: int) -> list[tuple[str, str, int]]:
+    """Unexpired runs per tenant (slug) and status, platform-wide, in one grouped query (``/metrics``).
+
+    At most ``limit`` rows: a scrape stays one bounded query however many tenants there are.
+    """
+    rows = (
+        ToolRun.objects.filter(expires_at__gt=timezone.now())
+        .values_list("tenant__slug", "status")
+        .annotate(count=Count("pk"))
+        .order_by("tenant__slug", "status")[:limit]
+    )
+    return [(slug, status, count) for slug, status, count in rows]

@@ -291,6 +291,22 @@ def tool_run_record_progress(
         _announce(run)
 
 
+def tool_run_record_upstream_task(*, tenant_id: int, run_id: str, generation: int, upstream_task: JSONObject) -> bool:
+    """Remember the upstream task this start follows (and the answers it sent there); False when the run stopped
+    being this start's meanwhile, so the caller stops too."""
+    return bool(
+        _this_start(tenant_id, run_id, generation).update(upstream_task=upstream_task, updated_at=timezone.now())
+    )
+
+
+def tool_run_continues(*, tenant_id: int, run_id: str) -> bool:
+    """Whether the run is still unfinished and unexpired, so a later start will carry on what a stopped one began
+    (a worker shutting down), as opposed to a cancelled, expired or purged run."""
+    unfinished = (ToolRun.Status.WORKING, ToolRun.Status.INPUT_REQUIRED)
+    alive = ToolRun.objects.filter(tenant_id=tenant_id, pk=run_id, status__in=unfinished, expires_at__gt=timezone.now())
+    return alive.exists()
+
+
 def tool_run_finish(*, tenant_id: int, run_id: str, generation: int, outcome: TaskOutcome) -> ToolRun | None:
     """Store what the run came to: its result, its JSON-RPC error, or its open questions. Discarded (None) when the
     run stopped being this start's meanwhile (cancelled, expired)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import time
 from typing import Any
 
 import httpx
@@ -16,6 +17,7 @@ from mcp_core.context import ToolContext
 from mcp_core.errors import ToolError
 from mcp_platform.conf import platform_settings
 from mcp_platform.outbound import MAX_REDIRECTS, OutboundRefused, OutboundResponseTooLarge, outbound_client, read_capped
+from mcp_platform.telemetry import metrics
 from tenants.backends.http_auth import Credentials, credentials_for, forget_token, redact
 from tenants.models import Tool
 
@@ -113,6 +115,21 @@ def _where(url: httpx.URL) -> str:
     return f"{url.scheme}://{url.netloc.decode()}{url.path}"
 
 
+async def _measured_send(
+    tool: Tool, client: httpx.AsyncClient, request: httpx.Request, credentials: Credentials, limit: int
+) -> tuple[httpx.Response, bytes, bool]:
+    """``_send``, counted and timed for ``/metrics`` by final status class (``error`` when no response came)."""
+    started = time.perf_counter()
+    tenant = metrics.tenant_label(tool)
+    try:
+        sent = await _send(client, request, credentials, limit)
+    except BaseException:
+        metrics.http_tool_observe(tenant=tenant, status=None, started=started)
+        raise
+    metrics.http_tool_observe(tenant=tenant, status=sent[0].status_code, started=started)
+    return sent
+
+
 async def _send(
     client: httpx.AsyncClient, request: httpx.Request, credentials: Credentials, limit: int
 ) -> tuple[httpx.Response, bytes, bool]:
@@ -190,7 +207,7 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JS
         )
         shown = f"{method} {_where(request.url)}"
         try:
-            response, data, cut = await _send(client, request, credentials, limit)
+            response, data, cut = await _measured_send(tool, client, request, credentials, limit)
         except OutboundRefused as exc:
             raise ToolError(f"{shown} was not sent: {exc}") from None
         except httpx.ConnectTimeout:

@@ -5,6 +5,8 @@ Results pass through as the upstream gave them (content, structuredContent, isEr
 reached, breaks the connection or answers with a protocol error becomes an isError result naming the upstream.
 Progress, logs and the upstream's questions reach the downstream client through ``ctx``; cancelling the
 downstream call cancels the upstream one (the SDK sends notifications/cancelled when its call is abandoned).
+A tool call that runs as a platform task, to an upstream that offers tasks, becomes the upstream's own task,
+followed by ``tenants.upstream_tasks``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
@@ -21,9 +24,11 @@ from mcp_core.content import error_result
 from mcp_core.context import ToolContext
 from mcp_core.errors import InternalError, McpError, PromptError
 from mcp_platform.conf import platform_settings
+from mcp_platform.telemetry import metrics, spans
 from tenants.models import Prompt, Resource, ResourceTemplate, Tool, Upstream
 from tenants.upstream_connection import UpstreamConnection, UpstreamFailure, UpstreamTarget
 from tenants.upstream_pool import upstream_pool
+from tenants.upstream_tasks import RESULT_KEYS, call_as_task, running_task, upstream_offers_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +39,15 @@ TRANSPORT_CODES = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT})
 TRANSPORT_ERRORS = frozenset(
     {(INVALID_REQUEST, "Session terminated"), (INTERNAL_ERROR, "Server returned an error response")}
 )
+
+
+# The downstream method each kind of mirrored item is proxied for (the operation label of upstream metrics).
+OPERATIONS: dict[type, str] = {
+    Tool: "tools/call",
+    Resource: "resources/read",
+    ResourceTemplate: "resources/read",
+    Prompt: "prompts/get",
+}
 
 
 def _broken_connection(exc: MCPError) -> bool:
@@ -54,18 +68,48 @@ async def _upstream_of(item: Tool | Resource | ResourceTemplate | Prompt) -> Ups
     return upstream
 
 
-async def _request(item: Tool | Resource | ResourceTemplate | Prompt, ctx: ToolContext, send: Any) -> Any:
-    """``await send(connection)`` over the pooled session, counting transport failures against the circuit.
+async def _request(
+    item: Tool | Resource | ResourceTemplate | Prompt, ctx: ToolContext, send: Any, *, bounded: bool = True
+) -> Any:
+    """``await send(connection)`` over the pooled session, counting transport failures against the circuit;
+    within ``UPSTREAM_CALL_TIMEOUT`` when ``bounded`` (else ``send`` bounds itself).
 
     Raises ``UpstreamFailure`` (unreachable, broken, circuit open) and ``MCPError`` (the upstream's own error).
     """
     upstream = await _upstream_of(item)
+    operation = OPERATIONS[type(item)]
+    started = time.perf_counter()
+    # Neither answered nor failed: cancelled, or ended by a question for the downstream client.
+    outcome = "aborted"
+    try:
+        with spans.span(f"upstream {operation}", client=True, attributes={"mcp.method.name": operation}):
+            result = await _request_upstream(upstream, ctx, send, bounded=bounded)
+        outcome = "ok"
+        return result
+    except MCPError:
+        outcome = "error"  # the upstream answered with an error
+        raise
+    except UpstreamFailure:
+        outcome = "failure"
+        raise
+    finally:
+        metrics.upstream_observe(
+            tenant_id=upstream.tenant_id,
+            tenant=metrics.tenant_label(item),
+            upstream=upstream.name,
+            operation=operation,
+            outcome=outcome,
+            started=started,
+        )
+
+
+async def _request_upstream(upstream: Upstream, ctx: ToolContext, send: Any, *, bounded: bool) -> Any:
     target = UpstreamTarget.of(upstream)
     connection = await upstream_pool.connection(target)
     try:
         with connection.relay.call(ctx) as call:
             try:
-                async with asyncio.timeout(platform_settings.UPSTREAM_CALL_TIMEOUT):
+                async with asyncio.timeout(platform_settings.UPSTREAM_CALL_TIMEOUT if bounded else None):
                     result = await send(connection)
             except BaseException:
                 # A question for the downstream client ended the call: raise why (input_required, -32021).
@@ -112,13 +156,27 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JS
         with contextlib.suppress(ValueError):
             await ctx.report_progress(progress, total, message)
 
-    async def send(connection: UpstreamConnection) -> JSONObject:
+    async def call(connection: UpstreamConnection) -> JSONObject:
         result = await connection.client.call_tool(remote, arguments, progress_callback=progress)
         wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        return {key: wire[key] for key in ("content", "structuredContent", "isError") if key in wire}
+        return {key: wire[key] for key in RESULT_KEYS if key in wire}
+
+    # A platform task (on a worker) calls an upstream that offers tasks as a task of its own, and follows it for
+    # as long as the task lives; any other call is answered within the call timeout.
+    run = running_task.get()
+
+    async def send(connection: UpstreamConnection) -> JSONObject:
+        client = connection.client
+        if run is None or not upstream_offers_tasks(client, tool.config["remote"]):
+            async with asyncio.timeout(platform_settings.UPSTREAM_CALL_TIMEOUT):
+                return await call(connection)
+        assert connection.target.upstream_id is not None
+        return await call_as_task(
+            client, upstream_id=connection.target.upstream_id, remote=remote, arguments=arguments, ctx=ctx, run=run
+        )
 
     try:
-        result: JSONObject = await _request(tool, ctx, send)
+        result: JSONObject = await _request(tool, ctx, send, bounded=False)
     except UpstreamFailure as exc:
         return error_result(f"The upstream tool {tool.name} could not be called: {exc}")
     except MCPError as exc:

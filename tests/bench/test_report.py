@@ -101,3 +101,22 @@ def test_docs_without_markers_are_left_alone(tmp_path: Path, results: JSONObject
     with pytest.raises(ValueError, match="markers"):
         update_docs(results, docs, "x.md")
     assert docs.read_text() == "# Performance\n"
+
+
+def test_the_activity_log_section_compares_off_and_on(results: JSONObject) -> None:
+    results["rows"] += [
+        closed_loop(
+            "ours", "uvicorn", "stateless", 3000.0, 4000.0, workload="activity_log", case="static_info, log off"
+        ),
+        closed_loop(
+            "ours", "uvicorn", "stateless", 2910.0, 4100.0, workload="activity_log", case="static_info, log on"
+        ),
+        closed_loop(
+            "ours", "uvicorn", "handshake", 1000.0, 9000.0, workload="activity_log", case="static_info, log off"
+        ),
+        closed_loop("ours", "uvicorn", "handshake", 900.0, 9500.0, workload="activity_log", case="static_info, log on"),
+    ]
+    report = render(results)
+    section = report.split("## Activity log off vs on")[1]
+    assert "| stateless |" in section and "-3.0% met" in section
+    assert "| handshake |" in section and "-10.0% not met" in section

@@ -38,6 +38,8 @@ class UpstreamServer:
 
     directory: Path
     transport: str = "streamable-http"
+    # Refuse the 2026-07-28 era (server/discover), so clients hold a 2025-11-25 session with it.
+    handshake_only: bool = False
     port: int = 0
     process: ManagedProcess | None = None
     starts: int = 0
@@ -54,6 +56,8 @@ class UpstreamServer:
     def start(self) -> None:
         argv = [str(PYTHON), "-m", "tests.upstreams.sdk_server", "--port", str(self.port)]
         argv += ["--transport", self.transport]
+        if self.handshake_only:
+            argv.append("--handshake-only")
         self.starts += 1
         self.process = ManagedProcess.start(
             f"upstream-{self.port}-{self.starts}", argv, dict(os.environ), self.directory
@@ -72,8 +76,10 @@ class UpstreamServer:
             self.process = None
 
 
-def upstream_server(stack: ExitStack, directory: Path, transport: str = "streamable-http") -> UpstreamServer:
-    server = UpstreamServer(directory, transport)
+def upstream_server(
+    stack: ExitStack, directory: Path, transport: str = "streamable-http", *, handshake_only: bool = False
+) -> UpstreamServer:
+    server = UpstreamServer(directory, transport, handshake_only)
     server.start()
     stack.callback(server.stop)
     return server

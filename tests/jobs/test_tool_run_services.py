@@ -213,6 +213,36 @@ def test_the_lease_is_renewed_until_the_run_is_cancelled(
     assert not services.tool_run_renew(tenant_id=run.tenant_id, run_id=run.pk, generation=1)
 
 
+def test_the_upstream_task_a_start_follows_is_kept_for_the_next_start_only_while_the_start_is_current(
+    alice: Caller, django_capture_on_commit_callbacks: Any
+) -> None:
+    run = create(alice, django_capture_on_commit_callbacks)
+    followed = {"upstream": 7, "taskId": "abc", "answered": ["confirm"]}
+    record = services.tool_run_record_upstream_task
+
+    assert record(tenant_id=run.tenant_id, run_id=run.pk, generation=1, upstream_task=followed)
+    assert not record(tenant_id=run.tenant_id, run_id=run.pk, generation=2, upstream_task={"taskId": "stale"})
+    assert ToolRun.objects.get(pk=run.pk).upstream_task == followed
+    services.tool_run_cancel(caller=alice, task_id=run.pk)
+    assert not record(tenant_id=run.tenant_id, run_id=run.pk, generation=1, upstream_task={"taskId": "late"})
+
+
+def test_a_run_continues_while_unfinished_and_unexpired(alice: Caller, django_capture_on_commit_callbacks: Any) -> None:
+    waiting_run = waiting(create(alice, django_capture_on_commit_callbacks), {"k": ELICIT})
+    working_run = create(alice, django_capture_on_commit_callbacks)
+    expired = create(alice, django_capture_on_commit_callbacks)
+    ToolRun.objects.filter(pk=expired.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    cancelled = create(alice, django_capture_on_commit_callbacks)
+    services.tool_run_cancel(caller=alice, task_id=cancelled.pk)
+
+    def continues(run: ToolRun) -> bool:
+        return services.tool_run_continues(tenant_id=run.tenant_id, run_id=run.pk)
+
+    assert continues(waiting_run) and continues(working_run)
+    assert not continues(expired) and not continues(cancelled)
+    assert not services.tool_run_continues(tenant_id=TenantFactory(slug="globex").pk, run_id=working_run.pk)
+
+
 def test_an_outcome_is_stored_by_its_transition_and_discarded_after_a_cancel(
     alice: Caller, django_capture_on_commit_callbacks: Any
 ) -> None:

@@ -59,6 +59,23 @@ def _openapi_import(client: Client, url: str, theirs: Tenant) -> None:
     assert OpenApiSource.objects.count() == before
 
 
+@probes("activity_activityrecord_export_csv")
+@probes("activity_activityrecord_export_jsonl")
+def _activity_export(client: Client, url: str, theirs: Tenant) -> None:
+    for query in ({}, {"tenant__id__exact": theirs.pk}, {"q": MARK}):
+        exported = client.get(url, query)
+        assert exported.status_code in (200, *REFUSED), query
+        body = b"".join(exported.streaming_content).decode() if exported.status_code == 200 else ""
+        assert MARK not in body.lower(), query
+
+
+@probes("activity_activityrecord_usage")
+def _activity_usage(client: Client, url: str, theirs: Tenant) -> None:
+    assert client.get(url, {"tenant": theirs.pk}).status_code == 404
+    shown = client.get(url)
+    assert shown.status_code == 200 and MARK not in page(shown)
+
+
 @probes("tenants_tool_schema_check")
 def _tool_schema_check(client: Client, url: str, theirs: Tenant) -> None:
     # Checks a draft against the rules alone: no tenant's rows are read, so none can show.

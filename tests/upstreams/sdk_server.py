@@ -1,5 +1,8 @@
 """An upstream MCP server for the federation tests, built on the official SDK's ``MCPServer`` and run as a process:
-``python -m tests.upstreams.sdk_server --port N [--transport streamable-http|sse] [--name X]``.
+``python -m tests.upstreams.sdk_server --port N [--transport streamable-http|sse] [--name X] [--handshake-only]``.
+
+``--handshake-only`` answers ``server/discover`` with -32601, as a server of the handshake era does: clients fall
+back to ``initialize`` (2025-11-25), and the server's questions become server-to-client requests in the session.
 
 It records the Authorization header of every HTTP request it receives (tool ``seen_authorization``) and the calls
 that were cancelled (tool ``cancelled_calls``), so tests can check what the platform forwarded.
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from typing import Annotated, Any, TypedDict
 
 import uvicorn
@@ -99,16 +103,18 @@ def build(name: str) -> MCPServer:
         ANSWERS.append(f"{label}:accept")
         return f"hello {form.name}"
 
-    @server.tool(description="The answers ask_name received, as label:action.")
+    @server.tool(description="The answers received: ask_name's as label:action, haiku:topic, roots:label.")
     def answers_received() -> list[str]:
         return list(ANSWERS)
 
     @server.tool(description="Ask the client's model for a haiku.")
     async def haiku(topic: str, sampled: Annotated[CreateMessageResult, Resolve(ask_for_haiku)]) -> str:
+        ANSWERS.append(f"haiku:{topic}")
         return sampled.content.text if isinstance(sampled.content, TextContent) else "?"
 
     @server.tool(description="The client's roots.")
-    async def roots(listed: Annotated[ListRootsResult, Resolve(ask_for_roots)]) -> str:
+    async def roots(listed: Annotated[ListRootsResult, Resolve(ask_for_roots)], label: str = "") -> str:
+        ANSWERS.append(f"roots:{label}")
         return ", ".join(str(root.uri) for root in listed.roots)
 
     @server.resource("notes://readme", description="The readme.")
@@ -136,14 +142,55 @@ def recording(app: Any) -> Any:
     return asgi
 
 
+def handshake_only(app: Any) -> Any:
+    """``app`` without the 2026-07-28 era: ``server/discover`` is a method it does not know."""
+
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        if isinstance(request, dict) and request.get("method") == "server/discover":
+            error = {"code": -32601, "message": "Method not found"}
+            payload = json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "error": error}).encode()
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": payload})
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await app(scope, replay, send)
+
+    return asgi
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--transport", default="streamable-http", choices=["streamable-http", "sse"])
     parser.add_argument("--name", default="federation-upstream")
+    parser.add_argument("--handshake-only", action="store_true")
     options = parser.parse_args()
     server = build(options.name)
     app = server.sse_app() if options.transport == "sse" else server.streamable_http_app()
+    if options.handshake_only:
+        app = handshake_only(app)
     config = uvicorn.Config(recording(app), host="127.0.0.1", port=options.port, log_level="warning")
     uvicorn.Server(config).run()
 

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from mcp_platform.processes import end_with_parent
+from mcp_platform.processes import end_with_parent, exit_normally_on_sigterm
 from mcp_platform.servers import DEFAULT_SERVER, GRACEFUL_SHUTDOWN_SECONDS, RUNNERS, SERVERS, listening_socket
 
 logger = logging.getLogger(__name__)
@@ -140,6 +140,7 @@ class Command(BaseCommand):
         if options["fd"] is None:
             self.stdout.write(f"Serving MCP on {where} ({options['server']})")
         self.stdout.flush()
+        exit_normally_on_sigterm()
         RUNNERS[options["server"]](
             application,
             host=options["host"],

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0002_tool_run_quota_key_and_queueing'),
+        ('jobs', '0003_tool_run_upstream_task'),
     ]
 
     operations = [

@@ -1,0 +1,178 @@
+"""The activity log in the admin: read-only, tenant-scoped, filtered by time, principal, client, tool and outcome,
+exported as CSV or JSON Lines with the filters in force, and the usage dashboard built from the same rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.core.exceptions import BadRequest, PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.urls import URLPattern, path
+from django.utils import timezone
+from django.utils.html import format_html
+
+from mcp_platform.activity.export import export_response
+from mcp_platform.activity.models import ActivityRecord
+from tenants.admin_scoping import TenantScopedAdmin
+
+# Distinct values offered by a filter: the most frequent first, at most this many (type-in search covers the rest).
+FILTER_CHOICES = 50
+
+
+class PeriodFilter(admin.SimpleListFilter):
+    title = "time"
+    parameter_name = "period"
+    PERIODS = {
+        "1h": dt.timedelta(hours=1),
+        "24h": dt.timedelta(days=1),
+        "7d": dt.timedelta(days=7),
+        "30d": dt.timedelta(days=30),
+    }
+    LABELS = {"1h": "Last hour", "24h": "Last 24 hours", "7d": "Last 7 days", "30d": "Last 30 days"}
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return list(self.LABELS.items())
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        period = self.PERIODS.get(self.value() or "")
+        return queryset if period is None else queryset.filter(at__gte=timezone.now() - period)
+
+
+class _ValueFilter(admin.SimpleListFilter):
+    """Choices from the rows the person may see (most frequent first): never another tenant's values."""
+
+    field = ""
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        from django.db.models import Count
+
+        values = (
+            model_admin.get_queryset(request)
+            .exclude(**{self.field: ""})
+            .values_list(self.field)
+            .annotate(n=Count("id"))
+            .order_by("-n", self.field)[:FILTER_CHOICES]
+        )
+        return [(value, value) for value, _ in values]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(**{self.field: value})
+
+
+class PrincipalFilter(_ValueFilter):
+    title = "principal (user id)"
+    parameter_name = "principal"
+    field = "principal"
+
+
+class ClientFilter(_ValueFilter):
+    title = "client"
+    parameter_name = "client"
+    field = "client_name"
+
+
+class TargetFilter(_ValueFilter):
+    title = "tool, resource or prompt"
+    parameter_name = "target"
+    field = "target"
+
+
+@admin.register(ActivityRecord)
+class ActivityRecordAdmin(TenantScopedAdmin):
+    tenant_path = "tenant"
+    list_display = ("at", "tenant", "kind", "method", "target", "principal", "client", "outcome_shown", "duration")
+    list_filter = (PeriodFilter, "outcome", "kind", "method", TargetFilter, PrincipalFilter, ClientFilter, "tenant")
+    search_fields = ("target", "request_id", "client_name", "principal")
+    list_select_related = ("tenant",)
+    list_per_page = 100
+    show_full_result_count = False  # counting a large log on every page costs more than the page
+    fields = (
+        "at",
+        "tenant",
+        "kind",
+        "method",
+        "target",
+        "principal",
+        "client_id",
+        "client_name",
+        "client_version",
+        "protocol_version",
+        "transport",
+        "request_id",
+        "duration_ms",
+        "outcome",
+        "error_code",
+        "details_shown",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="client")
+    def client(self, obj: ActivityRecord) -> str:
+        return f"{obj.client_name} {obj.client_version}".strip() or obj.client_id
+
+    @admin.display(description="outcome", ordering="outcome")
+    def outcome_shown(self, obj: ActivityRecord) -> str:
+        if obj.kind == ActivityRecord.Kind.ADMIN:
+            return "—"
+        return (
+            f"{obj.get_outcome_display()} ({obj.error_code})"
+            if obj.error_code is not None
+            else obj.get_outcome_display()
+        )
+
+    @admin.display(description="duration (ms)", ordering="duration_ms")
+    def duration(self, obj: ActivityRecord) -> str:
+        return "" if obj.duration_ms is None else f"{obj.duration_ms:.1f}"
+
+    @admin.display(description="details")
+    def details_shown(self, obj: ActivityRecord) -> str:
+        if obj.details is None:
+            return "—"
+        return format_html("<pre>{}</pre>", json.dumps(obj.details, indent=2, sort_keys=True))
+
+    # The log is written by the platform only; rows leave by retention.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_urls(self) -> list[URLPattern]:
+        prefix = f"{self.opts.app_label}_{self.opts.model_name}"
+        own = [
+            path("export.csv", self.admin_site.admin_view(self.export_csv), name=f"{prefix}_export_csv"),
+            path("export.jsonl", self.admin_site.admin_view(self.export_jsonl), name=f"{prefix}_export_jsonl"),
+            path("usage/", self.admin_site.admin_view(self.usage_view), name=f"{prefix}_usage"),
+        ]
+        return own + super().get_urls()
+
+    def filtered(self, request: HttpRequest) -> QuerySet[Any]:
+        """The rows the changelist shows with the request's filters and search: the person's tenants only."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        try:
+            return self.get_changelist_instance(request).get_queryset(request)
+        except IncorrectLookupParameters:
+            raise BadRequest("Unknown filter.") from None
+
+    def export_csv(self, request: HttpRequest) -> StreamingHttpResponse:
+        return export_response(self.filtered(request), "csv", "activity")
+
+    def export_jsonl(self, request: HttpRequest) -> StreamingHttpResponse:
+        return export_response(self.filtered(request), "jsonl", "activity")
+
+    def usage_view(self, request: HttpRequest) -> HttpResponse:
+        from mcp_platform.activity.dashboard import usage_page
+
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return usage_page(request, self)

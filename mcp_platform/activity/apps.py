@@ -1,0 +1,20 @@
+"""The activity app: registers the call hook that feeds the log's in-memory writer."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class ActivityConfig(AppConfig):
+    name = "mcp_platform.activity"
+    label = "activity"
+    verbose_name = "Activity and usage"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from mcp_platform.activity.hook import activity_hook
+        from mcp_platform.conf import platform_settings
+        from mcp_platform.observe.calls import register_hook
+
+        if platform_settings.ACTIVITY_LOG:
+            register_hook(activity_hook)

@@ -1,0 +1,51 @@
+"""One row per observed MCP call (``kind=call``) or admin change (``kind=admin``) of a tenant."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from tenants.models import Tenant
+
+
+class ActivityRecord(models.Model):
+    class Kind(models.TextChoices):
+        CALL = "call", "MCP call"
+        ADMIN = "admin", "Admin change"
+
+    class Outcome(models.TextChoices):
+        OK = "ok", "Result"
+        TOOL_ERROR = "tool_error", "Tool error (isError)"
+        ERROR = "error", "JSON-RPC error"
+        RATE_LIMITED = "rate_limited", "Refused by a limit"
+        CANCELLED = "cancelled", "Cancelled"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="activity")
+    at = models.DateTimeField(db_index=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.CALL)
+    # Who: the user id (a person, through a client or in the admin) and the OAuth client id.
+    principal = models.CharField(max_length=64, blank=True)
+    client_id = models.CharField(max_length=255, blank=True)
+    client_name = models.CharField(max_length=255, blank=True)
+    client_version = models.CharField(max_length=64, blank=True)
+    # What: the JSON-RPC method and its target (tool name, resource URI, prompt name); for an admin change the
+    # action (create, change, delete) and the kind of object ("tool", "secret", ...).
+    method = models.CharField(max_length=64)
+    target = models.CharField(max_length=512, blank=True)
+    protocol_version = models.CharField(max_length=16, blank=True)
+    transport = models.CharField(max_length=16, blank=True)
+    request_id = models.CharField(max_length=128, blank=True)
+    duration_ms = models.FloatField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.OK)
+    error_code = models.IntegerField(null=True, blank=True)
+    # Arguments (where the tenant opted in, secrets redacted); for admin changes {"before": ..., "after": ...}.
+    details = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["tenant", "-at"], name="activity_tenant_at"),
+            models.Index(fields=["tenant", "target", "-at"], name="activity_tenant_target_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.target}".strip()

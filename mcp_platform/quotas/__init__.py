@@ -1,0 +1,1 @@
+"""Quotas and rate limits of tenants' MCP endpoints: the limits admins set, and the token buckets that hold them."""

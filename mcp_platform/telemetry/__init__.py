@@ -1,0 +1,1 @@
+"""Metrics (Prometheus, ``/metrics``), traces (OpenTelemetry, optional) and structured request logs."""

@@ -1,0 +1,164 @@
+"""The activity log and usage dashboard in the admin, as a tenant's admin (made only by membership): own rows only,
+filters, streaming exports, read-only rows, and the dashboard's figures."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from mcp_platform.activity.models import ActivityRecord
+from tenants.models import Membership, Tenant
+from tests.factories import MembershipFactory, TenantFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+CHANGELIST = "admin:activity_activityrecord_changelist"
+
+
+@pytest.fixture
+def ours() -> Tenant:
+    return TenantFactory(slug="acme", name="Acme")
+
+
+@pytest.fixture
+def theirs() -> Tenant:
+    return TenantFactory(slug="globex", name="Globex")
+
+
+@pytest.fixture
+def admin_client(client: Client, ours: Tenant) -> Client:
+    user = UserFactory(username="ada")
+    MembershipFactory(tenant=ours, user=user, role=Membership.Role.ADMIN)
+    client.force_login(user)
+    return client
+
+
+def row(tenant: Tenant, target: str, *, outcome: str = "ok", ago: dt.timedelta = dt.timedelta(), **fields: Any):
+    return ActivityRecord.objects.create(
+        tenant=tenant,
+        at=timezone.now() - ago,
+        method="tools/call",
+        target=target,
+        outcome=outcome,
+        client_name=fields.pop("client_name", "Claude"),
+        principal=fields.pop("principal", "7"),
+        duration_ms=fields.pop("duration_ms", 10.0),
+        **fields,
+    )
+
+
+def listed(response: Any) -> list[str]:
+    return [record.target for record in response.context["cl"].result_list]
+
+
+def test_a_tenant_admin_sees_only_their_tenants_rows(admin_client: Client, ours: Tenant, theirs: Tenant) -> None:
+    row(ours, "weather")
+    row(theirs, "globex_secret_tool")
+    page = admin_client.get(reverse(CHANGELIST))
+    assert page.status_code == 200
+    assert listed(page) == ["weather"]
+    assert "globex" not in page.content.decode()
+
+
+def test_rows_filter_by_time_tool_outcome_principal_and_client(admin_client: Client, ours: Tenant) -> None:
+    row(ours, "weather", outcome="tool_error", principal="7", client_name="Claude")
+    row(ours, "search", principal="8", client_name="Cursor", ago=dt.timedelta(hours=3))
+    row(ours, "old", ago=dt.timedelta(days=10))
+    url = reverse(CHANGELIST)
+    assert listed(admin_client.get(url, {"period": "1h"})) == ["weather"]
+    assert set(listed(admin_client.get(url, {"period": "7d"}))) == {"weather", "search"}
+    assert listed(admin_client.get(url, {"target": "search"})) == ["search"]
+    assert listed(admin_client.get(url, {"outcome__exact": "tool_error"})) == ["weather"]
+    assert listed(admin_client.get(url, {"principal": "8"})) == ["search"]
+    assert listed(admin_client.get(url, {"client": "Cursor"})) == ["search"]
+
+
+def test_rows_are_read_only(admin_client: Client, ours: Tenant) -> None:
+    record = row(ours, "weather")
+    change = reverse("admin:activity_activityrecord_change", args=[record.pk])
+    assert admin_client.get(change).status_code == 200
+    admin_client.post(change, {"target": "forged"})
+    assert admin_client.get(reverse("admin:activity_activityrecord_add")).status_code == 403
+    assert (
+        admin_client.post(
+            reverse("admin:activity_activityrecord_delete", args=[record.pk]), {"post": "yes"}
+        ).status_code
+        == 403
+    )
+    assert ActivityRecord.objects.get(pk=record.pk).target == "weather"
+
+
+def test_another_tenants_row_is_a_404(admin_client: Client, theirs: Tenant) -> None:
+    record = row(theirs, "globex_tool")
+    assert admin_client.get(reverse("admin:activity_activityrecord_change", args=[record.pk])).status_code == 404
+
+
+def test_csv_export_streams_the_filtered_rows_with_formulas_defused(
+    admin_client: Client, ours: Tenant, theirs: Tenant
+) -> None:
+    row(ours, "weather", outcome="error", error_code=-32602)
+    row(ours, "=HYPERLINK(1)")
+    row(theirs, "globex_tool", outcome="error")
+    response = admin_client.get(reverse("admin:activity_activityrecord_export_csv"), {"outcome__exact": "error"})
+    assert response.status_code == 200 and response.streaming
+    assert response["Content-Type"].startswith("text/csv")
+    lines = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert [(line["tenant"], line["target"], line["error_code"]) for line in lines] == [("acme", "weather", "-32602")]
+    everything = admin_client.get(reverse("admin:activity_activityrecord_export_csv"))
+    targets = [line["target"] for line in csv.DictReader(io.StringIO(b"".join(everything.streaming_content).decode()))]
+    assert sorted(targets) == ["'=HYPERLINK(1)", "weather"]
+
+
+def test_json_lines_export_has_one_object_per_row(admin_client: Client, ours: Tenant) -> None:
+    row(ours, "weather", details={"arguments": {"city": "Oslo"}})
+    response = admin_client.get(reverse("admin:activity_activityrecord_export_jsonl"))
+    [line] = b"".join(response.streaming_content).decode().splitlines()
+    record = json.loads(line)
+    assert (record["tenant"], record["target"], record["details"]) == (
+        "acme",
+        "weather",
+        {"arguments": {"city": "Oslo"}},
+    )
+
+
+def test_the_dashboard_shows_calls_errors_and_latency_per_tool_and_client(
+    admin_client: Client, ours: Tenant, theirs: Tenant
+) -> None:
+    for duration in (10.0, 20.0, 30.0, 40.0):
+        row(ours, "weather", duration_ms=duration)
+    row(ours, "search", outcome="error", client_name="Cursor", duration_ms=5.0)
+    row(ours, "weather", ago=dt.timedelta(days=2))
+    row(theirs, "globex_tool")
+    page = admin_client.get(reverse("admin:activity_activityrecord_usage"), {"window": "24h"})
+    assert page.status_code == 200
+    summary = page.context["summary"]
+    assert summary["totals"] == {"calls": 5, "errors": 1}
+    tools = {u.name: u for u in summary["tools"]}
+    assert (tools["weather"].calls, tools["weather"].errors, tools["weather"].p50_ms) == (4, 0, 25.0)
+    assert tools["weather"].p95_ms == pytest.approx(38.5)
+    assert {u.name: u.calls for u in summary["clients"]} == {"Claude": 4, "Cursor": 1}
+    assert "<svg" in page.content.decode() and "globex" not in page.content.decode()
+    month = admin_client.get(reverse("admin:activity_activityrecord_usage"), {"window": "30d"})
+    assert month.context["summary"]["totals"]["calls"] == 6
+
+
+def test_the_dashboard_refuses_another_tenant(admin_client: Client, theirs: Tenant) -> None:
+    assert admin_client.get(reverse("admin:activity_activityrecord_usage"), {"tenant": theirs.pk}).status_code == 404
+
+
+def test_platform_staff_see_usage_across_tenants(client: Client, ours: Tenant, theirs: Tenant) -> None:
+    row(ours, "weather")
+    row(theirs, "globex_tool")
+    client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
+    page = client.get(reverse("admin:activity_activityrecord_usage"))
+    assert page.context["summary"]["totals"]["calls"] == 2
+    only = client.get(reverse("admin:activity_activityrecord_usage"), {"tenant": theirs.pk})
+    assert [u.name for u in only.context["summary"]["tools"]] == ["globex_tool"]

@@ -1,0 +1,116 @@
+"""Stored calls: fields, arguments only where the tenant opted in (redacted), deleted tenants skipped, retention."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+import pytest
+from django.utils import timezone
+
+from mcp_platform.activity.models import ActivityRecord
+from mcp_platform.activity.redaction import REDACTED
+from mcp_platform.activity.services import activity_admin_change_record, activity_calls_write, activity_purge_expired
+from mcp_platform.observe.calls import CallInfo, CallRecord
+from tenants.services import tenant_create, tenant_update, tool_create
+
+pytestmark = pytest.mark.django_db
+
+SCHEMA = {"type": "object", "properties": {"pin": {"type": "string", "writeOnly": True}, "city": {"type": "string"}}}
+
+
+def record(tenant_id: int, *, method: str = "tools/call", target: str = "weather", arguments=None) -> CallRecord:
+    info = CallInfo(
+        tenant_id=tenant_id,
+        tenant_slug="",
+        method=method,
+        target=target,
+        principal="7",
+        client_id="app-1",
+        client_name="Claude",
+        client_version="1.2",
+        protocol_version="2026-07-28",
+        transport="streamable-http",
+        request_id="42",
+        started=time.perf_counter(),
+        started_at=time.time(),
+        arguments=arguments,
+        headers=None,
+    )
+    return CallRecord(info=info, duration_s=0.0123, outcome="error", error_code=-32602)
+
+
+def test_a_call_is_stored_with_who_what_and_how_it_ended() -> None:
+    tenant = tenant_create(slug="acme", name="Acme")
+    assert activity_calls_write(records=[record(tenant.pk, arguments={"city": "Oslo"})]) == 1
+    row = ActivityRecord.objects.get()
+    assert (row.tenant_id, row.principal, row.client_id, row.client_name, row.client_version) == (
+        tenant.pk,
+        "7",
+        "app-1",
+        "Claude",
+        "1.2",
+    )
+    assert (row.method, row.target, row.protocol_version, row.transport, row.request_id) == (
+        "tools/call",
+        "weather",
+        "2026-07-28",
+        "streamable-http",
+        "42",
+    )
+    assert (row.outcome, row.error_code, row.duration_ms) == ("error", -32602, 12.3)
+    assert row.details is None, "arguments are not kept unless the tenant opts in"
+
+
+def test_names_with_separators_and_backslashes_are_stored_as_sent() -> None:
+    tenant = tenant_create(slug="acme", name="Acme")
+    tenant_update(tenant=tenant, data={"activity_record_arguments": True})
+    odd = "a\tb\nc\\d\re"
+    activity_calls_write(records=[record(tenant.pk, target=odd + "\x00", arguments={"q": odd})])
+    row = ActivityRecord.objects.get()
+    assert row.target == odd, "NUL, which PostgreSQL cannot store, is left out"
+    assert row.details == {"arguments": {"q": odd}}
+
+
+def test_arguments_are_kept_redacted_when_the_tenant_opts_in() -> None:
+    tenant = tenant_create(slug="acme", name="Acme")
+    tenant_update(tenant=tenant, data={"activity_record_arguments": True})
+    tool_create(tenant=tenant, name="weather", input_schema=SCHEMA, config={"content": []})
+    activity_calls_write(records=[record(tenant.pk, arguments={"pin": "1234", "city": "Oslo", "api_key": "k"})])
+    assert ActivityRecord.objects.get().details == {"arguments": {"pin": REDACTED, "city": "Oslo", "api_key": REDACTED}}
+
+
+def test_records_of_a_tenant_deleted_meanwhile_are_skipped() -> None:
+    tenant = tenant_create(slug="acme", name="Acme")
+    assert activity_calls_write(records=[record(tenant.pk), record(tenant.pk + 1000)]) == 1
+
+
+def test_each_tenant_keeps_its_own_retention() -> None:
+    short = tenant_create(slug="short", name="Short")
+    tenant_update(tenant=short, data={"activity_retention_days": 1})
+    default = tenant_create(slug="default", name="Default")
+    now = timezone.now()
+    for tenant in (short, default):
+        activity_calls_write(records=[record(tenant.pk)])
+    ActivityRecord.objects.update(at=now - dt.timedelta(days=2))
+    assert activity_purge_expired(now=now) == 1
+    assert list(ActivityRecord.objects.values_list("tenant__slug", flat=True)) == ["default"]
+    assert activity_purge_expired(now=now + dt.timedelta(days=29)) == 1
+
+
+def test_an_admin_change_never_keeps_a_secret_value() -> None:
+    tenant = tenant_create(slug="acme", name="Acme")
+    activity_admin_change_record(
+        tenant_id=tenant.pk,
+        user_id=3,
+        action="change",
+        object_type="secret",
+        object_repr="github",
+        object_id="9",
+        before={"name": "github", "value": "old-secret"},
+        after={"name": "github", "value": "new-secret"},
+    )
+    row = ActivityRecord.objects.get()
+    assert row.kind == "admin" and row.principal == "3" and row.method == "admin/change"
+    assert row.details["before"] == {"name": "github", "value": REDACTED}
+    assert "secret" not in str(row.details["after"]["value"])
