@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect, JsonResponse
@@ -125,7 +126,8 @@ class ToolRunAdmin(TenantScopedAdmin):
 
     def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST: cancel this run (the Cancel button of its page), then back to that page."""
-        run: ToolRun = self.get_object(request, object_id)  # another tenant's run, or none: a 404
+        # The id arrives quoted as the admin quotes ids in URLs ("_" is "_5F"); another tenant's run is a 404.
+        run: ToolRun = self.get_object(request, unquote(object_id))
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         if not self.has_cancel_permission(request, run):
@@ -135,7 +137,7 @@ class ToolRunAdmin(TenantScopedAdmin):
             self.message_user(request, "The run was cancelled; a worker running it is told to stop.", messages.SUCCESS)
         else:
             self.message_user(request, "The run had already finished or expired.", messages.WARNING)
-        return HttpResponseRedirect(reverse("admin:jobs_toolrun_change", args=[run.pk]))
+        return HttpResponseRedirect(reverse("admin:jobs_toolrun_change", args=[quote(run.pk)]))
 
     def _cancel(self, run: ToolRun) -> bool:
         # As the run's own caller, so the service's rules (and its worker signal) apply unchanged.

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.test import Client
 from django.urls import reverse
 
@@ -89,8 +90,10 @@ def test_the_list_shows_progress_as_a_bar_the_page_can_update(signed_in_admin: C
 
 def test_a_runs_page_cancels_it_with_its_button(signed_in_admin: Client, tenant: Any) -> None:
     run = admin_object(ToolRun, tenant)
-    change = reverse("admin:jobs_toolrun_change", args=[run.pk])
-    cancel = reverse("admin:jobs_toolrun_cancel", args=[run.pk])
+    ToolRun.objects.filter(pk=run.pk).update(id="run_with/odd_chars")  # task ids are URL-safe base64: "_" and "-"
+    run = ToolRun.objects.get(pk="run_with/odd_chars")
+    change = reverse("admin:jobs_toolrun_change", args=[quote(run.pk)])
+    cancel = reverse("admin:jobs_toolrun_cancel", args=[quote(run.pk)])
 
     assert "Cancel this run" in signed_in_admin.get(change).content.decode()
     assert signed_in_admin.get(cancel).status_code == 405
