@@ -126,8 +126,7 @@
   // The fields of one rendered form: each builds its DOM under `parent` and registers
   // {path, schema, required, frame, control, read() -> {present, value?, error?}}.
   class Form {
-    constructor(container, idPrefix) {
-      this.container = container;
+    constructor(idPrefix) {
       this.idPrefix = idPrefix;
       this.fields = [];
     }
@@ -146,7 +145,7 @@
       wrapper.append(label);
       const describedBy = [];
       if (typeof schema.description === "string" && schema.description) {
-        const help = el("div", { class: "schema-form-help help", id: `${this.id(path)}-help` }, schema.description);
+        const help = el("div", { class: "schema-form-help", id: `${this.id(path)}-help` }, schema.description);
         describedBy.push(help.id);
         wrapper.helpNode = help;
       }
@@ -322,7 +321,7 @@
       wrapper.append(legend);
       const describedBy = [];
       if (typeof schema.description === "string" && schema.description) {
-        const help = el("div", { class: "schema-form-help help", id: `${this.id(path)}-help` }, schema.description);
+        const help = el("div", { class: "schema-form-help", id: `${this.id(path)}-help` }, schema.description);
         describedBy.push(help.id);
         wrapper.helpNode = help;
       }
@@ -345,7 +344,7 @@
         children.push([key, this.field(body, [...path, key], child, key, requiredNames.includes(key), start)]);
       }
       if (!children.length && !path.length) {
-        body.append(el("p", { class: "schema-form-empty help" }, "This form has no fields."));
+        body.append(el("p", { class: "schema-form-empty schema-form-help" }, "This form has no fields."));
       }
       if (frame) this.finish(frame, frame.wrapper);
       const read = () => {
@@ -366,7 +365,7 @@
       const frame = this.frame(parent, path, schema, name, required, id);
       const control = el("textarea", { id, rows: "3", class: "schema-form-json", "aria-required": required ? "true" : undefined });
       if (initial !== undefined) control.value = JSON.stringify(initial, null, 2);
-      const note = el("div", { class: "schema-form-help help", id: `${id}-json-note` }, "Enter JSON.");
+      const note = el("div", { class: "schema-form-help", id: `${id}-json-note` }, "Enter JSON.");
       frame.describedBy.push(note.id);
       frame.wrapper.append(control, note);
       this.finish(frame, control);
@@ -443,7 +442,7 @@
     const opts = options || {};
     formsRendered += 1;
     const idPrefix = opts.idPrefix || `schema-form-${formsRendered}`;
-    const form = new Form(container, idPrefix);
+    const form = new Form(idPrefix);
     container.replaceChildren();
     container.classList.add("schema-form");
     const root = isObject(schema) ? schema : {};

@@ -19,6 +19,7 @@ from tenants.admin_fields import as_typed
 from tenants.admin_memberships import MembershipForm, is_last_owner
 from tenants.admin_policy import OWNING, admin_scope
 from tenants.admin_python import PythonFunctionForm
+from tenants.admin_schema import SchemaEditorAdmin
 from tenants.admin_scoping import NOBODY, TenantScopedAdmin, TenantScopedInline
 from tenants.admin_tenant_page import tenant_page_context
 from tenants.models import Membership, Prompt, Resource, ResourceTemplate, Secret, Tenant, Tool
@@ -219,12 +220,21 @@ class CatalogEntryAdmin(ServiceBackedAdmin):
 
 
 @admin.register(Tool)
-class ToolAdmin(CatalogEntryAdmin):
+class ToolAdmin(SchemaEditorAdmin, CatalogEntryAdmin):
     form = _form_for(Tool, validation.tool_validate)
     fields_for_service = tuple(sorted(services.TOOL_FIELDS))
     list_display = ("name", "tenant", "title", "backend", "task_support", "enabled", "updated_at")
     list_filter = ("backend", "task_support", "enabled", "tenant", "openapi_source")
     search_fields = ("name", "title", "description", "tenant__slug")
+
+    def get_urls(self) -> list[Any]:
+        return [*self.schema_check_urls(), *super().get_urls()]
+
+    def formfield_for_dbfield(self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
+        widget = self.schema_widgets().get(db_field.name)
+        if widget is not None:
+            kwargs["widget"] = widget
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         # Where an imported tool came from: importing that source again rewrites what the document sets.

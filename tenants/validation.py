@@ -330,15 +330,26 @@ def _upstream_item_errors(item: Tool | ResourceTemplate | Prompt) -> list[str]:
     return []
 
 
+# A tool's JSON Schema fields and how their messages name them. The admin's schema editor checks a draft through
+# ``tool_schema_errors`` as it is typed, so it reports what saving would.
+TOOL_SCHEMA_FIELDS = {"input_schema": "The input schema", "output_schema": "The output schema"}
+
+
+def tool_schema_errors(*, field: str, schema: Any) -> list[str]:
+    """Why ``schema`` cannot be the tool's ``field`` (a key of ``TOOL_SCHEMA_FIELDS``), or nothing; an output
+    schema may be absent (None)."""
+    if field == "output_schema" and schema is None:
+        return []
+    return json_schema_errors(schema, what=TOOL_SCHEMA_FIELDS[field])
+
+
 def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry, keys_checked: bool = False) -> None:
     """Raise ``ValidationError`` unless ``tool`` may be stored and served (``keys_checked``: see ``_collect``)."""
 
     def checks(errors: Errors) -> None:
-        for message in json_schema_errors(tool.input_schema, what="The input schema"):
-            _add(errors, "input_schema", message)
-        if tool.output_schema is not None:
-            for message in json_schema_errors(tool.output_schema, what="The output schema"):
-                _add(errors, "output_schema", message)
+        for field in TOOL_SCHEMA_FIELDS:
+            for message in tool_schema_errors(field=field, schema=getattr(tool, field)):
+                _add(errors, field, message)
         for message in _tool_annotation_errors(tool.annotations):
             _add(errors, "annotations", message)
         for message in _icon_errors(tool.icons):

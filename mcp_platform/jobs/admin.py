@@ -1,26 +1,75 @@
-"""Admin for tool runs: a tenant's admins (and platform staff) see what runs, for whom, and how it ended, filter
-by tool, status and principal, and cancel runs that have not finished."""
+"""Admin for tool runs: a tenant's admins (and platform staff) see what runs, for whom, and how it ended, watch
+status, progress and status message change while a run works (the page polls a small JSON endpoint), filter by
+tool, status and principal, and cancel runs that have not finished, in bulk or from a run's page."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect, JsonResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
 
 from mcp_platform.jobs.models import ToolRun
-from mcp_platform.jobs.selectors import Caller
+from mcp_platform.jobs.selectors import TERMINAL_STATUSES, Caller
 from mcp_platform.jobs.services import tool_run_cancel
 from tenants.admin_scoping import TenantScopedAdmin
+
+# The changelist asks for the runs it shows (one page, 100 at most by default).
+MAX_LIVE_IDS = 200
+CANCELLED_IN_ADMIN = "Cancelled in the admin"
+LIVE_FIELDS = ("status", "status_message", "progress", "progress_total", "progress_message")
+
+
+def run_live_state(run: ToolRun, *, may_cancel: bool) -> dict[str, Any]:
+    """What the admin's pages show of a run and update while it works."""
+    finished = run.status in TERMINAL_STATUSES
+    return {
+        "status": run.status,
+        "statusLabel": run.get_status_display(),
+        "statusMessage": run.status_message,
+        "progress": run.progress,
+        "total": run.progress_total,
+        "progressMessage": run.progress_message,
+        "finished": finished,
+        "cancellable": may_cancel and not finished,
+    }
+
+
+def progress_label(run: ToolRun) -> str:
+    if run.progress is None:
+        return ""
+    done = f"{run.progress:g}"
+    return f"{done} of {run.progress_total:g}" if run.progress_total else done
 
 
 @admin.register(ToolRun)
 class ToolRunAdmin(TenantScopedAdmin):
-    list_display = ("id", "tenant", "tool_name", "status", "status_message", "principal", "created_at", "expires_at")
+    list_display = (
+        "id",
+        "tenant",
+        "tool_name",
+        "live_status",
+        "live_progress",
+        "live_message",
+        "principal",
+        "created_at",
+        "expires_at",
+    )
     list_filter = ("status", "tenant", "tool_name", "principal")
     search_fields = ("id", "tool_name", "principal")
     readonly_fields = [field.name for field in ToolRun._meta.fields]
+    # What changes while a run works is shown once, in the live panel at the top of its page.
+    fields = [name for name in readonly_fields if name not in LIVE_FIELDS]
     actions = ["cancel_runs"]
     tenant_path = "tenant"
+
+    class Media:
+        js = ("admin-tool-runs.js",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -28,23 +77,99 @@ class ToolRunAdmin(TenantScopedAdmin):
     def has_change_permission(self, request: HttpRequest, obj: ToolRun | None = None) -> bool:
         return False
 
-    def has_cancel_permission(self, request: HttpRequest) -> bool:
-        return self._allowed(request, self.change_roles, None)
+    def has_cancel_permission(self, request: HttpRequest, obj: ToolRun | None = None) -> bool:
+        return self._allowed(request, self.change_roles, obj)
+
+    def get_urls(self) -> list[Any]:
+        live = self.admin_site.admin_view(self.live_view)
+        cancel = self.admin_site.admin_view(self.cancel_view)
+        return [
+            path("live/", live, name="jobs_toolrun_live"),
+            path("<path:object_id>/cancel/", cancel, name="jobs_toolrun_cancel"),
+            *super().get_urls(),
+        ]
+
+    # Cells the page's script (admin-tool-runs.js) updates in place: each names its run and what it shows.
+    def _cell(self, run: ToolRun, field: str, content: Any, **data: str) -> str:
+        extra = format_html_join("", ' data-run-{}="{}"', data.items())
+        return format_html('<span data-run="{}" data-run-field="{}"{}>{}</span>', run.pk, field, extra, content)
+
+    @admin.display(description="status", ordering="status")
+    def live_status(self, run: ToolRun) -> str:
+        finished = "1" if run.status in TERMINAL_STATUSES else "0"
+        live = reverse("admin:jobs_toolrun_live")
+        return self._cell(run, "status", run.get_status_display(), finished=finished, **{"live-url": live})
+
+    @admin.display(description="progress")
+    def live_progress(self, run: ToolRun) -> str:
+        label = f"Progress of {run.tool_name}"
+        bar = (
+            format_html(
+                '<progress max="{}" value="{}" aria-label="{}"></progress> ', run.progress_total, run.progress, label
+            )
+            if run.progress is not None and run.progress_total
+            else ""
+        )
+        return self._cell(run, "progress", format_html("{}{}", bar, progress_label(run)), label=label)
+
+    @admin.display(description="status message")
+    def live_message(self, run: ToolRun) -> str:
+        return self._cell(run, "status_message", run.status_message)
+
+    def live_view(self, request: HttpRequest) -> JsonResponse:
+        """GET ``?id=<run id>&id=...`` -> ``{"runs": {id: state}}`` for those of the runs the person may see (others
+        are simply absent)."""
+        ids = request.GET.getlist("id")[:MAX_LIVE_IDS]
+        may_cancel = self.has_cancel_permission(request)
+        runs = self.get_queryset(request).filter(pk__in=ids)
+        return JsonResponse({"runs": {run.pk: run_live_state(run, may_cancel=may_cancel) for run in runs}})
+
+    def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """POST: cancel this run (the Cancel button of its page), then back to that page."""
+        # The id arrives quoted as the admin quotes ids in URLs ("_" is "_5F"); another tenant's run is a 404.
+        run: ToolRun = self.get_object(request, unquote(object_id))
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_cancel_permission(request, run):
+            raise PermissionDenied
+        cancelled = self._cancel(run)
+        if cancelled:
+            self.message_user(request, "The run was cancelled; a worker running it is told to stop.", messages.SUCCESS)
+        else:
+            self.message_user(request, "The run had already finished or expired.", messages.WARNING)
+        return HttpResponseRedirect(reverse("admin:jobs_toolrun_change", args=[quote(run.pk)]))
+
+    def _cancel(self, run: ToolRun) -> bool:
+        # As the run's own caller, so the service's rules (and its worker signal) apply unchanged.
+        caller = Caller(
+            tenant_id=run.tenant_id,
+            principal=run.principal,
+            session_id=run.session_id,
+            protocol_version=run.protocol_version,
+        )
+        outcome = tool_run_cancel(caller=caller, task_id=run.pk, reason=CANCELLED_IN_ADMIN)
+        return bool(outcome and outcome[1])
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: ToolRun | None = None,
+    ) -> Any:
+        if obj is not None:
+            context.update(
+                run_live=run_live_state(obj, may_cancel=self.has_cancel_permission(request, obj)),
+                run_progress_label=progress_label(obj),
+            )
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     # The queryset is the scoped one: only runs of administered tenants are cancelled.
     @admin.action(description="Cancel the selected runs (a worker running one is told to stop)", permissions=["cancel"])
     def cancel_runs(self, request: HttpRequest, queryset: QuerySet[ToolRun]) -> None:
-        cancelled = 0
-        for run in queryset:
-            # As the run's own caller, so the service's rules (and its worker signal) apply unchanged.
-            caller = Caller(
-                tenant_id=run.tenant_id,
-                principal=run.principal,
-                session_id=run.session_id,
-                protocol_version=run.protocol_version,
-            )
-            outcome = tool_run_cancel(caller=caller, task_id=run.pk, reason="Cancelled in the admin")
-            cancelled += bool(outcome and outcome[1])
+        cancelled = sum(self._cancel(run) for run in queryset)
         skipped = len(queryset) - cancelled
         self.message_user(
             request,

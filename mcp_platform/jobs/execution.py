@@ -30,6 +30,7 @@ from mcp_platform.gateway.identity import server_identity
 from mcp_platform.gateway.mailbox import mailbox, send_to_group
 from mcp_platform.jobs import services
 from mcp_platform.jobs.models import ToolRun
+from mcp_platform.jobs.progress import ProgressRecorder
 from mcp_platform.jobs.services import Claim
 from tenants.catalog import TenantCatalog
 from tenants.upstream_tasks import running_task
@@ -40,29 +41,24 @@ JSONObject = dict[str, Any]
 PROGRESS = "notifications/progress"
 
 
-def _progress_text(params: JSONObject) -> str:
-    if isinstance(params.get("message"), str) and params["message"]:
-        return str(params["message"])
-    total = params.get("total")
-    return f"{params.get('progress')}/{total}" if total is not None else f"Progress: {params.get('progress')}"
-
-
 class TaskOutbound:
-    """``mcp_core.context.Outbound`` of a running task. 2026-07-28: progress becomes the task's status message
-    (the extension sends no progress or log messages for tasks). 2025-11-25: progress and log messages go to the
-    task's group, where a ``tasks/result`` stream relays them to the client."""
+    """``mcp_core.context.Outbound`` of a running task. Progress is kept on the run (``jobs.progress``); in
+    2026-07-28 it is also the task's status message (the extension sends no progress or log messages for tasks).
+    2025-11-25: progress and log messages go to the task's group, where a ``tasks/result`` stream relays them."""
 
     def __init__(self, run: ToolRun) -> None:
         self._run = run
         self._stateless = run.protocol_version in STATELESS_VERSIONS
+        self.progress = ProgressRecorder(run, as_status=self._stateless)
 
     async def notify(self, method: str, params: JSONObject) -> None:
         run = self._run
+        if method == PROGRESS:
+            await self.progress.report(params)
+            # Without a token of the client's the progress is the run's alone (see task_env).
+            if run.progress_token is None:
+                return
         if self._stateless:
-            if method == PROGRESS:
-                await sync_to_async(services.tool_run_set_status_message)(
-                    tenant_id=run.tenant_id, run_id=run.pk, generation=run.generation, message=_progress_text(params)
-                )
             return
         message = {"kind": "notification", "method": method, "params": params}
         await send_to_group(groups.task_group(run.tenant_id, run.pk), message)
@@ -75,17 +71,16 @@ class TaskOutbound:
         """There is no client connection to release."""
 
 
-def task_env(run: ToolRun) -> Env:
+def task_env(run: ToolRun, outbound: TaskOutbound | None = None) -> Env:
     """What the call sees on the worker: the request's version, capabilities and log level, and the answers."""
-    token = run.progress_token
-    if token is None and run.protocol_version in STATELESS_VERSIONS:
-        # Progress turns into the status message here, whether or not the request asked for progress.
-        token = run.pk
+    # Progress is kept on the run (and, in 2026-07-28, becomes the status message) whether or not the request
+    # asked for it; it reaches the client only under the client's own token.
+    token = run.pk if run.progress_token is None else run.progress_token
     answers = {key: Answer(question, result) for key, (question, result) in run.input_answers.items()}
     return Env(
         version=run.protocol_version,
         catalog=TenantCatalog(run.tenant),
-        outbound=TaskOutbound(run),
+        outbound=outbound or TaskOutbound(run),
         server=server_identity(run.tenant),
         client_capabilities=run.client_capabilities,
         log_level=run.log_level or None,
@@ -129,9 +124,10 @@ async def _keep_lease(run: ToolRun, work: asyncio.Task[TaskOutcome]) -> None:
 
 async def _run_call(run: ToolRun) -> TaskOutcome | None:
     """The outcome of the call, or None when it was stopped (cancelled, expired)."""
+    outbound = TaskOutbound(run)
     context = contextvars.copy_context()
     context.run(running_task.set, RunningTask(run))
-    work = asyncio.create_task(run_task_call(run.tool_name, run.arguments, task_env(run)), context=context)
+    work = asyncio.create_task(run_task_call(run.tool_name, run.arguments, task_env(run, outbound)), context=context)
     control = groups.task_control_group(run.tenant_id, run.pk)
 
     def stop(message: JSONObject) -> None:
@@ -149,10 +145,13 @@ async def _run_call(run: ToolRun) -> TaskOutcome | None:
         raise
     finally:
         keeper.cancel()
+        outbound.progress.close()
         with contextlib.suppress(Exception):
             await asyncio.shield(box.unsubscribe(control, stop))
     if work.cancelled():
         return None
+    # The last progress the call reported, should the throttle still hold it.
+    await outbound.progress.settle()
     failure = work.exception()
     if failure is not None:
         logger.error("tool run %s (%s) failed", run.pk, run.tool_name, exc_info=failure)

@@ -41,6 +41,11 @@ class ToolRun(models.Model):
 
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.WORKING)
     status_message = models.TextField(blank=True)
+    # The latest progress the running call reported (any era), written by the worker at most twice a second
+    # (``jobs.progress``): what the admin shows while the run works. None until the call reports any.
+    progress = models.FloatField(null=True, blank=True)
+    progress_total = models.FloatField(null=True, blank=True)
+    progress_message = models.TextField(blank=True)
     result = models.JSONField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True)
     # Open questions (key -> {method, params}) and answers so far (key -> [question digest, result]).

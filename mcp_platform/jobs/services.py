@@ -262,14 +262,32 @@ def tool_run_renew(*, tenant_id: int, run_id: str, generation: int) -> bool:
     return bool(unexpired.update(lease_until=now + _lease()))
 
 
-def tool_run_set_status_message(*, tenant_id: int, run_id: str, generation: int, message: str) -> None:
-    """What the running call says about itself (its progress, in the 2026-07-28 era)."""
+def tool_run_record_progress(
+    *,
+    tenant_id: int,
+    run_id: str,
+    generation: int,
+    progress: float | None,
+    total: float | None,
+    message: str,
+    status_message: str | None,
+) -> None:
+    """Store the latest progress the running call reported (the worker throttles these: ``jobs.progress``). With
+    ``status_message`` (the 2026-07-28 era, where progress is what the task says about itself) the task's status
+    message changes too and whoever follows the task is told; otherwise it is one plain UPDATE that nobody waits on.
+    """
+    fields: dict[str, Any] = {"progress": progress, "progress_total": total, "progress_message": message[:1000]}
+    if status_message is None:
+        _this_start(tenant_id, run_id, generation).update(**fields)
+        return
     with transaction.atomic():
         run = _locked_start(tenant_id, run_id, generation).first()
         if run is None:
             return
-        run.status_message = message[:1000]
-        run.save(update_fields=["status_message", "updated_at"])
+        for name, value in fields.items():
+            setattr(run, name, value)
+        run.status_message = status_message[:1000]
+        run.save(update_fields=[*fields, "status_message", "updated_at"])
         _announce(run)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.test import Client
 from django.urls import reverse
 
@@ -51,3 +52,76 @@ def test_runs_filter_by_tool_and_principal_within_the_tenant(signed_in_admin: Cl
     assert [r.pk for r in page.context["cl"].result_list] == [run.pk]
     assert list(tools.lookup_choices) == ["acme_tool"]
     assert "globex" not in page.content.decode()
+
+
+def test_the_live_endpoint_answers_for_the_tenants_runs_only(signed_in_admin: Client, tenant: Any) -> None:
+    mine = admin_object(ToolRun, tenant)
+    ToolRun.objects.filter(pk=mine.pk).update(progress=3, progress_total=10, progress_message="Counted 3 of 10")
+    theirs = admin_object(ToolRun, TenantFactory(slug="globex"))
+
+    answer = signed_in_admin.get(reverse("admin:jobs_toolrun_live"), {"id": [mine.pk, theirs.pk, "no-such-run"]})
+
+    assert answer.json() == {
+        "runs": {
+            mine.pk: {
+                "status": "working",
+                "statusLabel": "Working",
+                "statusMessage": "",
+                "progress": 3.0,
+                "total": 10.0,
+                "progressMessage": "Counted 3 of 10",
+                "finished": False,
+                "cancellable": True,
+            }
+        }
+    }
+
+
+def test_the_list_shows_progress_as_a_bar_the_page_can_update(signed_in_admin: Client, tenant: Any) -> None:
+    run = admin_object(ToolRun, tenant)
+    ToolRun.objects.filter(pk=run.pk).update(progress=3, progress_total=10)
+
+    page = signed_in_admin.get(reverse("admin:jobs_toolrun_changelist")).content.decode()
+
+    assert f'<progress max="10.0" value="3.0" aria-label="Progress of {run.tool_name}"></progress> 3 of 10' in page
+    assert f'data-run="{run.pk}" data-run-field="status" data-run-finished="0"' in page
+    assert "admin-tool-runs.js" in page
+
+
+def test_a_runs_page_cancels_it_with_its_button(signed_in_admin: Client, tenant: Any) -> None:
+    run = admin_object(ToolRun, tenant)
+    ToolRun.objects.filter(pk=run.pk).update(id="run_with/odd_chars")  # task ids are URL-safe base64: "_" and "-"
+    run = ToolRun.objects.get(pk="run_with/odd_chars")
+    change = reverse("admin:jobs_toolrun_change", args=[quote(run.pk)])
+    cancel = reverse("admin:jobs_toolrun_cancel", args=[quote(run.pk)])
+
+    assert "Cancel this run" in signed_in_admin.get(change).content.decode()
+    assert signed_in_admin.get(cancel).status_code == 405
+    done = signed_in_admin.post(cancel, follow=True)
+    again = signed_in_admin.post(cancel, follow=True)
+
+    assert done.redirect_chain == [(change, 302)]
+    assert ToolRun.objects.get(pk=run.pk).status_message == "Cancelled in the admin"
+    assert [str(m) for m in done.context["messages"]] == ["The run was cancelled; a worker running it is told to stop."]
+    assert [str(m) for m in again.context["messages"]] == ["The run had already finished or expired."]
+    assert "Cancel this run" not in again.content.decode()
+
+
+def test_another_tenants_run_cannot_be_cancelled_from_its_page(signed_in_admin: Client) -> None:
+    theirs = admin_object(ToolRun, TenantFactory(slug="globex"))
+
+    refused = signed_in_admin.post(reverse("admin:jobs_toolrun_cancel", args=[theirs.pk]))
+
+    assert refused.status_code == 404
+    assert ToolRun.objects.get(pk=theirs.pk).status == "working"
+
+
+def test_the_principal_filter_offers_the_tenants_callers_only(signed_in_admin: Client, tenant: Any) -> None:
+    admin_object(ToolRun, tenant)
+    other = admin_object(ToolRun, TenantFactory(slug="globex"))
+    ToolRun.objects.filter(pk=other.pk).update(principal="user:globex-person")
+
+    page = signed_in_admin.get(reverse("admin:jobs_toolrun_changelist"))
+    principals = next(spec for spec in page.context["cl"].filter_specs if spec.title == "principal")
+
+    assert list(principals.lookup_choices) == ["user:1"]

@@ -57,6 +57,15 @@ async def reports(ctx: ToolContext) -> str:
     return "reported"
 
 
+@python_tool("tests.jobs.reports_often")
+async def reports_often(ctx: ToolContext) -> str:
+    for step in range(1, 51):
+        await ctx.report_progress(step, 50, f"step {step}")
+    events["started"].set()
+    await events["release"].wait()
+    return "done"
+
+
 @python_tool("tests.jobs.fails")
 async def fails(ctx: ToolContext) -> str:
     raise ToolError("no luck")
@@ -76,7 +85,7 @@ def fresh_events() -> None:
 @pytest.fixture
 def tenant(transactional_db: None) -> Any:
     tenant = TenantFactory(slug="acme")
-    for name in ("waits", "asks", "reports", "fails", "breaks"):
+    for name in ("waits", "asks", "reports", "reports_often", "fails", "breaks"):
         ToolFactory(tenant=tenant, name=name, backend=Backend.PYTHON, config={"function": f"tests.jobs.{name}"})
     return tenant
 
@@ -210,3 +219,56 @@ async def test_handshake_progress_and_logs_go_to_whoever_follows_the_task(tenant
         ("notification", "notifications/message"),
     ]
     assert heard[0] is not None and heard[0]["params"]["progressToken"] == "p-1"
+
+
+async def test_progress_is_kept_on_the_run_in_either_era(tenant: Any) -> None:
+    for version in ("2026-07-28", "2025-11-25"):
+        events.update(started=asyncio.Event(), release=asyncio.Event())
+        run = await start(tenant, "reports", version, arguments={}, progress_token="p-1")
+        worker = asyncio.create_task(execute(run))
+        async with asyncio.timeout(DEADLINE):
+            await events["started"].wait()
+            during = await stored(run)
+            events["release"].set()
+            await worker
+
+        assert (during.progress, during.progress_total, during.progress_message) == (1, 2, "half way"), version
+        # Only the 2026-07-28 era makes progress the task's status message.
+        assert during.status_message == ("half way" if version == "2026-07-28" else ""), version
+
+
+async def test_a_burst_of_progress_costs_a_few_writes_and_the_last_report_lands(
+    tenant: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes: list[float | None] = []
+    record = services.tool_run_record_progress
+    loop, last_written = asyncio.get_running_loop(), asyncio.Event()
+
+    def counted(**fields: Any) -> None:  # the real write, counted (it runs in a worker thread)
+        record(**fields)
+        writes.append(fields["progress"])
+        if fields["progress"] == 50:
+            loop.call_soon_threadsafe(last_written.set)
+
+    monkeypatch.setattr(services, "tool_run_record_progress", counted)
+    run = await start(tenant, "reports_often", "2025-11-25", arguments={})  # no progress token of the client's
+    inbox = Inbox()
+    await inbox.join(groups.task_group(tenant.pk, run.pk))
+    try:
+        worker = asyncio.create_task(execute(run))
+        async with asyncio.timeout(DEADLINE):
+            await events["started"].wait()
+            await last_written.wait()  # while the call still runs: the throttle's later write
+            during = await stored(run)
+            events["release"].set()
+            await worker
+        relayed = []
+        while (message := await inbox.next(0.2)) is not None:
+            relayed.append(message.get("method"))
+    finally:
+        await inbox.leave()
+
+    assert "notifications/progress" not in relayed  # the client asked for none
+    assert writes[0] == 1 and writes[-1] == 50
+    assert len(writes) <= 3, writes  # the first at once, the latest after the interval (and one more at worst)
+    assert (during.progress, during.progress_message, during.status) == (50, "step 50", "working")

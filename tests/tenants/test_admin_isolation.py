@@ -7,6 +7,7 @@ later is covered (or fails by name for want of a fixture) without a list kept he
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -73,6 +74,24 @@ def _activity_usage(client: Client, url: str, theirs: Tenant) -> None:
     assert client.get(url, {"tenant": theirs.pk}).status_code == 404
     shown = client.get(url)
     assert shown.status_code == 200 and MARK not in page(shown)
+
+
+@probes("tenants_tool_schema_check")
+def _tool_schema_check(client: Client, url: str, theirs: Tenant) -> None:
+    # Checks a draft against the rules alone: no tenant's rows are read, so none can show.
+    draft = {"field": "input_schema", "text": json.dumps({"type": "object", "title": str(theirs.pk)})}
+    answer = client.post(url, json.dumps(draft), content_type="application/json")
+    assert answer.status_code == 200 and answer.json() == {"errors": []}
+    assert MARK not in page(answer)
+
+
+@probes("jobs_toolrun_live")
+def _tool_run_live(client: Client, url: str, theirs: Tenant) -> None:
+    from mcp_platform.jobs.models import ToolRun
+
+    ids = list(ToolRun.objects.filter(tenant=theirs).values_list("pk", flat=True))
+    answer = client.get(url, {"id": ids})
+    assert ids and answer.status_code == 200 and answer.json() == {"runs": {}}
 
 
 def page(response: Any) -> str:
