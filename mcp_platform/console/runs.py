@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_core import sse
+from mcp_core import jsonrpc, sse
 from mcp_core.dispatch import dispatch
 from mcp_core.env import Env
 from mcp_core.errors import ClientRequestFailed, McpError, error_to_wire
@@ -27,7 +27,9 @@ from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups
 from mcp_platform.gateway.identity import server_identity
 from mcp_platform.gateway.mailbox import mailbox, send_to_group
+from mcp_platform.gateway.observing import call_info
 from mcp_platform.jobs.store import ToolRunStore
+from mcp_platform.observe.calls import ADMIN_CONSOLE, CallInfo, observed_call
 from tenants.cache import tenant_cache
 from tenants.models import Tenant
 
@@ -185,10 +187,14 @@ class ConsoleRun:
     async def _call(self) -> JSONObject:
         params: JSONObject = {"name": self.call.tool, "arguments": self.call.arguments, "_meta": self.env.meta}
         if not self.call.as_task:
-            return await dispatch("tools/call", params, self.env)
+            # Observed like an endpoint's call: the activity log, the usage dashboard and /metrics count it.
+            async with observed_call(self._call_info(params)) as observed:
+                result = await dispatch("tools/call", params, self.env)
+                observed.succeed(result)
+            return result
         params["task"] = {}
         # Shielded: a page that goes away while the task is being created must still learn its id to cancel it.
-        self._creating = asyncio.ensure_future(dispatch("tools/call", params, self.env))
+        self._creating = asyncio.ensure_future(self._observed_dispatch(params))
         result = await asyncio.shield(self._creating)
         task = result.get("task")
         if not isinstance(task, dict):
@@ -200,6 +206,24 @@ class ConsoleRun:
             await self._cancel_task()
         # tasks/result relays the task's progress, logs, status changes and questions on this run's outbound.
         return await dispatch("tasks/result", {"taskId": self._task_id}, self.env)
+
+    async def _observed_dispatch(self, params: JSONObject) -> JSONObject:
+        async with observed_call(self._call_info(params)) as observed:
+            result = await dispatch("tools/call", params, self.env)
+            observed.succeed(result)
+        return result
+
+    def _call_info(self, params: JSONObject) -> CallInfo:
+        return call_info(
+            tenant_id=self.call.tenant.pk,
+            tenant_slug=self.call.tenant.slug,
+            request=jsonrpc.Request(id=self.run_id, method="tools/call", params=params),
+            principal=self.call.principal,
+            client_info={"name": "admin console", "version": ""},
+            protocol_version=CONSOLE_VERSION,
+            transport=ADMIN_CONSOLE,
+            headers=None,
+        )
 
     async def _created_task(self) -> None:
         """Learn the id of a task whose creation the run was interrupted in (bounded), so it can be cancelled."""

@@ -26,6 +26,8 @@ OUTCOMES: Final = (OK, TOOL_ERROR, ERROR, RATE_LIMITED, CANCELLED)
 
 STREAMABLE_HTTP: Final = "streamable-http"
 HTTP_SSE: Final = "http+sse"
+# A run started from a tool's page in the admin (``mcp_platform.console``).
+ADMIN_CONSOLE: Final = "admin-console"
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,8 @@ from channels.testing import ApplicationCommunicator
 from django.test import Client
 from django.urls import reverse
 
+from mcp_platform.activity.hook import activity_writer
+from mcp_platform.activity.models import ActivityRecord
 from mcp_platform.asgi import application
 from mcp_platform.console import runs
 from mcp_platform.jobs import execution
@@ -132,6 +134,16 @@ async def test_a_static_tool_runs_and_reports_its_result_and_duration() -> None:
     assert outcome["outcome"] == "ok"
     assert outcome["result"]["content"] == [{"type": "text", "text": f"{tool.name} answered"}]
     assert outcome["durationMs"] >= 0
+    # The activity log has it, attributed to the admin and told apart from the endpoint's calls.
+    logged = await sync_to_async(logged_calls)(tool.tenant)
+    assert [(r.method, r.target, r.principal, r.transport, r.outcome) for r in logged] == [
+        ("tools/call", tool.name, str(admin.user_id), "admin-console", "ok")
+    ]
+
+
+def logged_calls(tenant: Tenant) -> list[ActivityRecord]:
+    activity_writer().flush()
+    return list(ActivityRecord.objects.filter(tenant=tenant, kind=ActivityRecord.Kind.CALL))
 
 
 async def test_progress_streams_and_the_pages_answer_reaches_the_tools_question() -> None:
