@@ -45,7 +45,8 @@ class ProgressRecorder:
         self._interval = interval
         self._pending: JSONObject | None = None
         self._last_write = -math.inf
-        self._timer: asyncio.Task[None] | None = None
+        self._timer: asyncio.Task[None] | None = None  # waiting to write
+        self._inflight: asyncio.Task[None] | None = None  # a timer that is writing
 
     async def report(self, params: JSONObject) -> None:
         self._pending = params
@@ -58,8 +59,11 @@ class ProgressRecorder:
             self._timer = asyncio.create_task(self._write_after(wait))
 
     async def settle(self) -> None:
-        """Write what is still pending now (the call has ended)."""
+        """Write what is still pending now (the call has ended), after a write already under way: the run's next
+        statement must not race it (SQLite refuses a second writer outright)."""
         self.close()
+        if self._inflight is not None:
+            await self._inflight
         await self._write_logged()
 
     def close(self) -> None:
@@ -70,7 +74,11 @@ class ProgressRecorder:
     async def _write_after(self, wait: float) -> None:
         await asyncio.sleep(wait)
         self._timer = None
-        await self._write_logged()
+        self._inflight = asyncio.current_task()
+        try:
+            await self._write_logged()
+        finally:
+            self._inflight = None
 
     async def _write_logged(self) -> None:
         try:
