@@ -5,9 +5,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.db import connection
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.signals import connection_created
 
 from mcp_platform.activity.hook import activity_writer
+from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.session_cache import session_cache
 from tenants.cache import tenant_cache
 from tests.process_marks import RUN_MARK, kill_all, new_mark, wait_until_none_marked
@@ -68,6 +72,28 @@ def _fresh_tenant_cache() -> Iterator[None]:
     tenant_cache.configure(ttl=saved.ttl, listen=saved.listen, unlisten=saved.unlisten)
     tenant_cache.clear()
     session_cache.clear()
+
+
+def _sqlite_readers_do_not_wait_for_writers(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
+    """The embedded test database is SQLite in memory with a shared cache, whose table locks make a reader on one
+    connection fail at once ("table is locked") while a worker thread writes on another. A file database, as the
+    embedded platform uses, waits instead; here readers read through the writer's lock."""
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA read_uncommitted = 1")
+
+
+connection_created.connect(_sqlite_readers_do_not_wait_for_writers)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _activity_written_when_asked() -> None:
+    """In-process tests store the activity log when they ask (``activity_writer().flush()``): a writer thread of
+    its own would write while a test holds SQLite's shared in-memory database, which answers "table is locked" at
+    once instead of waiting. The servers tests start keep their writer threads (set in the environment)."""
+    settings.MCP_PLATFORM = {**settings.MCP_PLATFORM, "ACTIVITY_FLUSH_SECONDS": 0}
+    platform_settings.reload()
+    activity_writer.cache_clear()
 
 
 @pytest.fixture(autouse=True)

@@ -31,6 +31,8 @@ def activity_writer() -> BufferedWriter[CallRecord]:
         batch=platform_settings.ACTIVITY_BATCH,
         interval=platform_settings.ACTIVITY_FLUSH_SECONDS,
         name="activity-log",
+        # 0: no writer thread; what is buffered is written when the owner flushes, and at exit.
+        threaded=platform_settings.ACTIVITY_FLUSH_SECONDS > 0,
     )
 
 

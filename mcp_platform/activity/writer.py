@@ -49,7 +49,8 @@ class BufferedWriter(Generic[T]):
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._started = not threaded  # an unthreaded writer never starts a thread
+        self._threaded = threaded
+        self._started = False
         self.dropped = 0
         self.written = 0
         self._dropped_reported = 0
@@ -107,13 +108,14 @@ class BufferedWriter(Generic[T]):
         self.flush()
 
     def _start(self) -> None:
-        """Start this process's writer thread, once."""
+        """Start this process's writer thread (if it has one), once; what is left is written at exit."""
         with self._writing:
             if self._started:
                 return
             self._started = True
-            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-            self._thread.start()
+            if self._threaded:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
         atexit.register(self.close)
 
     def _forked(self) -> None:
