@@ -113,8 +113,7 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JS
             await ctx.report_progress(progress, total, message)
 
     async def send(connection: UpstreamConnection) -> JSONObject:
-        result = await connection.client.call_tool(remote, arguments, progress_callback=progress)
-        wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        wire = await connection.call_tool(remote, arguments, progress=progress)
         return {key: wire[key] for key in ("content", "structuredContent", "isError") if key in wire}
 
     try:
@@ -140,8 +139,7 @@ async def template_read(template: ResourceTemplate, uri: str, ctx: ToolContext) 
 
 async def _read(item: Resource | ResourceTemplate, uri: str, ctx: ToolContext) -> list[JSONObject]:
     async def send(connection: UpstreamConnection) -> list[JSONObject]:
-        result = await connection.client.read_resource(uri, cache_mode="bypass")
-        return [c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in result.contents]
+        return await connection.read_resource(uri)
 
     try:
         contents: list[JSONObject] = await _request(item, ctx, send)
@@ -159,8 +157,7 @@ async def prompt_render(prompt: Prompt, arguments: dict[str, str], ctx: ToolCont
     remote = prompt.config["remote"]["name"]
 
     async def send(connection: UpstreamConnection) -> JSONObject:
-        result = await connection.client.get_prompt(remote, arguments)
-        wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        wire = await connection.get_prompt(remote, arguments)
         return {key: wire[key] for key in ("messages", "description") if key in wire}
 
     try:
