@@ -265,6 +265,11 @@ class LeanHttpClient:
             raise
         return LeanResponse(self, connection, status, response_headers)
 
+    @property
+    def idle_connections(self) -> int:
+        """Kept-alive connections waiting for the next request."""
+        return sum(1 for connection in self._idle if not connection.closed)
+
     async def aclose(self) -> None:
         self._closed = True
         while self._idle:

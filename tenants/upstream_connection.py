@@ -116,8 +116,13 @@ class UpstreamConnection:
     """An open SDK ``Client`` to one upstream, held by a task of its own: the SDK's transports are entered and
     left in one task, while calls come from many."""
 
-    def __init__(self, target: UpstreamTarget, *, on_list_changed: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, target: UpstreamTarget, *, on_list_changed: Callable[[str], None] | None = None, mode: str = "auto"
+    ) -> None:
         self.target = target
+        # The SDK's negotiation: "auto" (2026-07-28 if the upstream offers it, else the handshake), "legacy" (the
+        # initialize handshake only).
+        self.mode = mode
         # What was negotiated, kept after the connection closes (upstream_add reports it).
         self.transport = ""
         self.protocol_version = ""
@@ -148,6 +153,11 @@ class UpstreamConnection:
     @property
     def alive(self) -> bool:
         return self._client is not None and self._owner is not None and not self._owner.done()
+
+    @property
+    def lean(self) -> LeanPath | None:
+        """The lean request path, while the connection is open over Streamable HTTP with lean calls on."""
+        return self._lean
 
     @property
     def client(self) -> Client:
@@ -302,6 +312,7 @@ class UpstreamConnection:
             log_level="debug",
             read_timeout_seconds=READ_TIMEOUT,
             client_info=types.Implementation(name="mcp-platform-upstream", version="1"),
+            mode=self.mode,
             logging_callback=self.relay.on_log,
             message_handler=self._on_message,
             elicitation_callback=self.relay.on_elicit,

@@ -60,6 +60,10 @@ class LeanPath:
         self._modern = session.protocol_version is not None and session.protocol_version >= "2026"
         self._background: set[asyncio.Task[None]] = set()
 
+    @property
+    def http(self) -> LeanHttpClient:
+        return self._http
+
     async def aclose(self) -> None:
         await self._http.aclose()
 
