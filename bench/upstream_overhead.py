@@ -4,7 +4,8 @@ the same call made to the upstream directly.
 ``python -m bench.upstream_overhead [SECONDS]``: the upstream is the bench peer (the SDK's ``MCPServer`` under
 uvicorn, JSON responses), the platform one embedded ``manage.py serve`` with the peer added as an upstream. A
 closed loop of 16 concurrent 2026-07-28 ``tools/call echo`` requests runs against each in turn, alternating
-rounds so drift hits both alike; prints req/s and p50/p90/p99 of each, the ratio and the p50 overhead.
+rounds so drift hits both alike; prints req/s and p50/p90/p99 of each, the ratio and the p50 overhead, and the CPU
+time per call of the peer and of the platform process (from /proc).
 
 ``python -m bench.upstream_overhead clients [SECONDS]``: what the upstream leg costs the platform's process. The peer
 pinned to one core, this process to the other; 16 concurrent calls of ``echo`` for SECONDS each through: the SDK
@@ -78,18 +79,30 @@ def _percentiles(samples: list[float]) -> str:
     return " / ".join(f"{ordered[int(len(ordered) * q) - 1] * 1e3:.2f}" for q in (0.5, 0.9, 0.99))
 
 
-async def _measure(direct: Target, proxied: Target, seconds: float) -> None:
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _measure(direct: Target, proxied: Target, seconds: float, *, peer_pid: int, platform_pid: int) -> None:
     await _closed_loop(direct, "echo", 2)  # warm-up: connections, the platform's pooled upstream session
     await _closed_loop(proxied, "peer_echo", 2)
+    cpu = {(kind, name): 0.0 for kind in ("direct", "proxied") for name in ("peer", "platform")}
     totals = {"direct": (0, 0.0, []), "proxied": (0, 0.0, [])}  # type: dict[str, tuple[int, float, list[float]]]
     for _ in range(ROUNDS):
         for kind, target, tool in (("direct", direct, "echo"), ("proxied", proxied, "peer_echo")):
+            before = {pid: _cpu_seconds(pid) for pid in (peer_pid, platform_pid)}
             calls, latencies = await _closed_loop(target, tool, seconds)
+            for pid, name in ((peer_pid, "peer"), (platform_pid, "platform")):
+                cpu[kind, name] += _cpu_seconds(pid) - before[pid]
             count, elapsed, samples = totals[kind]
             totals[kind] = (count + calls, elapsed + seconds, samples + latencies)
     rates = {kind: count / elapsed for kind, (count, elapsed, _) in totals.items()}
     for kind, (_, _, samples) in totals.items():
-        print(f"{kind:8} {rates[kind]:8.0f} req/s   p50/p90/p99 ms: {_percentiles(samples)}")
+        calls = len(samples)
+        per_call = "   ".join(f"{name} {cpu[kind, name] / calls * 1e6:5.0f}" for name in ("peer", "platform"))
+        print(f"{kind:8} {rates[kind]:8.0f} req/s   p50/p90/p99 ms: {_percentiles(samples)}   CPU µs/call: {per_call}")
     p50 = {kind: sorted(samples)[len(samples) // 2] for kind, (_, _, samples) in totals.items()}
     print(f"proxied / direct throughput: {rates['proxied'] / rates['direct']:.0%}")
     print(f"p50 overhead of proxying: {(p50['proxied'] - p50['direct']) * 1e3:.2f} ms")
@@ -220,7 +233,7 @@ def main(argv: list[str]) -> int:
             _wait_for(platform_port, platform)
             direct = Target("127.0.0.1", peer_port, "/mcp")
             proxied = Target("127.0.0.1", platform_port, f"/t/{TENANT}/mcp")
-            asyncio.run(_measure(direct, proxied, seconds))
+            asyncio.run(_measure(direct, proxied, seconds, peer_pid=peer.pid, platform_pid=platform.pid))
         finally:
             for process in (platform, peer):
                 if process is not None:
