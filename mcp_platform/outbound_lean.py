@@ -15,8 +15,8 @@ import asyncio
 import collections
 import ssl
 import time
-from collections.abc import AsyncIterator, Mapping
-from typing import cast
+from collections.abc import AsyncIterator, Coroutine, Mapping
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httptools
@@ -26,6 +26,9 @@ from mcp_platform.outbound import USER_AGENT, CheckedNetworkBackend, OutboundRef
 
 KEEPALIVE_EXPIRY = 4.0  # seconds an idle connection is kept: under the 5 s after which uvicorn closes one
 MAX_CONNECTIONS = 100
+# After its caller has what it needs, an event stream the server is about to end is read to its end in the background
+# for this long, so its connection can be kept.
+DRAIN_TIMEOUT = 2.0
 # A streamed body stops being read from the socket while this much is waiting for its reader.
 STREAM_HIGH_WATER = 256 * 1024
 
@@ -180,6 +183,7 @@ class LeanResponse:
         self._client = client
         self._connection = connection
         self._released = False
+        self._draining = False
 
     async def read(self) -> bytes:
         async with asyncio.timeout(self._client.read_timeout):
@@ -202,8 +206,28 @@ class LeanResponse:
             connection.close()
         self._client._slots.release()
 
+    def release_after_end(self) -> None:
+        """The caller has what it needs from a stream the server ends next (the answer it waited for): read the
+        rest in the background and keep the connection if it ends within ``DRAIN_TIMEOUT``, else close it."""
+        if self._released or self._connection.complete or self._connection.closed:
+            self.release()
+            return
+        self._draining = True
+        self._client._spawn(self._drain())
+
+    async def _drain(self) -> None:
+        try:
+            async with asyncio.timeout(DRAIN_TIMEOUT):
+                async for _ in self._connection.iter_body():
+                    pass
+        except (TimeoutError, LeanHttpError):
+            pass
+        finally:
+            self.release()
+
     async def aclose(self) -> None:
-        self.release()
+        if not self._draining:
+            self.release()
 
 
 class LeanHttpClient:
@@ -236,6 +260,7 @@ class LeanHttpClient:
         self._idle: collections.deque[_Connection] = collections.deque()
         self._slots = asyncio.Semaphore(MAX_CONNECTIONS)
         self._closed = False
+        self._background: set[asyncio.Task[None]] = set()
 
     async def post(self, body: bytes, headers: Mapping[str, str]) -> LeanResponse:
         """POST ``body`` to the client's URL with ``headers`` (on top of the fixed ones); the response once its
@@ -276,6 +301,11 @@ class LeanHttpClient:
             self._idle.popleft().close()
 
     # ---- the pool ---------------------------------------------------------------------------------------
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _idle_get(self) -> _Connection | None:
         now = time.monotonic()

@@ -84,15 +84,16 @@ class LeanPath:
         if progress is not None:
             params.setdefault("_meta", {})["progressToken"] = request_id
         headers = self._headers(opts.get("headers", {}))
-        response = await self._http.post(orjson.dumps(message), headers)
         try:
-            return await self._answer(response, request_id, progress)
-        except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError):
-                self._cancelled(request_id)
+            response = await self._http.post(orjson.dumps(message), headers)
+            try:
+                return await self._answer(response, request_id, progress)
+            finally:
+                await response.aclose()
+        except asyncio.CancelledError:
+            # Cancelled once the request may have been sent: the upstream must hear of it.
+            self._cancelled(request_id)
             raise
-        finally:
-            await response.aclose()
 
     async def _answer(self, response: LeanResponse, request_id: int, progress: Progress | None) -> JSONObject | None:
         content_type = response.headers.get("content-type", "").lower()
@@ -138,6 +139,7 @@ class LeanPath:
             if not isinstance(message, dict):
                 continue
             if message.get("id") == request_id and "method" not in message:
+                response.release_after_end()
                 return _result(message)
             if "method" not in message:
                 continue
