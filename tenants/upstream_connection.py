@@ -241,22 +241,29 @@ class UpstreamConnection:
             # Handshake era: logs flow only after the level is set; the downstream side filters by its own level.
             with contextlib.suppress(MCPError):
                 await client.session.set_logging_level("debug")  # type: ignore[attr-defined]  # deprecated
-        self._ready.set()
         if client.protocol_version >= "2026" and self._on_list_changed is not None:
-            # 2026-07-28: list changes arrive only on a subscriptions/listen stream.
+            # 2026-07-28: list changes arrive only on a subscriptions/listen stream. Calls wait until the upstream
+            # acknowledged it (bounded), or a change a first call causes would be announced before anyone listens.
+            acknowledged = asyncio.Event()
             async with asyncio.TaskGroup() as group:
-                listening = group.create_task(self._listen(client))
+                listening = group.create_task(self._listen(client, acknowledged))
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(CONNECT_TIMEOUT):
+                        await acknowledged.wait()
+                self._ready.set()
                 await self._closing.wait()
                 listening.cancel()
         else:
+            self._ready.set()
             await self._closing.wait()
 
-    async def _listen(self, client: Client) -> None:
+    async def _listen(self, client: Client, acknowledged: asyncio.Event) -> None:
         assert self._on_list_changed is not None
         try:
             async with client.listen(
                 tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
             ) as subscription:
+                acknowledged.set()
                 async for event in subscription:
                     kind = LISTEN_EVENTS.get(type(event))
                     if kind is not None:
@@ -264,6 +271,8 @@ class UpstreamConnection:
         except (MCPError, SubscriptionLost, ListenNotSupportedError) as exc:
             # Without the stream, the scheduled refresh still brings changes in.
             logger.info("upstream %s: no list_changed stream (%s)", self.target.name, exc)
+        finally:
+            acknowledged.set()
 
     def _lean_path(self, client: Client, headers: dict[str, str]) -> LeanPath:
         http = LeanHttpClient(
