@@ -4,7 +4,13 @@ the same call made to the upstream directly.
 ``python -m bench.upstream_overhead [SECONDS]``: the upstream is the bench peer (the SDK's ``MCPServer`` under
 uvicorn, JSON responses), the platform one embedded ``manage.py serve`` with the peer added as an upstream. A
 closed loop of 16 concurrent 2026-07-28 ``tools/call echo`` requests runs against each in turn, alternating
-rounds so drift hits both alike; prints req/s and p50/p90/p99 of each, the ratio and the p50 overhead.
+rounds so drift hits both alike; prints req/s and p50/p90/p99 of each, the ratio and the p50 overhead, and the CPU
+time per call of the peer and of the platform process (from /proc).
+
+``python -m bench.upstream_overhead clients [SECONDS]``: what the upstream leg costs the platform's process. The peer
+pinned to one core, this process to the other; 16 concurrent calls of ``echo`` for SECONDS each through: the SDK
+client of a pooled upstream connection, the connection's lean path, and bare POSTs of the same request through the
+door's ``httpx2`` client and its lean client. Prints calls/s and this process's CPU per call.
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from bench.mcp_wire import STATELESS, McpSession, Target, result_of
 
@@ -71,24 +79,130 @@ def _percentiles(samples: list[float]) -> str:
     return " / ".join(f"{ordered[int(len(ordered) * q) - 1] * 1e3:.2f}" for q in (0.5, 0.9, 0.99))
 
 
-async def _measure(direct: Target, proxied: Target, seconds: float) -> None:
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _measure(direct: Target, proxied: Target, seconds: float, *, peer_pid: int, platform_pid: int) -> None:
     await _closed_loop(direct, "echo", 2)  # warm-up: connections, the platform's pooled upstream session
     await _closed_loop(proxied, "peer_echo", 2)
+    cpu = {(kind, name): 0.0 for kind in ("direct", "proxied") for name in ("peer", "platform")}
     totals = {"direct": (0, 0.0, []), "proxied": (0, 0.0, [])}  # type: dict[str, tuple[int, float, list[float]]]
     for _ in range(ROUNDS):
         for kind, target, tool in (("direct", direct, "echo"), ("proxied", proxied, "peer_echo")):
+            before = {pid: _cpu_seconds(pid) for pid in (peer_pid, platform_pid)}
             calls, latencies = await _closed_loop(target, tool, seconds)
+            for pid, name in ((peer_pid, "peer"), (platform_pid, "platform")):
+                cpu[kind, name] += _cpu_seconds(pid) - before[pid]
             count, elapsed, samples = totals[kind]
             totals[kind] = (count + calls, elapsed + seconds, samples + latencies)
     rates = {kind: count / elapsed for kind, (count, elapsed, _) in totals.items()}
     for kind, (_, _, samples) in totals.items():
-        print(f"{kind:8} {rates[kind]:8.0f} req/s   p50/p90/p99 ms: {_percentiles(samples)}")
+        calls = len(samples)
+        per_call = "   ".join(f"{name} {cpu[kind, name] / calls * 1e6:5.0f}" for name in ("peer", "platform"))
+        print(f"{kind:8} {rates[kind]:8.0f} req/s   p50/p90/p99 ms: {_percentiles(samples)}   CPU µs/call: {per_call}")
     p50 = {kind: sorted(samples)[len(samples) // 2] for kind, (_, _, samples) in totals.items()}
     print(f"proxied / direct throughput: {rates['proxied'] / rates['direct']:.0%}")
     print(f"p50 overhead of proxying: {(p50['proxied'] - p50['direct']) * 1e3:.2f} ms")
 
 
+async def _cpu_per_call(call: Callable[[], Awaitable[Any]], seconds: float) -> tuple[float, float]:
+    """16 concurrent loops of ``call`` for ``seconds``: calls per second and this process's CPU µs per call."""
+    for _ in range(50):
+        await call()
+    calls = 0
+    deadline = time.perf_counter() + seconds
+
+    async def loop() -> None:
+        nonlocal calls
+        while time.perf_counter() < deadline:
+            await call()
+            calls += 1
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(loop() for _ in range(CONCURRENCY)))
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    return calls / wall, cpu / calls * 1e6
+
+
+async def _measure_clients(url: str, seconds: float) -> None:
+    import httpx2
+    import orjson
+
+    from mcp_platform.outbound_httpx2 import outbound_httpx2_client
+    from mcp_platform.outbound_lean import LeanHttpClient
+    from tenants.upstream_connection import UpstreamConnection, UpstreamTarget
+
+    connection = UpstreamConnection(UpstreamTarget(None, 0, "peer", url, None, 1))
+    await connection.open()
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    message["params"] = {"name": "echo", "arguments": {"message": "hi"}}
+    options: dict[str, Any] = {}
+    connection.client.session._stamp(message, options)  # type: ignore[arg-type]  # the headers the SDK sends
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    headers.update(options["headers"])
+    body = orjson.dumps(message)
+    httpx2_client = outbound_httpx2_client(tenant_id=None, headers={}, timeout=httpx2.Timeout(30.0))
+    lean = LeanHttpClient(url, tenant_id=None, headers={}, connect_timeout=10.0, read_timeout=30.0)
+
+    async def sdk() -> None:
+        await connection.client.call_tool("echo", {"message": "hi"})
+
+    async def lean_path() -> None:
+        await connection.call_tool("echo", {"message": "hi"})
+
+    async def httpx2_post() -> None:
+        (await httpx2_client.post(url, content=body, headers=headers)).json()
+
+    async def lean_post() -> None:
+        response = await lean.post(body, headers)
+        orjson.loads(await response.read())
+
+    try:
+        for name, call in (
+            ("SDK Client.call_tool", sdk),
+            ("lean path call_tool", lean_path),
+            ("httpx2 POST (door)", httpx2_post),
+            ("lean POST (door)", lean_post),
+        ):
+            rate, cpu = await _cpu_per_call(call, seconds)
+            print(f"{name:24} {rate:8.0f} calls/s   {cpu:6.0f} µs CPU per call")
+    finally:
+        await httpx2_client.aclose()
+        await lean.aclose()
+        await connection.close()
+
+
+def clients_main(seconds: float) -> int:
+    """The ``clients`` mode: the peer pinned to the last core, this process to the first."""
+    peer_port = _free_port()
+    cores = sorted(os.sched_getaffinity(0))
+    pin = ["taskset", "-c", str(cores[-1])] if len(cores) > 1 else []
+    env = {**os.environ, "MCP_OUTBOUND_ALLOWED_NETWORKS": "127.0.0.1/32", "LOG_LEVEL": "WARNING"}
+    os.environ.update(env)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcp_platform.settings")
+    argv = [*pin, PYTHON, "-m", "uvicorn", "bench.peer_server:app", "--port", str(peer_port), "--log-level", "warning"]
+    peer = subprocess.Popen(argv, cwd=REPO, env=env)
+    try:
+        _wait_for(peer_port, peer)
+        if len(cores) > 1:
+            os.sched_setaffinity(0, {cores[0]})
+        import django
+        import uvloop
+
+        django.setup()
+        uvloop.run(_measure_clients(f"http://127.0.0.1:{peer_port}/mcp", seconds))
+    finally:
+        peer.terminate()
+        peer.wait(15)
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) > 1 and argv[1] == "clients":
+        return clients_main(float(argv[2]) if len(argv) > 2 else 5.0)
     seconds = float(argv[1]) if len(argv) > 1 else 10.0
     peer_port, platform_port = _free_port(), _free_port()
     with tempfile.TemporaryDirectory(prefix="bench-upstream-") as var:
@@ -119,7 +233,7 @@ def main(argv: list[str]) -> int:
             _wait_for(platform_port, platform)
             direct = Target("127.0.0.1", peer_port, "/mcp")
             proxied = Target("127.0.0.1", platform_port, f"/t/{TENANT}/mcp")
-            asyncio.run(_measure(direct, proxied, seconds))
+            asyncio.run(_measure(direct, proxied, seconds, peer_pid=peer.pid, platform_pid=platform.pid))
         finally:
             for process in (platform, peer):
                 if process is not None:

@@ -99,6 +99,9 @@ DEFAULTS: dict[str, Any] = {
     "UPSTREAM_CIRCUIT_FAILURES": 3,
     "UPSTREAM_CIRCUIT_COOLDOWN": 30.0,
     "UPSTREAM_CALL_TIMEOUT": 300.0,
+    # Proxied calls, reads and prompt renders on an established Streamable HTTP session take the lean path
+    # (tenants.upstream_lean) instead of the SDK client; off: every request goes through the SDK.
+    "UPSTREAM_LEAN_CALLS": True,
     # The outbound door (mcp_platform.outbound): non-public networks every request the platform makes on a
     # tenant's behalf may reach (on-premises APIs, local development, tests: e.g. ["127.0.0.1/32"]). Empty: only
     # globally routable addresses. Platform staff can widen it for one tenant (Tenant.outbound_allowed_networks).
@@ -163,6 +166,7 @@ class PlatformSettings:
     UPSTREAM_CIRCUIT_FAILURES: int
     UPSTREAM_CIRCUIT_COOLDOWN: float
     UPSTREAM_CALL_TIMEOUT: float
+    UPSTREAM_LEAN_CALLS: bool
     OUTBOUND_ALLOWED_NETWORKS: list[str]
     OUTBOUND_CONNECT_TIMEOUT: float
     OUTBOUND_READ_TIMEOUT: float

@@ -364,6 +364,7 @@ MCP_PLATFORM = {
     "SESSION_CACHE_TTL": float(os.environ.get("MCP_SESSION_CACHE_SECONDS", "5")),
     "UPSTREAM_CIRCUIT_FAILURES": int(os.environ.get("MCP_UPSTREAM_CIRCUIT_FAILURES", "3")),
     "UPSTREAM_CIRCUIT_COOLDOWN": float(os.environ.get("MCP_UPSTREAM_CIRCUIT_COOLDOWN", "30")),
+    "UPSTREAM_LEAN_CALLS": _env_bool("MCP_UPSTREAM_LEAN_CALLS", True),
     "SSE_KEEPALIVE": float(os.environ.get("MCP_SSE_KEEPALIVE", "15")),
     "ACTIVITY_LOG": os.environ.get("MCP_ACTIVITY_LOG", "1") not in ("0", "false", "off"),
     "ACTIVITY_FLUSH_SECONDS": float(os.environ.get("MCP_ACTIVITY_FLUSH_SECONDS", "1")),

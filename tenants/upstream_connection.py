@@ -23,8 +23,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 
 from mcp_core.errors import ToolError
+from mcp_platform.conf import platform_settings
 from mcp_platform.outbound_httpx2 import outbound_httpx2_client
+from mcp_platform.outbound_lean import LeanHttpClient
 from tenants.backends.http_auth import credentials_for
+from tenants.upstream_lean import LeanPath, Progress
 from tenants.upstream_relay import Relay
 
 if TYPE_CHECKING:
@@ -113,8 +116,13 @@ class UpstreamConnection:
     """An open SDK ``Client`` to one upstream, held by a task of its own: the SDK's transports are entered and
     left in one task, while calls come from many."""
 
-    def __init__(self, target: UpstreamTarget, *, on_list_changed: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, target: UpstreamTarget, *, on_list_changed: Callable[[str], None] | None = None, mode: str = "auto"
+    ) -> None:
         self.target = target
+        # The SDK's negotiation: "auto" (2026-07-28 if the upstream offers it, else the handshake), "legacy" (the
+        # initialize handshake only).
+        self.mode = mode
         # What was negotiated, kept after the connection closes (upstream_add reports it).
         self.transport = ""
         self.protocol_version = ""
@@ -125,6 +133,9 @@ class UpstreamConnection:
         self._closing = asyncio.Event()
         self._error: BaseException | None = None
         self._owner: asyncio.Task[None] | None = None
+        # Streamable HTTP only: the session id the upstream gave (handshake era) and the lean request path.
+        self._session_id: str | None = None
+        self._lean: LeanPath | None = None
         # Routes what the upstream sends during a call to that call (``with connection.relay.call(ctx)``).
         self.relay = Relay()
 
@@ -144,6 +155,11 @@ class UpstreamConnection:
         return self._client is not None and self._owner is not None and not self._owner.done()
 
     @property
+    def lean(self) -> LeanPath | None:
+        """The lean request path, while the connection is open over Streamable HTTP with lean calls on."""
+        return self._lean
+
+    @property
     def client(self) -> Client:
         if self._client is None or not self.alive:
             raise UpstreamFailure(f"upstream {self.target.name!r}: the connection is closed")
@@ -156,6 +172,38 @@ class UpstreamConnection:
                 await asyncio.wait_for(asyncio.shield(self._owner), CONNECT_TIMEOUT)
             self._owner.cancel()
 
+    # ---- requests ---------------------------------------------------------------------------------------
+    # The lean path when it can serve the request; the SDK client otherwise, and whenever the lean path hands the
+    # request back (nothing ran upstream, or the upstream wants more rounds). Results are raw wire dicts.
+
+    async def call_tool(self, name: str, arguments: JSONObject, *, progress: Progress | None = None) -> JSONObject:
+        """The upstream's ``tools/call`` result. Raises ``MCPError`` and transport errors (``OSError``, httpx2's)."""
+        if self._lean is not None:
+            result = await self._lean.request("tools/call", {"name": name, "arguments": arguments}, progress=progress)
+            if result is not None:
+                return result
+        answer = await self.client.call_tool(name, arguments, progress_callback=progress)
+        return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def read_resource(self, uri: str) -> list[JSONObject]:
+        """The contents of ``uri``. Raises as ``call_tool``."""
+        if self._lean is not None:
+            result = await self._lean.request("resources/read", {"uri": uri})
+            if result is not None:
+                contents: list[JSONObject] = result.get("contents", [])
+                return contents
+        answer = await self.client.read_resource(uri, cache_mode="bypass")
+        return [c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in answer.contents]
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> JSONObject:
+        """The ``prompts/get`` result. Raises as ``call_tool``."""
+        if self._lean is not None:
+            result = await self._lean.request("prompts/get", {"name": name, "arguments": arguments})
+            if result is not None:
+                return result
+        answer = await self.client.get_prompt(name, arguments)
+        return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+
     def failure(self, exc: BaseException) -> UpstreamFailure:
         return UpstreamFailure(f"upstream {self.target.name!r}: {describe_error(exc, self._secrets)}")
 
@@ -163,6 +211,8 @@ class UpstreamConnection:
         try:
             try:
                 async with self._client_for("streamable-http", headers) as client:
+                    if platform_settings.UPSTREAM_LEAN_CALLS:
+                        self._lean = self._lean_path(client, headers)
                     await self._opened(client, "streamable-http")
                 return
             except BaseException as exc:
@@ -179,6 +229,9 @@ class UpstreamConnection:
                 raise
         finally:
             self._client = None
+            if self._lean is not None:
+                lean, self._lean = self._lean, None
+                await lean.aclose()
             self._ready.set()
 
     async def _opened(self, client: Client, transport: str) -> None:
@@ -188,22 +241,29 @@ class UpstreamConnection:
             # Handshake era: logs flow only after the level is set; the downstream side filters by its own level.
             with contextlib.suppress(MCPError):
                 await client.session.set_logging_level("debug")  # type: ignore[attr-defined]  # deprecated
-        self._ready.set()
         if client.protocol_version >= "2026" and self._on_list_changed is not None:
-            # 2026-07-28: list changes arrive only on a subscriptions/listen stream.
+            # 2026-07-28: list changes arrive only on a subscriptions/listen stream. Calls wait until the upstream
+            # acknowledged it (bounded), or a change a first call causes would be announced before anyone listens.
+            acknowledged = asyncio.Event()
             async with asyncio.TaskGroup() as group:
-                listening = group.create_task(self._listen(client))
+                listening = group.create_task(self._listen(client, acknowledged))
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(CONNECT_TIMEOUT):
+                        await acknowledged.wait()
+                self._ready.set()
                 await self._closing.wait()
                 listening.cancel()
         else:
+            self._ready.set()
             await self._closing.wait()
 
-    async def _listen(self, client: Client) -> None:
+    async def _listen(self, client: Client, acknowledged: asyncio.Event) -> None:
         assert self._on_list_changed is not None
         try:
             async with client.listen(
                 tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
             ) as subscription:
+                acknowledged.set()
                 async for event in subscription:
                     kind = LISTEN_EVENTS.get(type(event))
                     if kind is not None:
@@ -211,6 +271,30 @@ class UpstreamConnection:
         except (MCPError, SubscriptionLost, ListenNotSupportedError) as exc:
             # Without the stream, the scheduled refresh still brings changes in.
             logger.info("upstream %s: no list_changed stream (%s)", self.target.name, exc)
+        finally:
+            acknowledged.set()
+
+    def _lean_path(self, client: Client, headers: dict[str, str]) -> LeanPath:
+        http = LeanHttpClient(
+            self.target.url,
+            tenant_id=self.target.tenant_id,
+            headers=headers,
+            connect_timeout=CONNECT_TIMEOUT,
+            read_timeout=READ_TIMEOUT,
+        )
+        return LeanPath(
+            http=http,
+            session=client.session,
+            session_id=lambda: self._session_id,
+            relay=self.relay,
+            on_list_changed=self._on_list_changed,
+        )
+
+    async def _remember_session(self, response: httpx2.Response) -> None:
+        # The SDK keeps the session id inside its transport; the lean path needs it too.
+        session_id = response.headers.get("mcp-session-id")
+        if session_id:
+            self._session_id = session_id
 
     def _client_for(self, transport: str, headers: dict[str, str]) -> Client:
         timeout = httpx2.Timeout(CONNECT_TIMEOUT, read=READ_TIMEOUT)
@@ -229,6 +313,7 @@ class UpstreamConnection:
             server = sse_client(self.target.url, headers=headers, httpx_client_factory=factory)
         else:
             http = upstream_http_client(tenant_id=self.target.tenant_id, headers=headers, timeout=timeout)
+            http.event_hooks["response"].append(self._remember_session)
             server = _owning(streamable_http_client(self.target.url, http_client=http), http)
         return Client(
             server,
@@ -236,6 +321,7 @@ class UpstreamConnection:
             log_level="debug",
             read_timeout_seconds=READ_TIMEOUT,
             client_info=types.Implementation(name="mcp-platform-upstream", version="1"),
+            mode=self.mode,
             logging_callback=self.relay.on_log,
             message_handler=self._on_message,
             elicitation_callback=self.relay.on_elicit,

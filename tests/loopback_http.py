@@ -1,6 +1,7 @@
 """A small real HTTP server on a loopback address, in a thread, that records what reached it.
 
-Routes: ``/hello`` (JSON naming the Host header it got), ``/redirect?to=URL`` (302 there), ``/bytes?n=N`` (N bytes).
+Routes: ``/hello`` (JSON naming the Host header it got), ``/redirect?to=URL`` (302 there), ``/bytes?n=N`` (N bytes);
+POST answers the same after reading its body (kept in ``bodies``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class LoopbackServer(ThreadingHTTPServer):
         super().__init__((host, 0), _Handler)
         self.hits: Counter[str] = Counter()
         self.hosts: list[str] = []
+        self.bodies: list[bytes] = []
 
     @property
     def base(self) -> str:
@@ -55,6 +57,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b"x" * int(query["n"][0]), {"Content-Type": "application/octet-stream"})
         else:
             self._send(404, b"{}")
+
+    def do_POST(self) -> None:
+        self.server.bodies.append(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        self.do_GET()
 
 
 @contextmanager

@@ -157,8 +157,7 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JS
             await ctx.report_progress(progress, total, message)
 
     async def call(connection: UpstreamConnection) -> JSONObject:
-        result = await connection.client.call_tool(remote, arguments, progress_callback=progress)
-        wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        wire = await connection.call_tool(remote, arguments, progress=progress)
         return {key: wire[key] for key in RESULT_KEYS if key in wire}
 
     # A platform task (on a worker) calls an upstream that offers tasks as a task of its own, and follows it for
@@ -198,8 +197,7 @@ async def template_read(template: ResourceTemplate, uri: str, ctx: ToolContext) 
 
 async def _read(item: Resource | ResourceTemplate, uri: str, ctx: ToolContext) -> list[JSONObject]:
     async def send(connection: UpstreamConnection) -> list[JSONObject]:
-        result = await connection.client.read_resource(uri, cache_mode="bypass")
-        return [c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in result.contents]
+        return await connection.read_resource(uri)
 
     try:
         contents: list[JSONObject] = await _request(item, ctx, send)
@@ -217,8 +215,7 @@ async def prompt_render(prompt: Prompt, arguments: dict[str, str], ctx: ToolCont
     remote = prompt.config["remote"]["name"]
 
     async def send(connection: UpstreamConnection) -> JSONObject:
-        result = await connection.client.get_prompt(remote, arguments)
-        wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        wire = await connection.get_prompt(remote, arguments)
         return {key: wire[key] for key in ("messages", "description") if key in wire}
 
     try:
