@@ -10,24 +10,10 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 
-EXPORT_FIELDS = (
-    "at",
-    "tenant__slug",
-    "kind",
-    "principal",
-    "client_id",
-    "client_name",
-    "client_version",
-    "method",
-    "target",
-    "protocol_version",
-    "transport",
-    "request_id",
-    "duration_ms",
-    "outcome",
-    "error_code",
-    "details",
-)
+from mcp_platform.activity.services import CALL_COLUMNS
+
+# A stored call's columns, the tenant by its slug rather than its id, and the time first.
+EXPORT_FIELDS = ("at", "tenant__slug", *(name for name in CALL_COLUMNS if name not in ("tenant_id", "at")))
 HEADER = tuple("tenant" if name == "tenant__slug" else name for name in EXPORT_FIELDS)
 CHUNK_ROWS = 2000
 # A spreadsheet runs a cell starting with these as a formula; tool names and client names come from clients.
