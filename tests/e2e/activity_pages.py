@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.e2e.browser import PASSWORD
 from tests.e2e.live import LiveServer
-from tests.e2e.screenshots import run
+from tests.e2e.screenshots import Shots, run
 from tests.e2e.tenant_admin_pages import sign_in
 
 # Runs in ``manage.py shell -c``: two tenants, an admin of the first by membership, a day of calls for each (a
@@ -84,12 +84,7 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     sign_in(page, base, scene.admin)
-    shots: list[Path] = []
-
-    def shot(name: str, *, full_page: bool = True) -> None:
-        target = out / f"{name}.png"
-        page.screenshot(path=str(target), full_page=full_page)
-        shots.append(target)
+    shot = Shots(out, page)
 
     # The log is a hundred rows a page: its first screenful shows what it is.
     page.goto(f"{base}/admin/activity/activityrecord/")
@@ -103,7 +98,7 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     page.goto(f"{base}/admin/activity/activityrecord/usage/?window=24h")
     shot("activity-usage-dashboard")
     context.close()
-    return shots
+    return shot.paths
 
 
 def main(argv: list[str]) -> int:

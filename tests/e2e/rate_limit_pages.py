@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.e2e.browser import PASSWORD
 from tests.e2e.live import LiveServer
-from tests.e2e.screenshots import run
+from tests.e2e.screenshots import Shots, run
 from tests.e2e.tenant_admin_pages import sign_in
 
 # Runs in ``manage.py shell -c``: a tenant with a ceiling and one limit, its owner; prints the ids the pages need.
@@ -65,12 +65,7 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     context = browser.new_context(viewport={"width": 1200, "height": 800})
     page = context.new_page()
     sign_in(page, base, scene.owner)
-    shots: list[Path] = []
-
-    def shot(name: str) -> None:
-        target = out / f"{name}.png"
-        page.screenshot(path=str(target), full_page=True)
-        shots.append(target)
+    shot = Shots(out, page)
 
     fill_limit(page, base, scene, tool="search", rate="20", period="per second", burst="50")
     page.get_by_role("button", name="Save", exact=True).click()
@@ -81,7 +76,7 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     page.goto(f"{base}/admin/quotas/rateceiling/{scene.ceiling}/change/")
     shot("rate-ceiling-read-only")
     context.close()
-    return shots
+    return shot.paths
 
 
 def main(argv: list[str]) -> int:

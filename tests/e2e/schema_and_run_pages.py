@@ -15,7 +15,7 @@ import httpx
 
 from tests.e2e.live import LiveServer
 from tests.e2e.raw_http import stateless_headers, stateless_request
-from tests.e2e.screenshots import run
+from tests.e2e.screenshots import Shots, run
 from tests.e2e.tenant_admin_pages import TenantAdminScene, scene_create, sign_in
 
 TASKS = "io.modelcontextprotocol/tasks"
@@ -75,12 +75,7 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     page = context.new_page()
     sign_in(page, base, scene.owner)
-    shots: list[Path] = []
-
-    def shot(name: str, locator: Any = None) -> None:
-        target = out / f"{name}.png"
-        (locator or page).screenshot(path=str(target), **({} if locator else {"full_page": True}))
-        shots.append(target)
+    shot = Shots(out, page)
 
     page.goto(f"{base}/admin/tenants/tool/{tool}/change/")
     page.get_by_label("Input schema").focus()
@@ -110,7 +105,7 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     shot("admin-tool-run-live")
     page.get_by_role("button", name="Cancel this run").click()
     context.close()
-    return shots
+    return shot.paths
 
 
 def main(argv: list[str]) -> int:

@@ -37,6 +37,24 @@ print(app.client_id)
 """
 
 
+class Shots:
+    """The screenshots one script takes, in order, into ``out``: ``shot(name)`` captures ``page`` whole (or its
+    first screenful with ``full_page=False``), ``shot(name, target)`` another page, or a locator's own box."""
+
+    def __init__(self, out: Path, page: Any) -> None:
+        self.out = out
+        self.page = page
+        self.paths: list[Path] = []
+
+    def __call__(self, name: str, target: Any = None, *, full_page: bool = True) -> None:
+        path = self.out / f"{name}.png"
+        if target is None or hasattr(target, "goto"):  # a page
+            (target or self.page).screenshot(path=str(path), full_page=full_page)
+        else:  # a locator
+            target.screenshot(path=str(path))
+        self.paths.append(path)
+
+
 def serve_logo(route: Any) -> None:
     route.fulfill(status=200, content_type="image/svg+xml", body=LOGO_SVG)
 
@@ -54,12 +72,7 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     context = browser.new_context(viewport={"width": 1024, "height": 760}, java_script_enabled=False)
     page = context.new_page()
     page.route("https://assistant.example.com/**", serve_logo)
-    shots: list[Path] = []
-
-    def shot(name: str, target: Any = page) -> None:
-        path = out / f"{name}.png"
-        target.screenshot(path=str(path), full_page=True)
-        shots.append(path)
+    shot = Shots(out, page)
 
     with oauth_client(base, "Notebook Assistant") as assistant, oauth_client(base, "Acme Reports") as reports:
         assistant.register(logo_uri=LOGO_URI)
@@ -92,7 +105,7 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
         shot("consent-phone", small)
         phone.close()
     context.close()
-    return shots
+    return shot.paths
 
 
 def run(argv: list[str], take: Callable[[LiveServer, Any, Path], list[Path]]) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.e2e.browser import PASSWORD
 from tests.e2e.live import LiveServer
-from tests.e2e.screenshots import run
+from tests.e2e.screenshots import Shots, run
 
 # Runs in ``manage.py shell -c``: two tenants with a tool each, an owner of the first (by membership alone), a
 # person with an account but no membership yet. Prints the ids the pages need.
@@ -86,12 +86,7 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     context = browser.new_context(viewport={"width": 1200, "height": 800})
     page = context.new_page()
     sign_in(page, base, scene.owner)
-    shots: list[Path] = []
-
-    def shot(name: str) -> None:
-        target = out / f"{name}.png"
-        page.screenshot(path=str(target), full_page=True)
-        shots.append(target)
+    shot = Shots(out, page)
 
     shot("tenant-admin-index")
     page.goto(f"{base}/admin/tenants/tenant/{scene.ours}/change/")
@@ -104,7 +99,7 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     page.get_by_role("button", name="Save", exact=True).click()
     shot("tenant-admin-members")
     context.close()
-    return shots
+    return shot.paths
 
 
 def main(argv: list[str]) -> int:

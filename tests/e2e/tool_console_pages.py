@@ -17,7 +17,7 @@ from typing import Any
 
 from tests.e2e.browser import PASSWORD
 from tests.e2e.live import LiveServer
-from tests.e2e.screenshots import run
+from tests.e2e.screenshots import Shots, run
 from tests.e2e.tenant_admin_pages import sign_in
 from tests.rest_api import start_rest_api
 
@@ -77,19 +77,13 @@ def run_until_asked(page: Any, base: str, scene: ConsoleScene) -> None:
 
 def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     base = live.web_urls[0]
-    shots: list[Path] = []
     with ExitStack() as stack:
         api = start_rest_api(stack, Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rest-api-"))))
         scene = scene_create(live, api.base)
         context = browser.new_context(viewport={"width": 1200, "height": 800})
         page = context.new_page()
         sign_in(page, base, scene.admin)
-
-        def shot(name: str) -> None:
-            target = out / f"{name}.png"
-            page.screenshot(path=str(target), full_page=True)
-            shots.append(target)
-
+        shot = Shots(out, page)
         run_until_asked(page, base, scene)
         shot("tool-console-asking")
         page.get_by_label("ok").check()
@@ -102,7 +96,7 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
         page.get_by_role("status").filter(has_text="Finished.").wait_for()
         shot("tool-console-http")
         context.close()
-    return shots
+    return shot.paths
 
 
 def main(argv: list[str]) -> int:

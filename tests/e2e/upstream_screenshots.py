@@ -16,7 +16,7 @@ from playwright.sync_api import sync_playwright
 
 from tests.e2e.browser import launch_chromium
 from tests.e2e.live import LiveServer
-from tests.e2e.screenshots import DEFAULT_DIR
+from tests.e2e.screenshots import DEFAULT_DIR, Shots
 from tests.e2e.upstreams import UpstreamServer, federation_platform, upstream_server
 
 PASSWORD = "correct horse battery staple"
@@ -42,12 +42,7 @@ def take(live: LiveServer, upstream: UpstreamServer, browser: Any, out: Path) ->
     live.manage("shell", "-c", SETUP_SCRIPT.format(password=PASSWORD))
     context = browser.new_context(viewport={"width": 1600, "height": 800})
     page = context.new_page()
-    shots: list[Path] = []
-
-    def shot(name: str) -> None:
-        path = out / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
-        shots.append(path)
+    shot = Shots(out, page)
 
     page.goto(f"{base}/admin/login/")
     page.get_by_label("Username").fill("admin")
@@ -68,7 +63,7 @@ def take(live: LiveServer, upstream: UpstreamServer, browser: Any, out: Path) ->
     page.goto(f"{base}/admin/tenants/tool/?backend__exact=upstream")
     shot("upstream-tools")
     context.close()
-    return shots
+    return shot.paths
 
 
 def main(argv: list[str]) -> int:
