@@ -17,8 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from prometheus_client import Counter
 from redis.asyncio import Redis
+
+from mcp_platform.telemetry import metrics
 
 logger = logging.getLogger(__name__)
 
@@ -29,11 +30,6 @@ REDIS_RETRY_AFTER_FAILURE = 1.0
 # In-process buckets kept at most; the least recently used goes first (it comes back full, which only errs on
 # the side of the client).
 MAX_MEMORY_BUCKETS = 100_000
-
-backend_failures = Counter(
-    "mcp_rate_limit_backend_failures_total",
-    "Rate-limit checks let through unchecked because the bucket store (Redis) could not be reached.",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +159,7 @@ class RedisBuckets:
 
     async def take(self, buckets: Sequence[Bucket]) -> Refusal | None:
         if self._clock() < self._skip_until:
-            backend_failures.inc()
+            metrics.RATE_LIMIT_BACKEND_FAILURES.inc()
             return None
         args: list[str | int] = []
         for bucket in buckets:
@@ -172,7 +168,7 @@ class RedisBuckets:
             refused, wait = await self._script()(keys=[self.full_key(b.key) for b in buckets], args=args)
         except Exception as exc:
             self._skip_until = self._clock() + REDIS_RETRY_AFTER_FAILURE
-            backend_failures.inc()
+            metrics.RATE_LIMIT_BACKEND_FAILURES.inc()
             logger.warning(
                 "rate limits not enforced for %.0f s: Redis did not answer (%s)",
                 REDIS_RETRY_AFTER_FAILURE,

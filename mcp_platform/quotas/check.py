@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.conf import settings
-from prometheus_client import Counter
 
 from mcp_core import jsonrpc
 from mcp_core.errors import RateLimited
@@ -21,18 +20,13 @@ from mcp_platform.oauth.resource import PRINCIPAL_SCOPE_KEY, Principal
 from mcp_platform.oauth.throttling import client_groups
 from mcp_platform.quotas.buckets import BucketStore, MemoryBuckets, RedisBuckets
 from mcp_platform.quotas.selectors import LimitConfig, alimit_config
+from mcp_platform.telemetry import metrics
 from tenants.models import NAME_PATTERN, Tenant
 
 KEY_PREFIX = "mcp:ratelimit"
 TOOL_NAME = re.compile(NAME_PATTERN)
 # Tenants whose limits this process remembers; the least recently used is read again when next needed.
 MAX_TENANTS = 1024
-
-rate_limited_total = Counter(
-    "mcp_rate_limited_total",
-    "Requests refused by a rate limit, by tenant and by the limit that refused.",
-    ["tenant", "limit"],
-)
 
 
 class LimitConfigCache:
@@ -105,7 +99,7 @@ async def rate_limits_check(*, tenant: Tenant, request: jsonrpc.Request, client_
     refusal = await bucket_store().take(config.buckets(client=client, client_is_address=is_address, tool=tool))
     if refusal is None:
         return
-    rate_limited_total.labels(tenant=tenant.slug, limit=refusal.limit).inc()
+    metrics.RATE_LIMITED.labels(tenant=tenant.slug, limit=refusal.limit).inc()
     raise RateLimited(
         f"Rate limit exceeded ({refusal.limit}); try again later", retry_after=refusal.retry_after, limit=refusal.limit
     )

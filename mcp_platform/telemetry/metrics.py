@@ -68,6 +68,15 @@ HTTP_TOOL_CALLS = Counter(
 HTTP_TOOL_DURATION = Histogram(
     "mcp_http_tool_call_duration_seconds", "Duration of HTTP tools' requests.", ["tenant"], buckets=LATENCY_BUCKETS
 )
+RATE_LIMITED = Counter(
+    "mcp_rate_limited",
+    "Requests refused by a rate limit, by tenant and by the limit that refused.",
+    ["tenant", "limit"],
+)
+RATE_LIMIT_BACKEND_FAILURES = Counter(
+    "mcp_rate_limit_backend_failures",
+    "Rate-limit checks let through unchecked because the bucket store (Redis) could not be reached.",
+)
 # Labelled (with one value) so that no process writes a metrics file before it has something to count: every
 # ``manage.py`` command loads this module.
 LOG_LINES_DROPPED = Counter(
