@@ -39,6 +39,7 @@ from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.observing import call_info
 from mcp_platform.gateway.responses import (
+    Send,
     header_list,
     send_chunk,
     send_empty,
@@ -147,6 +148,21 @@ async def deliver_client_messages(*, tenant_id: int, session: LegacySession, mes
             await send_to_group(group, body)
 
 
+async def rate_limits_admit(
+    send: Send, *, tenant: Tenant, client_id: str, client_address: str, requests: list[jsonrpc.Request]
+) -> bool:
+    """Count a POST's requests against the tenant's rate limits before any runs, so that a refusal is the whole
+    response (429, ``Retry-After``, the JSON-RPC error with the request's id); False when it was refused."""
+    try:
+        await rate_limits_check_requests(
+            tenant=tenant, client_id=client_id, client_address=client_address, requests=requests
+        )
+    except RateLimited as exc:
+        await send_error(send, exc, requests[0].id if len(requests) == 1 else None)
+        return False
+    return True
+
+
 class McpConsumer(SessionStreamMixin, GatewayConsumer):
     """One HTTP request to a tenant's MCP endpoint."""
 
@@ -247,7 +263,13 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         session = await self._session(required=False)
         if is_batch and (session is None or not allows_batches(session.protocol_version)):
             raise InvalidRequest("batches are not supported by this protocol version")
-        if not await self._admitted([m for m in messages if isinstance(m, jsonrpc.Request)]):
+        if not await rate_limits_admit(
+            self.send,
+            tenant=self.tenant,
+            client_id=self.client_id,
+            client_address=self.client_address,
+            requests=[m for m in messages if isinstance(m, jsonrpc.Request)],
+        ):
             return
         if session is None:
             await self._post_without_session(messages)
@@ -329,18 +351,6 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
                     )
                 )
         await stream.done.wait()
-
-    async def _admitted(self, requests: list[jsonrpc.Request]) -> bool:
-        """Count the POST's requests against the tenant's rate limits before any runs, so a refusal is the whole
-        response (429, ``Retry-After``, the JSON-RPC error with the request's id)."""
-        try:
-            await rate_limits_check_requests(
-                tenant=self.tenant, client_id=self.client_id, client_address=self.client_address, requests=requests
-            )
-        except RateLimited as exc:
-            await send_error(self.send, exc, requests[0].id if len(requests) == 1 else None)
-            return False
-        return True
 
     async def _post_stateless(self, message: jsonrpc.Request | jsonrpc.Notification) -> None:
         """2026-07-28: this era defines no client notifications over HTTP; accept and ignore any."""

@@ -15,12 +15,12 @@ from channels.exceptions import StopConsumer
 
 from mcp_core import http as mcp_http
 from mcp_core import jsonrpc, sse
-from mcp_core.errors import InvalidRequest, McpError, RateLimited, TransportError, error_to_wire
+from mcp_core.errors import InvalidRequest, McpError, TransportError, error_to_wire
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.session import SessionState, SessionStateError
 from mcp_platform.gateway import groups, sessions
 from mcp_platform.gateway.base import GatewayConsumer
-from mcp_platform.gateway.consumer import deliver_client_messages, scope_headers, session_env
+from mcp_platform.gateway.consumer import deliver_client_messages, rate_limits_admit, scope_headers, session_env
 from mcp_platform.gateway.identity import server_identity
 from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
@@ -33,7 +33,7 @@ from mcp_platform.gateway.streams import SessionSink, start_run
 from mcp_platform.oauth.resource import principal_label
 from mcp_platform.oauth.throttling import asgi_client_address
 from mcp_platform.observe.calls import HTTP_SSE
-from mcp_platform.quotas.check import oauth_client_id, rate_limits_check_requests
+from mcp_platform.quotas.check import oauth_client_id
 from tenants.events import catalog_group
 from tenants.models import Tenant
 
@@ -143,15 +143,13 @@ class LegacyMessagesConsumer(GatewayConsumer):
         messages, _ = jsonrpc.decode(self._body, allow_batch=False)
         requests = [m for m in messages if isinstance(m, jsonrpc.Request)]
         # Counted before the 202, so a refusal is this POST's answer (429, Retry-After), not an event on the stream.
-        try:
-            await rate_limits_check_requests(
-                tenant=tenant,
-                client_id=oauth_client_id(self.scope),
-                client_address=asgi_client_address(self.scope),
-                requests=requests,
-            )
-        except RateLimited as exc:
-            await send_error(self.send, exc, requests[0].id)
+        if not await rate_limits_admit(
+            self.send,
+            tenant=tenant,
+            client_id=oauth_client_id(self.scope),
+            client_address=asgi_client_address(self.scope),
+            requests=requests,
+        ):
             return
         await send_body(self.send, 202, b"Accepted", content_type="text/plain")
         sink = SessionSink(tenant_id=tenant.pk, session_id=session.pk)
