@@ -9,6 +9,7 @@ check is async and costs one query (plus a "last used" write at most once a minu
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -18,7 +19,8 @@ from django.conf import settings
 from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
-from oauth2_provider.models import AbstractApplication, get_access_token_model
+from oauth2_provider.models import AbstractApplication, get_access_token_model, get_refresh_token_model
+from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.www_authenticate import build_bearer_challenge
 
 from mcp_platform.conf import platform_settings
@@ -179,15 +181,45 @@ def _holder_allowed(tenant: Tenant) -> Q:
     return person | machine
 
 
-async def astill_authorized(*, tenant: Tenant, principal: Principal) -> bool:
+@dataclass(frozen=True)
+class Standing:
+    """What one look at a stream's token found: whether it still passes now, and the refresh-token family (the
+    grant) it was issued in, if any."""
+
+    valid: bool
+    family: uuid.UUID | None
+
+
+async def atoken_standing(*, tenant: Tenant, principal: Principal) -> Standing:
     """Whether the token a request was authenticated with still passes the checks of ``aauthenticate`` that can
-    change after the fact (not revoked, not expired, its user still active and a member); one query. Open streams
-    ask this before each event and at each keep-alive."""
-    return (
+    change after the fact (not revoked, not expired, its user still active and a member), and its grant; one
+    query. Open streams ask this before each event and at each keep-alive."""
+    row = (
         await get_access_token_model()
-        .objects.filter(_holder_allowed(tenant), pk=principal.token_id, expires__gt=timezone.now())
-        .aexists()
+        .objects.filter(_holder_allowed(tenant), pk=principal.token_id)
+        .values_list("expires", "refresh_token__token_family")
+        .afirst()
     )
+    if row is None:
+        return Standing(valid=False, family=None)
+    expires, family = row
+    return Standing(valid=expires > timezone.now(), family=family)
+
+
+async def agrant_alive(*, tenant: Tenant, family: uuid.UUID) -> bool:
+    """Whether the grant a token was issued in still gives its holder access to ``tenant``: a refresh token of
+    the family is neither revoked (by rotation, reuse protection or the connected-apps page) nor expired, and its
+    user is still an active member. One query."""
+    live = get_refresh_token_model().objects.filter(
+        token_family=family,
+        revoked__isnull=True,
+        user__is_active=True,
+        user__tenant_memberships__tenant=tenant,
+    )
+    lifetime = oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS
+    if lifetime is not None:
+        live = live.filter(created__gt=timezone.now() - timedelta(seconds=lifetime))
+    return await live.aexists()
 
 
 async def aauthenticate(

@@ -172,3 +172,101 @@ async def test_an_authorized_stream_still_hears_catalog_changes(acme: dict[str, 
         await stream.until(lambda: "notifications/tools/list_changed" in stream.text)
     finally:
         await stream.close()
+
+
+def granted_token(acme: dict[str, Any]) -> tuple[str, int]:
+    """An access token with a refresh token, as an authorization-code grant leaves them: (raw token, family's
+    refresh-token id)."""
+    import secrets
+    import uuid
+
+    from oauth2_provider.models import get_access_token_model, get_refresh_token_model, set_token_value
+
+    from tests.factories import access_token_create
+
+    raw = access_token_create(user=acme["alice"], application=acme["client"], resource=[RESOURCE])
+    access = get_access_token_model().objects.get(user=acme["alice"])
+    refresh = get_refresh_token_model()(
+        user=acme["alice"],
+        application=acme["client"],
+        access_token=access,
+        token_family=uuid.uuid4(),
+        resource=[RESOURCE],
+    )
+    set_token_value(refresh, secrets.token_urlsafe(30))
+    refresh.save()
+    return raw, refresh.pk
+
+
+def expire_access_tokens(acme: dict[str, Any]) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from oauth2_provider.models import get_access_token_model
+
+    get_access_token_model().objects.filter(user=acme["alice"]).update(expires=timezone.now() - timedelta(seconds=1))
+
+
+def rotate(acme: dict[str, Any], refresh_id: int) -> None:
+    """What a refresh does to the family: the old refresh token revoked and its access token deleted, a new pair
+    issued in the same family."""
+    import secrets
+
+    from oauth2_provider.models import get_refresh_token_model, set_token_value
+
+    from tests.factories import access_token_create
+
+    old = get_refresh_token_model().objects.get(pk=refresh_id)
+    old.revoke()
+    access_token_create(user=acme["alice"], application=acme["client"], resource=[RESOURCE])
+    from oauth2_provider.models import get_access_token_model
+
+    newest = get_access_token_model().objects.filter(user=acme["alice"]).latest("pk")
+    successor = get_refresh_token_model()(
+        user=acme["alice"],
+        application=acme["client"],
+        access_token=newest,
+        token_family=old.token_family,
+        resource=[RESOURCE],
+    )
+    set_token_value(successor, secrets.token_urlsafe(30))
+    successor.save()
+
+
+def revoke_grant(acme: dict[str, Any]) -> None:
+    """The person revokes the client on the connected-apps page."""
+    from mcp_platform.oauth.connections import connection_revoke
+
+    assert connection_revoke(user=acme["alice"], application_id=acme["client"].pk, resource=RESOURCE)
+
+
+@pytest.mark.parametrize("kind", OPENERS)
+async def test_a_stream_outlives_its_token_while_the_grant_lives_and_ends_with_it(acme: dict[str, Any], kind: str):
+    raw, refresh_id = await sync_to_async(granted_token)(acme)
+    stream = await OPENERS[kind]({"authorization": f"Bearer {raw}"})
+    try:
+        await stream.until(lambda: stream.text.count(": \n\n") >= 2)
+        # The access token expires and the client refreshes it: the stream, opened with the old one, lives on.
+        await sync_to_async(expire_access_tokens)(acme)
+        await sync_to_async(rotate)(acme, refresh_id)
+        seen = stream.text.count(": \n\n")
+        await stream.until(lambda: stream.text.count(": \n\n") >= seen + 4)
+        # The person revokes the client: the whole family goes, and the stream with it.
+        await sync_to_async(revoke_grant)(acme)
+        await stream.until_end(NOTICE_WITHIN)
+        assert stream.ended
+    finally:
+        await stream.close()
+
+
+async def test_a_stream_whose_token_expired_without_a_grant_behind_it_ends(acme: dict[str, Any]):
+    """A token with no refresh token (a machine client's, by client credentials) holds its stream until it
+    expires."""
+    stream = await open_sse_stream(await bearer(acme))
+    try:
+        await stream.until(lambda: stream.text.count(": \n\n") >= 2)
+        await sync_to_async(expire_access_tokens)(acme)
+        await stream.until_end(NOTICE_WITHIN)
+        assert stream.ended
+    finally:
+        await stream.close()
