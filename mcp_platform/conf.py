@@ -76,6 +76,9 @@ DEFAULTS: dict[str, Any] = {
     # distinct tool names one tenant may give the tool label in one process (past it: "_other").
     "METRICS_TOKEN": "",
     "METRICS_MAX_TOOLS_PER_TENANT": 100,
+    # How often a process adds the requests it counted in memory to the metrics files (seconds): other processes'
+    # scrapes see them this late at most (its own /metrics, and its exit, add them at once).
+    "METRICS_FOLD_SECONDS": 1.0,
     # Anonymous client registrations (RFC 7591) and first fetches of client metadata documents allowed per hour:
     # per client (an IPv4 address or IPv6 /64) and per network (an IPv4 /24 or IPv6 /56). Past the platform-wide
     # figure the platform is under load: each network then gets at most DCR_PER_NETWORK_UNDER_LOAD an hour, so a
@@ -121,7 +124,7 @@ DEFAULTS: dict[str, Any] = {
     # soon as ACTIVITY_BATCH records wait.
     "ACTIVITY_LOG": True,
     "ACTIVITY_BUFFER": 20_000,
-    "ACTIVITY_BATCH": 500,
+    "ACTIVITY_BATCH": 5_000,
     "ACTIVITY_FLUSH_SECONDS": 1.0,
 }
 
@@ -156,6 +159,7 @@ class PlatformSettings:
     TRUSTED_PROXIES: list[str]
     METRICS_TOKEN: str
     METRICS_MAX_TOOLS_PER_TENANT: int
+    METRICS_FOLD_SECONDS: float
     DCR_PER_ADDRESS_PER_HOUR: int
     DCR_PER_NETWORK_PER_HOUR: int
     DCR_PLATFORM_PER_HOUR: int
@@ -250,6 +254,13 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
         value = getattr(loaded, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600:
             errors.append(Error(f"MCP_PLATFORM[{name!r}] must be between 0 and 3600 seconds.", id="mcp_platform.E031"))
+    fold = loaded.METRICS_FOLD_SECONDS
+    if isinstance(fold, bool) or not isinstance(fold, (int, float)) or not 0 < fold <= 60:
+        errors.append(
+            Error(
+                "MCP_PLATFORM['METRICS_FOLD_SECONDS'] must be above 0 and at most 60 seconds.", id="mcp_platform.E014"
+            )
+        )
     for name in ("TENANT_CACHE_TTL", "SESSION_CACHE_TTL"):
         ttl = getattr(loaded, name)
         if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 <= ttl <= 300:

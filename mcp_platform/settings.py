@@ -355,6 +355,7 @@ MCP_PLATFORM = {
     "TRUSTED_PROXIES": _env_list("MCP_TRUSTED_PROXIES", []),
     "METRICS_TOKEN": os.environ.get("MCP_METRICS_TOKEN", ""),
     "METRICS_MAX_TOOLS_PER_TENANT": int(os.environ.get("MCP_METRICS_MAX_TOOLS_PER_TENANT", "100")),
+    "METRICS_FOLD_SECONDS": float(os.environ.get("MCP_METRICS_FOLD_SECONDS", "1")),
     "CIMD_ALLOWED_NETWORKS": _env_list("MCP_CIMD_ALLOWED_NETWORKS", []),
     "CIMD_CA_BUNDLE": os.environ.get("MCP_CIMD_CA_BUNDLE", ""),
     "OUTBOUND_ALLOWED_NETWORKS": _env_list("MCP_OUTBOUND_ALLOWED_NETWORKS", []),
@@ -368,5 +369,5 @@ MCP_PLATFORM = {
     "SSE_KEEPALIVE": float(os.environ.get("MCP_SSE_KEEPALIVE", "15")),
     "ACTIVITY_LOG": os.environ.get("MCP_ACTIVITY_LOG", "1") not in ("0", "false", "off"),
     "ACTIVITY_FLUSH_SECONDS": float(os.environ.get("MCP_ACTIVITY_FLUSH_SECONDS", "1")),
-    "ACTIVITY_BATCH": int(os.environ.get("MCP_ACTIVITY_BATCH", "500")),
+    "ACTIVITY_BATCH": int(os.environ.get("MCP_ACTIVITY_BATCH", "5000")),
 }

@@ -42,3 +42,11 @@ def test_a_header_limit_below_4096_bytes_is_refused():
     assert _errors(MAX_HEADER_BYTES=4095) == {
         "MCP_PLATFORM['MAX_HEADER_BYTES'] must be at least 4096.": "mcp_platform.E030"
     }
+
+
+@pytest.mark.parametrize("value", [0, -1, 61, True, "1"])
+def test_a_metrics_fold_interval_outside_a_minute_is_refused(value):
+    assert _errors(METRICS_FOLD_SECONDS=value) == {
+        "MCP_PLATFORM['METRICS_FOLD_SECONDS'] must be above 0 and at most 60 seconds.": "mcp_platform.E014"
+    }
+    assert _errors(METRICS_FOLD_SECONDS=0.25) == {}

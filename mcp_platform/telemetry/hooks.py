@@ -1,5 +1,6 @@
 """The call hooks this app registers on the observation seam: request metrics, and one structured log line per
-request (``LOG_FORMAT=json``). Both only touch memory (mmap'd counters, a log record), never the network."""
+request (``LOG_FORMAT=json``). Both only touch this process's memory (a tally, a queued log record), never a file
+or the network."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from mcp_platform.observe.calls import CallInfo, CallRecord
 from mcp_platform.telemetry import metrics
+from mcp_platform.telemetry.tally import request_tally
 
 # Its own logger, so a deployment can route or silence the request lines apart from the rest.
 request_logger = logging.getLogger("mcp_platform.requests")
@@ -20,39 +22,21 @@ QUEUE_CAPACITY = 10_000
 
 
 class MetricsHook:
-    """Counts and times every JSON-RPC request; tools/call also per tool (label bounded per tenant).
-
-    The labelled children are kept per label combination: ``labels()`` validates and locks on every call, and cost
-    as much as the increment itself (the combinations are as bounded as the labels are)."""
-
-    def __init__(self) -> None:
-        self._children: dict[tuple[str, str, str, str | None], tuple[Any, Any, Any]] = {}
+    """Counts and times every JSON-RPC request; tools/call also per tool (label bounded per tenant). The counts go
+    to this process's tally (``telemetry.tally``), which folds them into the metrics files off the request path."""
 
     def started(self, info: CallInfo) -> object:
         return None
 
     def finished(self, record: CallRecord, token: object) -> None:
         info = record.info
-        tool = None
-        if info.method == "tools/call" and info.target is not None:
-            tool = metrics.tool_labels.label(info.tenant_id, info.target)
         # The method as labelled (a client may send any method name: the key must stay as bounded as the labels).
-        key = (info.tenant_slug, metrics.method_label(info.method), record.outcome, tool)
-        children = self._children.get(key)
-        if children is None:
-            children = self._children[key] = self._labelled(*key)
-        requests, duration, tool_calls = children
-        requests.inc()
-        duration.observe(record.duration_s)
-        if tool_calls is not None:
-            tool_calls.inc()
-
-    @staticmethod
-    def _labelled(tenant: str, method: str, outcome: str, tool: str | None) -> tuple[Any, Any, Any]:
-        return (
-            metrics.REQUESTS.labels(tenant, method, outcome),
-            metrics.REQUEST_DURATION.labels(tenant, method),
-            None if tool is None else metrics.TOOL_CALLS.labels(tenant, tool, outcome),
+        method = metrics.method_label(info.method)
+        tool = None
+        if method == "tools/call" and info.target is not None:
+            tool = metrics.tool_labels.label(info.tenant_id, info.target)
+        request_tally.record(
+            tenant=info.tenant_slug, method=method, outcome=record.outcome, tool=tool, duration=record.duration_s
         )
 
 

@@ -1,5 +1,6 @@
-"""``GET /metrics``: every process's metrics of this host in Prometheus text format, plus the tool runs counted at
-scrape time. A Django view, so it stays off the MCP endpoint's path (the gateway only routes ``/t/``).
+"""``GET /metrics``: every process's metrics of this host in Prometheus text format (this process's request counts
+folded in first), plus the tool runs counted at scrape time. A Django view, so it stays off the MCP endpoint's path
+(the gateway only routes ``/t/``).
 
 Who may scrape: with ``MCP_METRICS_TOKEN`` set, whoever presents it as a bearer token (compared in constant time);
 without it, loopback clients only, judged on the client address the rate limits use (behind a trusted proxy the
@@ -24,6 +25,7 @@ from prometheus_client.registry import Collector
 from mcp_platform.conf import platform_settings
 from mcp_platform.jobs.selectors import tool_run_status_counts
 from mcp_platform.oauth.throttling import client_address
+from mcp_platform.telemetry.tally import request_tally
 
 # Bounds the scrape-time query (rows of tenant and status).
 TASK_ROWS_LIMIT = 5000
@@ -98,6 +100,9 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     if refusal is not None:
         return refusal
     path = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    # This process's own requests, counted in memory, are in the files before they are read. A fold that fails
+    # (a full disk) is logged: the scrape still shows what the files hold.
+    request_tally.fold_logged()
     reap_dead_processes(path)
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=path)

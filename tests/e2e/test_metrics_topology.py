@@ -108,6 +108,7 @@ async def test_calls_on_both_web_processes_and_the_workers_runs_add_up_in_one_sc
             created = await http.post(topology.endpoint(web=1), json=task, headers=headers)
             assert created.json()["result"]["resultType"] == "task", created.text
 
+            # Web B's requests reach the files within MCP_METRICS_FOLD_SECONDS (its own scrape would fold them).
             found = await scrape_until(
                 http,
                 topology,
@@ -115,6 +116,8 @@ async def test_calls_on_both_web_processes_and_the_workers_runs_add_up_in_one_sc
                 lambda found: (
                     value(found, "mcp_celery_tasks_total", **task_run) >= 1
                     and value(found, "mcp_tasks", tenant="conformance", status="completed") >= 1
+                    and value(found, "mcp_request_duration_seconds_count", tenant="conformance", method="tools/call")
+                    >= 5
                 ),
             )
             from_b = await scrape(http, topology, 1)

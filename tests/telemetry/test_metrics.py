@@ -11,12 +11,15 @@ from typing import Any
 
 import pytest
 from channels.testing import ApplicationCommunicator
+from django.test import AsyncClient
+from prometheus_client.parser import text_string_to_metric_families
 
 from mcp_platform.asgi import application
 from mcp_platform.jobs.tasks import tool_runs_purge_expired
 from mcp_platform.telemetry import metrics
 from mcp_platform.telemetry.celery_metrics import task_label
 from mcp_platform.telemetry.metrics import NameLabels, method_label
+from mcp_platform.telemetry.tally import request_tally
 from mcp_platform.telemetry.views import reap_dead_processes
 from tests.gateway.conftest import INIT_PARAMS, http_scope, request, rpc
 from tests.telemetry.conftest import metric_value
@@ -68,6 +71,53 @@ async def test_tool_calls_of_both_eras_are_counted_per_tenant_tool_and_outcome(c
     assert metric_value("mcp_requests_total", **requests) == requests_before + 2
     histogram = metric_value("mcp_request_duration_seconds_count", tenant="conformance", method="tools/call")
     assert histogram == histogram_before + 3
+
+
+async def scraped(name: str, **labels: str) -> float:
+    """Sample ``name`` with ``labels`` in this process's ``/metrics`` (0 when absent)."""
+    response = await AsyncClient().get("/metrics")
+    assert response.status_code == 200
+    for family in text_string_to_metric_families(response.content.decode()):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return float(sample.value)
+    return 0.0
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_a_scrape_of_the_process_that_answered_shows_its_requests_at_once(conformance: None) -> None:
+    # No fold forced here: /metrics folds this process's tally itself before it reads the files.
+    requests = {"tenant": "conformance", "method": "tools/call", "outcome": "ok"}
+    tool = {"tenant": "conformance", "tool": "test_simple_text", "outcome": "ok"}
+    duration = {"tenant": "conformance", "method": "tools/call"}
+    before = [
+        await scraped("mcp_requests_total", **requests),
+        await scraped("mcp_tool_calls_total", **tool),
+        await scraped("mcp_request_duration_seconds_count", **duration),
+    ]
+    await stateless_call("test_simple_text")
+    await stateless_call("test_simple_text", id=2)
+    assert await scraped("mcp_requests_total", **requests) == before[0] + 2
+    assert await scraped("mcp_tool_calls_total", **tool) == before[1] + 2
+    assert await scraped("mcp_request_duration_seconds_count", **duration) == before[2] + 2
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_a_scrape_still_answers_when_its_fold_cannot_write(
+    conformance: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    requests = {"tenant": "conformance", "method": "tools/call", "outcome": "ok"}
+    before = await scraped("mcp_requests_total", **requests)
+    await stateless_call("test_simple_text")
+
+    def disk_full(pending: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(request_tally, "_publish", disk_full)
+    assert await scraped("mcp_requests_total", **requests) == before, "the files as they were, and a 200"
+    assert "could not add this process's request counts" in caplog.text
 
 
 @pytest.mark.anyio
