@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from mcp_platform.activity.rows import CallRow, call_row
 from mcp_platform.activity.writer import BufferedWriter
 from mcp_platform.conf import platform_settings
 from mcp_platform.observe.calls import CallInfo, CallRecord
@@ -12,18 +13,18 @@ from mcp_platform.observe.calls import CallInfo, CallRecord
 LOGGED_METHODS = frozenset({"tools/call", "resources/read", "prompts/get"})
 
 
-def _write(records: list[CallRecord]) -> None:
+def _write(rows: list[CallRow]) -> None:
     from django.db import close_old_connections
 
     from mcp_platform.activity.services import activity_calls_write
 
     # The writer thread's own connection: one the database dropped (or that grew too old) is replaced first.
     close_old_connections()
-    activity_calls_write(records=records)
+    activity_calls_write(rows=rows)
 
 
 @cache
-def activity_writer() -> BufferedWriter[CallRecord]:
+def activity_writer() -> BufferedWriter[CallRow]:
     """This process's writer (made on first use, with the settings of that moment)."""
     return BufferedWriter(
         sink=_write,
@@ -42,11 +43,11 @@ class ActivityHook:
 
     def finished(self, record: CallRecord, token: object) -> None:
         if record.info.method in LOGGED_METHODS:
-            (self.writer or self._bind()).add(record)
+            (self.writer or self._bind()).add(call_row(record))
 
-    writer: BufferedWriter[CallRecord] | None = None
+    writer: BufferedWriter[CallRow] | None = None
 
-    def _bind(self) -> BufferedWriter[CallRecord]:
+    def _bind(self) -> BufferedWriter[CallRow]:
         self.writer = activity_writer()
         return self.writer
 

@@ -223,6 +223,7 @@ class ConsoleRun:
             protocol_version=CONSOLE_VERSION,
             transport=ADMIN_CONSOLE,
             headers=None,
+            keep_arguments=self.call.tenant.activity_record_arguments,
         )
 
     async def _created_task(self) -> None:

@@ -321,6 +321,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
                 protocol_version=session.protocol_version,
                 transport=STREAMABLE_HTTP,
                 headers=self.headers,
+                keep_arguments=self.tenant.activity_record_arguments,
             )
             for request in requests
         ]

@@ -179,6 +179,7 @@ class LegacyMessagesConsumer(GatewayConsumer):
                     protocol_version=session.protocol_version,
                     transport=HTTP_SSE,
                     headers=scope_headers(self.scope),
+                    keep_arguments=tenant.activity_record_arguments,
                 )
                 start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk, info=info)
             elif not isinstance(message, jsonrpc.Invalid):

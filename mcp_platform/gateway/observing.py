@@ -50,12 +50,14 @@ def call_info(
     protocol_version: str,
     transport: str,
     headers: Mapping[str, str] | None,
+    keep_arguments: bool,
 ) -> CallInfo:
-    """What is known as ``request`` starts; ``principal`` is the caller's label."""
+    """What is known as ``request`` starts; ``principal`` is the caller's label. The arguments are kept only when
+    ``keep_arguments`` (the tenant records them in its activity log): a call's info may be held for a while."""
     params = request.params or {}
     key = _TARGET_KEYS.get(request.method)
     target = params.get(key) if key is not None else None
-    arguments = params.get("arguments") if request.method in _ARGUMENT_METHODS else None
+    arguments = params.get("arguments") if keep_arguments and request.method in _ARGUMENT_METHODS else None
     user, client = principal_parts(principal)
     info = client_info or {}
     meta = params.get("_meta")

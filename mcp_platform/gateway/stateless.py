@@ -191,6 +191,7 @@ async def serve_stateless(
             protocol_version=envelope.version,
             transport=STREAMABLE_HTTP,
             headers=headers,
+            keep_arguments=tenant.activity_record_arguments,
         )
         async with observed_call(info) as call:
             # Inside the observation: a refusal is recorded as one.

@@ -34,7 +34,8 @@ ADMIN_CONSOLE: Final = "admin-console"
 class CallInfo:
     """What is known when a request starts. ``target`` is the tool name, resource URI or prompt name (None for
     other methods); ``principal`` the user id ("" for a machine client or anonymous caller); ``client_id`` the
-    OAuth client id ("" when anonymous); ``headers`` the request's headers, names lower-cased."""
+    OAuth client id ("" when anonymous); ``headers`` the request's headers, names lower-cased; ``arguments`` the
+    call's arguments where the tenant keeps them in its activity log, else None."""
 
     tenant_id: int
     tenant_slug: str

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from mcp_platform.activity.models import ActivityRecord
 from mcp_platform.activity.redaction import REDACTED
+from mcp_platform.activity.rows import call_row
 from mcp_platform.activity.services import activity_admin_change_record, activity_calls_write, activity_purge_expired
 from mcp_platform.observe.calls import CallInfo, CallRecord
 from tenants.services import tenant_create, tenant_update, tool_create
@@ -42,7 +43,7 @@ def record(tenant_id: int, *, method: str = "tools/call", target: str = "weather
 
 def test_a_call_is_stored_with_who_what_and_how_it_ended() -> None:
     tenant = tenant_create(slug="acme", name="Acme")
-    assert activity_calls_write(records=[record(tenant.pk, arguments={"city": "Oslo"})]) == 1
+    assert activity_calls_write(rows=[call_row(record(tenant.pk, arguments={"city": "Oslo"}))]) == 1
     row = ActivityRecord.objects.get()
     assert (row.tenant_id, row.principal, row.client_id, row.client_name, row.client_version) == (
         tenant.pk,
@@ -66,7 +67,7 @@ def test_names_with_separators_and_backslashes_are_stored_as_sent() -> None:
     tenant = tenant_create(slug="acme", name="Acme")
     tenant_update(tenant=tenant, data={"activity_record_arguments": True})
     odd = "a\tb\nc\\d\re"
-    activity_calls_write(records=[record(tenant.pk, target=odd + "\x00", arguments={"q": odd})])
+    activity_calls_write(rows=[call_row(record(tenant.pk, target=odd + "\x00", arguments={"q": odd}))])
     row = ActivityRecord.objects.get()
     assert row.target == odd, "NUL, which PostgreSQL cannot store, is left out"
     assert row.details == {"arguments": {"q": odd}}
@@ -76,13 +77,13 @@ def test_arguments_are_kept_redacted_when_the_tenant_opts_in() -> None:
     tenant = tenant_create(slug="acme", name="Acme")
     tenant_update(tenant=tenant, data={"activity_record_arguments": True})
     tool_create(tenant=tenant, name="weather", input_schema=SCHEMA, config={"content": []})
-    activity_calls_write(records=[record(tenant.pk, arguments={"pin": "1234", "city": "Oslo", "api_key": "k"})])
+    activity_calls_write(rows=[call_row(record(tenant.pk, arguments={"pin": "1234", "city": "Oslo", "api_key": "k"}))])
     assert ActivityRecord.objects.get().details == {"arguments": {"pin": REDACTED, "city": "Oslo", "api_key": REDACTED}}
 
 
 def test_records_of_a_tenant_deleted_meanwhile_are_skipped() -> None:
     tenant = tenant_create(slug="acme", name="Acme")
-    assert activity_calls_write(records=[record(tenant.pk), record(tenant.pk + 1000)]) == 1
+    assert activity_calls_write(rows=[call_row(record(tenant.pk)), call_row(record(tenant.pk + 1000))]) == 1
 
 
 def test_each_tenant_keeps_its_own_retention() -> None:
@@ -91,7 +92,7 @@ def test_each_tenant_keeps_its_own_retention() -> None:
     default = tenant_create(slug="default", name="Default")
     now = timezone.now()
     for tenant in (short, default):
-        activity_calls_write(records=[record(tenant.pk)])
+        activity_calls_write(rows=[call_row(record(tenant.pk))])
     ActivityRecord.objects.update(at=now - dt.timedelta(days=2))
     assert activity_purge_expired(now=now) == 1
     assert list(ActivityRecord.objects.values_list("tenant__slug", flat=True)) == ["default"]
@@ -114,3 +115,25 @@ def test_an_admin_change_never_keeps_a_secret_value() -> None:
     assert row.kind == "admin" and row.principal == "3" and row.method == "admin/change"
     assert row.details["before"] == {"name": "github", "value": REDACTED}
     assert "secret" not in str(row.details["after"]["value"])
+
+
+def test_plain_and_odd_calls_in_one_batch_are_all_stored_as_sent() -> None:
+    tenant = tenant_create(slug="acme", name="Acme")
+    plain = record(tenant.pk, target="weather")
+    long = record(tenant.pk, target="t" * 600)
+    surrogate = record(tenant.pk, target="bad\ud800name")
+    activity_calls_write(rows=[call_row(plain), call_row(long), call_row(surrogate), call_row(plain)])
+    stored = list(ActivityRecord.objects.order_by("id"))
+    assert [row.target for row in stored] == ["weather", "t" * 512, "bad?name", "weather"]
+    assert stored[0].at.timestamp() == pytest.approx(plain.info.started_at, abs=1e-6)
+    assert (stored[0].duration_ms, stored[0].error_code, stored[0].details) == (12.3, -32602, None)
+
+
+def test_arguments_with_nul_escapes_and_lone_surrogates_are_stored() -> None:
+    tenant = tenant_create(slug="acme", name="Acme")
+    tenant_update(tenant=tenant, data={"activity_record_arguments": True})
+    arguments = {"literal": "\\u0000 stays", "nul": "a\x00b", "surrogate": "x\udc00y"}
+    activity_calls_write(rows=[call_row(record(tenant.pk, arguments=arguments))])
+    assert ActivityRecord.objects.get().details == {
+        "arguments": {"literal": "\\u0000 stays", "nul": "ab", "surrogate": "x?y"}
+    }

@@ -6,9 +6,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from mcp_platform.gateway.observing import principal_parts
 from mcp_platform.observe.calls import CallInfo, CallRecord, register_hook, unregister_hook
+from tenants.models import Tenant
+from tenants.services import tenant_update
 from tests.gateway.conftest import INIT_PARAMS, request, rpc
 
 MCP = "/t/conformance/mcp"
@@ -63,8 +66,21 @@ async def test_a_stateless_tool_call_is_reported_with_its_client_and_target(conf
         "streamable-http",
     )
     assert (info.client_name, info.client_version, info.protocol_version) == ("stateless-client", "2.5", "2026-07-28")
-    assert info.arguments == {"x": 1}
+    assert info.arguments is None  # the tenant does not keep arguments: the call's info holds none
     assert record.outcome == "tool_error"
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_the_arguments_are_reported_where_the_tenant_keeps_them(conformance: None, recorder: Recorder):
+    tenant = await Tenant.objects.aget(slug="conformance")
+    await sync_to_async(tenant_update)(tenant=tenant, data={"activity_record_arguments": True})
+    params = {"name": "test_error_handling", "arguments": {"x": 1}, "_meta": META}
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "test_error_handling"}
+    reply = await request("POST", MCP, body=rpc("tools/call", params, id=42), headers=headers)
+    assert reply.status == 200
+    [record] = recorder.of("tools/call")
+    assert record.info.arguments == {"x": 1}
 
 
 @pytest.mark.anyio
