@@ -23,6 +23,7 @@ class Profile:
     sse_streams: int
     scaling_processes: tuple[int, ...]
     catalog_tools: int = 10_000
+    activity_rounds: int = 3  # the activity log's off/on pairs, measured in turn
     max_minutes: float = 20.0
 
     def closed_loop_seconds(self, windows: int | None = None) -> float:
@@ -34,6 +35,7 @@ class Profile:
         points = 2 * 2 * len(self.tools) * len(self.concurrencies)  # eras x tools x c, ours and the peer
         points += (servers - 1) * 2 * len(self.tools) * len(self.other_concurrencies)
         points += 4 + servers + len(self.scaling_processes)  # set-up, ceilings, scaling
+        points += 2 * 2 * self.activity_rounds  # the activity log: eras x off/on
         wrk = (2 + servers) * self.windows * self.window
         lists = 4 * (self.warmup + self.list_windows * self.window + 2)
         progress = 4 * sum(
@@ -79,6 +81,7 @@ QUICK = Profile(
     idle_sessions=200,
     sse_streams=100,
     scaling_processes=(1, 2),
+    activity_rounds=1,
     max_minutes=8.0,
 )
 

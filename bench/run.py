@@ -65,6 +65,8 @@ JSONObject = dict[str, Any]
 RESULTS = REPO / "bench" / "results"
 PEER_APP = "bench.peer_server:app"
 PEER_SERVER = "uvicorn"
+# The activity log's cost: a process with it off and one with it on, measured in turn (``Profile.activity_rounds``).
+ACTIVITY_STATES = (("log off", "0"), ("log on", "1"))
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -428,25 +430,36 @@ class Runner:
                 stack.stop_all()
 
     def activity_log(self) -> None:
-        """Stateless and session ``tools/call`` with the activity log off, then on: its cost (the target is at
-        most 5% fewer req/s and no worse p99), on one web process of the recommended server."""
-        for state, flag in (("log off", "0"), ("log on", "1")):
-            if self.bench.out_of_time(f"activity log {state}"):
-                return
-            env = {**self.stack.platform_env, "MCP_ACTIVITY_LOG": flag}
-            process = self.web(self.recommended, f"web-activity-{flag}", env)
-            try:
-                served = Served.one("ours", self.recommended, process, OURS_PATH)
+        """Stateless and session ``tools/call`` with the activity log off and on: its cost (the target is at most
+        5% fewer req/s). The two processes run side by side and are measured in turn, round after round,
+        so that each pair of points sees the same minutes of machine noise (``Profile.activity_rounds`` pairs)."""
+        processes = []
+        try:
+            served = {}
+            for state, flag in ACTIVITY_STATES:
+                env = {**self.stack.platform_env, "MCP_ACTIVITY_LOG": flag}
+                process = self.web(self.recommended, f"web-activity-{flag}", env)
+                processes.append(process)
+                served[state] = Served.one("ours", self.recommended, process, OURS_PATH)
+            for round_ in range(1, self.profile.activity_rounds + 1):
+                # Off first in odd rounds, on first in even ones: whatever favours the second point cancels out.
+                order = ACTIVITY_STATES if round_ % 2 else ACTIVITY_STATES[::-1]
                 for era in ERAS:
-                    self.bench.closed_loop(
-                        served,
-                        workload="activity_log",
-                        era=era,
-                        case=f"static_info, {state}",
-                        concurrency=16,
-                        op=call_op("static_info"),
-                    )
-            finally:
+                    for state, _ in order:
+                        if self.bench.out_of_time(f"activity log round {round_}"):
+                            return
+                        row = self.bench.closed_loop(
+                            served[state],
+                            workload="activity_log",
+                            era=era,
+                            case=f"static_info, {state}",
+                            concurrency=16,
+                            op=call_op("static_info"),
+                        )
+                        if row:
+                            row["round"] = round_
+        finally:
+            for process in processes:
                 self.stack.stop(process)
 
 

@@ -2,7 +2,8 @@
 the same call made to the upstream directly.
 
 ``python -m bench.upstream_overhead [SECONDS]``: the upstream is the bench peer (the SDK's ``MCPServer`` under
-uvicorn, JSON responses), the platform one embedded ``manage.py serve`` with the peer added as an upstream. A
+uvicorn, JSON responses), the platform one embedded ``manage.py serve`` with the peer added as an upstream. The peer
+is pinned to the last core (it stands for a server elsewhere), the platform and the load generator to the first. A
 closed loop of 16 concurrent 2026-07-28 ``tools/call echo`` requests runs against each in turn, alternating
 rounds so drift hits both alike; prints req/s and p50/p90/p99 of each, the ratio and the p50 overhead, and the CPU
 time per call of the peer and of the platform process (from /proc).
@@ -55,9 +56,11 @@ def _wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
             time.sleep(0.1)
 
 
-async def _closed_loop(target: Target, tool: str, seconds: float) -> tuple[int, list[float]]:
-    """``CONCURRENCY`` connections each keeping one call in flight for ``seconds``: calls made and latencies."""
-    sessions = [await McpSession.open(target, STATELESS) for _ in range(CONCURRENCY)]
+async def _closed_loop(
+    target: Target, tool: str, seconds: float, concurrency: int = CONCURRENCY
+) -> tuple[int, list[float]]:
+    """``concurrency`` connections each keeping one call in flight for ``seconds``: calls made and latencies."""
+    sessions = [await McpSession.open(target, STATELESS) for _ in range(concurrency)]
     latencies: list[float] = []
     deadline = time.perf_counter() + seconds
 
@@ -105,7 +108,16 @@ async def _measure(direct: Target, proxied: Target, seconds: float, *, peer_pid:
         print(f"{kind:8} {rates[kind]:8.0f} req/s   p50/p90/p99 ms: {_percentiles(samples)}   CPU µs/call: {per_call}")
     p50 = {kind: sorted(samples)[len(samples) // 2] for kind, (_, _, samples) in totals.items()}
     print(f"proxied / direct throughput: {rates['proxied'] / rates['direct']:.0%}")
-    print(f"p50 overhead of proxying: {(p50['proxied'] - p50['direct']) * 1e3:.2f} ms")
+    print(f"p50 overhead of proxying at c={CONCURRENCY}: {(p50['proxied'] - p50['direct']) * 1e3:.2f} ms")
+    # What one call pays for the extra hop when nothing queues: the same loops, one call in flight.
+    alone: dict[str, list[float]] = {"direct": [], "proxied": []}
+    for _ in range(ROUNDS):
+        for kind, target, tool in (("direct", direct, "echo"), ("proxied", proxied, "peer_echo")):
+            alone[kind] += (await _closed_loop(target, tool, seconds / 2, concurrency=1))[1]
+    for kind, samples in alone.items():
+        print(f"{kind:8} c=1   p50/p90/p99 ms: {_percentiles(samples)}")
+    p50_alone = {kind: sorted(samples)[len(samples) // 2] for kind, samples in alone.items()}
+    print(f"p50 overhead of proxying at c=1: {(p50_alone['proxied'] - p50_alone['direct']) * 1e3:.2f} ms")
 
 
 async def _cpu_per_call(call: Callable[[], Awaitable[Any]], seconds: float) -> tuple[float, float]:
@@ -175,20 +187,34 @@ async def _measure_clients(url: str, seconds: float) -> None:
         await connection.close()
 
 
+def _cores() -> tuple[int | None, int | None]:
+    """The upstream's core and the one the platform and the load generator share (None: nothing to pin)."""
+    cores = sorted(os.sched_getaffinity(0))
+    return (cores[-1], cores[0]) if len(cores) > 1 else (None, None)
+
+
+def _pinned(core: int | None) -> list[str]:
+    return [] if core is None else ["taskset", "-c", str(core)]
+
+
+def _start_peer(port: int, env: dict[str, str], core: int | None) -> subprocess.Popen[bytes]:
+    """The bench peer (the SDK's ``MCPServer``) under uvicorn on ``port``, pinned to ``core`` when there is one."""
+    argv = [PYTHON, "-m", "uvicorn", "bench.peer_server:app", "--port", str(port), "--log-level", "warning"]
+    return subprocess.Popen([*_pinned(core), *argv], cwd=REPO, env=env)
+
+
 def clients_main(seconds: float) -> int:
     """The ``clients`` mode: the peer pinned to the last core, this process to the first."""
     peer_port = _free_port()
-    cores = sorted(os.sched_getaffinity(0))
-    pin = ["taskset", "-c", str(cores[-1])] if len(cores) > 1 else []
+    peer_core, own_core = _cores()
     env = {**os.environ, "MCP_OUTBOUND_ALLOWED_NETWORKS": "127.0.0.1/32", "LOG_LEVEL": "WARNING"}
     os.environ.update(env)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcp_platform.settings")
-    argv = [*pin, PYTHON, "-m", "uvicorn", "bench.peer_server:app", "--port", str(peer_port), "--log-level", "warning"]
-    peer = subprocess.Popen(argv, cwd=REPO, env=env)
+    peer = _start_peer(peer_port, env, peer_core)
     try:
         _wait_for(peer_port, peer)
-        if len(cores) > 1:
-            os.sched_setaffinity(0, {cores[0]})
+        if own_core is not None:
+            os.sched_setaffinity(0, {own_core})
         import django
         import uvloop
 
@@ -214,11 +240,12 @@ def main(argv: list[str]) -> int:
         }
         env.pop("DATABASE_URL", None)
         env.pop("REDIS_URL", None)
-        peer = subprocess.Popen(
-            [PYTHON, "-m", "uvicorn", "bench.peer_server:app", "--port", str(peer_port), "--log-level", "warning"],
-            cwd=REPO,
-            env=env,
-        )
+        # The upstream stands for a server elsewhere: it has a core of its own, and the platform shares the other
+        # with the load generator (on a machine of one core, nothing is pinned).
+        peer_core, own_core = _cores()
+        peer = _start_peer(peer_port, env, peer_core)
+        if own_core is not None:
+            os.sched_setaffinity(0, {own_core})
         platform: subprocess.Popen[bytes] | None = None
         try:
             _wait_for(peer_port, peer)
@@ -229,7 +256,7 @@ def main(argv: list[str]) -> int:
             peer_url = f"http://127.0.0.1:{peer_port}/mcp"
             subprocess.run([*manage, "upstream_add", TENANT, "peer", peer_url], cwd=REPO, env=env, check=True)
             serve = [*manage, "serve", "--host", "127.0.0.1", "--port", str(platform_port)]
-            platform = subprocess.Popen(serve, cwd=REPO, env=env)
+            platform = subprocess.Popen([*_pinned(own_core), *serve], cwd=REPO, env=env)
             _wait_for(platform_port, platform)
             direct = Target("127.0.0.1", peer_port, "/mcp")
             proxied = Target("127.0.0.1", platform_port, f"/t/{TENANT}/mcp")
