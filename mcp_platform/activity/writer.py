@@ -1,9 +1,9 @@
 """The per-process buffer between the request path and the activity table.
 
 Calls append to a bounded in-memory buffer (a full buffer drops the record and counts it: a request never waits
-for the log). A daemon thread writes the buffer with ``bulk_create`` every ``ACTIVITY_FLUSH_SECONDS`` or as soon
-as ``ACTIVITY_BATCH`` records wait, and the process's exit (``atexit``: servers stop on SIGTERM and return
-normally) writes what is left.
+for the log). A daemon thread hands the buffer to its sink (``activity_calls_write``) every
+``ACTIVITY_FLUSH_SECONDS`` or as soon as ``ACTIVITY_BATCH`` records wait, and the process's exit (``atexit``:
+servers stop on SIGTERM and return normally) writes what is left.
 """
 
 from __future__ import annotations
