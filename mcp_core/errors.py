@@ -109,6 +109,18 @@ class RateLimited(McpError):
         self.limit = limit
 
 
+class ServiceUnavailable(McpError):
+    """The server cannot answer for a moment (its database cannot be reached): HTTP 503 with ``Retry-After``, and
+    -32603 in the body, since JSON-RPC has no code of its own for it."""
+
+    code = INTERNAL_ERROR
+    http_status = 503
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        super().__init__(message, data={"retryAfter": retry_after_seconds(retry_after)})
+        self.retry_after = retry_after
+
+
 def retry_after_seconds(delay: float) -> int:
     """A delay as ``Retry-After`` gives it: whole seconds, rounded up, at least 1."""
     return max(1, math.ceil(delay))

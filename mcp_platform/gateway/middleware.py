@@ -14,7 +14,7 @@ from typing import Any
 from mcp_core import http as mcp_http
 from mcp_core import jsonrpc
 from mcp_platform.conf import platform_settings
-from mcp_platform.gateway.responses import send_json
+from mcp_platform.gateway.responses import DATABASE_UNREACHABLE, send_error, send_json
 from mcp_platform.oauth import resource
 from mcp_platform.oauth.scopes import arequired_scopes
 from tenants.cache import tenant_cache
@@ -52,6 +52,29 @@ class GatewayMiddleware:
             await self.app(scope, receive, send)
             return
 
+        try:
+            admitted = await self._admit(scope, receive, send)
+        except DATABASE_UNREACHABLE as exc:
+            # The tenant, the token or the scopes could not be read: the database is away for a moment (503).
+            await send_error(send, exc)
+            return
+        if admitted is None:
+            return
+        scope, body = admitted
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _admit(self, scope: Scope, receive: Any, send: Any) -> tuple[Scope, bytes] | None:
+        """The request's scope (tenant and principal added) and whole body, or None once refused."""
+
         async def reject(status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
             body = jsonrpc.encode_error(None, {"code": -32000, "message": message})
             await send_json(send, status, body, headers=headers)
@@ -59,18 +82,18 @@ class GatewayMiddleware:
         allowed_hosts = platform_settings.ALLOWED_HOSTS
         if not mcp_http.host_allowed(_header(scope, b"host"), allowed_hosts):
             await reject(403, "Forbidden: Host not allowed")
-            return
+            return None
         slug = _tenant_slug(scope["path"])
         tenant = await tenant_cache.servable(slug) if slug else None
         if tenant is None:
             await reject(404, "Unknown tenant")
-            return
+            return None
         # Resolved once here; the consumers read it from the scope.
         scope = {**scope, TENANT_SCOPE_KEY: tenant}
         origin = _header(scope, b"origin")
         if not mcp_http.origin_allowed(origin, allowed_hosts=allowed_hosts, allowed_origins=tenant.allowed_origins):
             await reject(403, "Forbidden: Origin not allowed")
-            return
+            return None
 
         if tenant.requires_authorization:
             outcome = await resource.aauthenticate(
@@ -82,7 +105,7 @@ class GatewayMiddleware:
             if isinstance(outcome, resource.Challenge):
                 message = "Unauthorized" if outcome.status == 401 else "Forbidden"
                 await reject(outcome.status, message, [(b"www-authenticate", outcome.www_authenticate.encode())])
-                return
+                return None
             headers = [(key, value) for key, value in scope.get("headers", []) if key != b"authorization"]
             scope = {**scope, "headers": headers, resource.PRINCIPAL_SCOPE_KEY: outcome}
 
@@ -90,17 +113,17 @@ class GatewayMiddleware:
         declared = _header(scope, b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
             await reject(413, f"Payload Too Large: the limit is {limit} bytes")
-            return
+            return None
         # Read the whole body here (bounded), then hand it to the app as one message.
         body = bytearray()
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                return
+                return None
             body.extend(message.get("body", b""))
             if len(body) > limit:
                 await reject(413, f"Payload Too Large: the limit is {limit} bytes")
-                return
+                return None
             if not message.get("more_body"):
                 break
         principal = scope.get(resource.PRINCIPAL_SCOPE_KEY)
@@ -118,14 +141,5 @@ class GatewayMiddleware:
                     scopes=principal.scopes | missing,
                 )
                 await reject(403, "Forbidden", [(b"www-authenticate", refusal.www_authenticate.encode())])
-                return
-        replayed = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": bytes(body), "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+                return None
+        return scope, bytes(body)

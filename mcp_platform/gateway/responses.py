@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+import psycopg
+from django.db import InterfaceError, OperationalError
+
 from mcp_core import jsonrpc
-from mcp_core.errors import error_to_wire, retry_after_seconds
+from mcp_core.errors import ServiceUnavailable, error_to_wire, retry_after_seconds
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Headers = list[tuple[bytes, bytes]]
@@ -48,10 +51,29 @@ def error_headers(exc: BaseException) -> Headers:
     return []
 
 
+# How soon a client may try again when the database could not be reached (a restart or a failover takes seconds).
+UNAVAILABLE_RETRY_AFTER = 5.0
+# A database that cannot be reached, as Django's ORM raises it and as the gateway's own async PostgreSQL path
+# (``mcp_platform.postgresql.aio``) does.
+DATABASE_UNREACHABLE = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
+
+
+def wire_exception(exc: BaseException) -> BaseException:
+    """The exception the client is told about for ``exc``. A database that cannot be reached (refused, reset, a
+    connection the server ended) is the service unavailable for a moment, 503 with ``Retry-After``; anything else
+    is itself (an unknown exception is an internal error, 500)."""
+    if isinstance(exc, DATABASE_UNREACHABLE):
+        return ServiceUnavailable(
+            "Service temporarily unavailable: try again shortly", retry_after=UNAVAILABLE_RETRY_AFTER
+        )
+    return exc
+
+
 async def send_error(
     send: Send, exc: BaseException, request_id: str | int | None = None, headers: Headers | None = None
 ) -> None:
     """The one place an exception becomes an HTTP error response (status, JSON-RPC body, ``Retry-After``)."""
+    exc = wire_exception(exc)
     status, error = error_to_wire(exc)
     await send_json(send, status, jsonrpc.encode_error(request_id, error), [*(headers or []), *error_headers(exc)])
 

@@ -26,7 +26,15 @@ from mcp_core.mrtr import InputPolicy
 from mcp_core.request_state import derive_key
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.observing import call_info
-from mcp_platform.gateway.responses import Headers, Send, error_headers, send_chunk, send_json, start_sse
+from mcp_platform.gateway.responses import (
+    Headers,
+    Send,
+    error_headers,
+    send_chunk,
+    send_json,
+    start_sse,
+    wire_exception,
+)
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.observe.calls import STREAMABLE_HTTP, observed_call
 from mcp_platform.quotas.check import rate_limits_check
@@ -202,7 +210,8 @@ async def serve_stateless(
     except Exception as exc:
         if not isinstance(exc, McpError):
             logger.exception("%s failed", request.method)
-        status, error = error_to_wire(exc)
-        await stream.finish(jsonrpc.encode_error(request.id, error), status, error_headers(exc))
+        told = wire_exception(exc)
+        status, error = error_to_wire(told)
+        await stream.finish(jsonrpc.encode_error(request.id, error), status, error_headers(told))
     finally:
         stream.stop()

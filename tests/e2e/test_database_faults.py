@@ -326,3 +326,55 @@ def stateless_call_on(topology: Topology, slug: str) -> Probe:
         assert "result" in response.json(), response.text
 
     return probe
+
+
+def refuse_connections(topology: Topology, refused: bool) -> None:
+    """Make the topology's database refuse new connections (and end the open ones), or accept them again: what a
+    client sees while PostgreSQL is down or failing over, on a server other tests go on using."""
+    admin_url = topology.database_url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        allow = "false" if refused else "true"
+        admin.execute(f'ALTER DATABASE "{topology.database_name}" WITH ALLOW_CONNECTIONS {allow}')
+    if refused:
+        terminate_and_wait(topology)
+
+
+async def test_a_database_that_cannot_be_reached_is_a_503_with_retry_after_until_it_is_back(
+    fault_topology: Topology,
+) -> None:
+    """Not a 500: the service is unavailable for a moment, in the transport's terms and in JSON-RPC's, on each path
+    that needs the database (the gateway's tenant lookup, a session's creation); once the database is back the same
+    requests succeed, on the same processes."""
+    topology = fault_topology
+    async with raw_http_client() as http:
+        with anyio.fail_after(DEADLINE):
+            for web in range(len(topology.web_urls)):
+                await handshake_session(topology)(http, web)
+            await anyio.to_thread.run_sync(refuse_connections, topology, True)
+            try:
+                for web in range(len(topology.web_urls)):
+                    refused = [
+                        await http.post(
+                            topology.endpoint(f"missing-{secrets.token_hex(3)}", web=web),
+                            json=stateless_request(1, "tools/list"),
+                            headers=stateless_headers("tools/list"),
+                        ),
+                        await http.post(
+                            topology.endpoint(web=web),
+                            json=request_message(1, "initialize", HANDSHAKE_INITIALIZE),
+                            headers={"Accept": "application/json, text/event-stream"},
+                        ),
+                    ]
+                    for response in refused:
+                        assert response.status_code == 503, f"HTTP {response.status_code}: {response.text}"
+                        assert response.headers["retry-after"] == "5"
+                        error = response.json()["error"]
+                        assert error["code"] == -32603 and "temporarily unavailable" in error["message"], error
+            finally:
+                await anyio.to_thread.run_sync(refuse_connections, topology, False)
+            for web in range(len(topology.web_urls)):
+                await handshake_session(topology)(http, web)
+                await unknown_tenant(topology)(http, web)
+
+
+HANDSHAKE_INITIALIZE = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT_INFO}
