@@ -21,7 +21,12 @@ class ActivityRecord(models.Model):
 
     # No index of its own: the (tenant, at) index below serves every lookup by tenant, and each index is paid for
     # on every stored call.
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="activity", db_index=False)
+    # No foreign-key constraint in the database: checking it cost every stored call 2.3 µs of PostgreSQL's CPU, 43%
+    # of its work per row. Calls are stored only for tenants that exist (``activity_calls_write``), a tenant's rows
+    # go with it (the ORM's cascade), and the purge removes the few that a deletion racing a writer could leave.
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.CASCADE, related_name="activity", db_index=False, db_constraint=False
+    )
     # Indexed by a migration: BRIN on PostgreSQL (rows arrive in time order; a B-tree cost every stored call 1.5 µs
     # of the database's CPU, a BRIN almost nothing), a B-tree on SQLite.
     at = models.DateTimeField()

@@ -99,6 +99,23 @@ def test_each_tenant_keeps_its_own_retention() -> None:
     assert activity_purge_expired(now=now + dt.timedelta(days=29)) == 1
 
 
+def test_the_purge_removes_rows_a_deleted_tenant_left_and_only_those() -> None:
+    """The table has no foreign-key constraint: a writer that checked a tenant just before it was deleted can
+    store its last calls after the tenant's rows went. The purge finds them; other tenants' rows stay."""
+    kept = tenant_create(slug="kept", name="Kept")
+    gone = tenant_create(slug="gone", name="Gone")
+    later = tenant_create(slug="later", name="Later")
+    activity_calls_write(rows=[call_row(record(t.pk)) for t in (kept, gone, later)])
+    gone_id = gone.pk
+    gone.delete()
+    assert set(ActivityRecord.objects.values_list("tenant_id", flat=True)) == {kept.pk, later.pk}, "the cascade"
+    # What the race leaves: a call of the deleted tenant stored after the cascade.
+    ActivityRecord.objects.create(tenant_id=gone_id, at=timezone.now(), kind="call", method="tools/call")
+    assert activity_purge_expired() == 1
+    assert set(ActivityRecord.objects.values_list("tenant_id", flat=True)) == {kept.pk, later.pk}
+    assert activity_purge_expired() == 0
+
+
 def test_an_admin_change_never_keeps_a_secret_value() -> None:
     tenant = tenant_create(slug="acme", name="Acme")
     activity_admin_change_record(
