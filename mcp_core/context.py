@@ -39,6 +39,17 @@ class ToolContext(Protocol):
     @property
     def arguments(self) -> JSONObject: ...
 
+    @property
+    def wants_progress(self) -> bool:
+        """Whether the client asked for progress (else ``report_progress`` sends nothing)."""
+        ...
+
+    @property
+    def log_threshold(self) -> str | None:
+        """The lowest level ``log`` passes on; ``None`` when it passes none (a 2026-07-28 request without a log
+        level)."""
+        ...
+
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Tell the client how far along the work is (ignored when the client asked for no progress)."""
         ...
@@ -110,6 +121,16 @@ class RequestContext:
     # Whether ``continue_as_task`` turns this call into a task (a tool that continues as a task by itself).
     may_continue_as_task: bool = False
     _last_progress: float | None = None
+
+    @property
+    def wants_progress(self) -> bool:
+        return self.progress_token is not None
+
+    @property
+    def log_threshold(self) -> str | None:
+        if self.log_level in LOG_LEVELS:
+            return self.log_level
+        return None if self.stateless else LOG_LEVELS[0]
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         if self.progress_token is None:

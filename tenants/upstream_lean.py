@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter, ValidationError
 
 from mcp_platform.outbound_lean import LeanHttpClient, LeanHttpError, LeanResponse
-from tenants.upstream_relay import Relay
+from tenants.upstream_relay import Relay, current_call
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +79,11 @@ class LeanPath:
         message: JSONObject = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         opts: dict[str, Any] = {}
         # The session's own stamp: the era's headers (MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*) and
-        # 2026-07-28's per-request _meta, exactly as the SDK path sends them.
+        # 2026-07-28's per-request _meta, as the SDK path sends them; then the log level and the progress token only
+        # as far as the downstream call asked for logs and progress.
         self._session._stamp(message, opts)  # type: ignore[arg-type]
+        if self._modern:
+            self._ask_logs(params)
         if progress is not None:
             params.setdefault("_meta", {})["progressToken"] = request_id
         headers = self._headers(opts.get("headers", {}))
@@ -94,6 +97,21 @@ class LeanPath:
             # Cancelled once the request may have been sent: the upstream must hear of it.
             self._cancelled(request_id)
             raise
+
+    @staticmethod
+    def _ask_logs(params: JSONObject) -> None:
+        """2026-07-28: ask for the log messages the downstream call passes on, from its threshold up; none when it
+        passes none (the stamp asks for every level, which makes an upstream that logs answer with an event stream
+        of messages that would be dropped here)."""
+        call = current_call()
+        if call is None:
+            return
+        meta = params["_meta"]
+        threshold = call.ctx.log_threshold
+        if threshold is None:
+            meta.pop(types.LOG_LEVEL_META_KEY, None)
+        else:
+            meta[types.LOG_LEVEL_META_KEY] = threshold
 
     async def _answer(self, response: LeanResponse, request_id: int, progress: Progress | None) -> JSONObject | None:
         content_type = response.headers.get("content-type", "").lower()

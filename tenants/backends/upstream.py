@@ -157,7 +157,9 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JS
             await ctx.report_progress(progress, total, message)
 
     async def call(connection: UpstreamConnection) -> JSONObject:
-        wire = await connection.call_tool(remote, arguments, progress=progress)
+        # A progress token only when the downstream client asked for progress: with one, an upstream that reports
+        # progress answers with an event stream whose notifications nobody would read.
+        wire = await connection.call_tool(remote, arguments, progress=progress if ctx.wants_progress else None)
         return {key: wire[key] for key in RESULT_KEYS if key in wire}
 
     # A platform task (on a worker) calls an upstream that offers tasks as a task of its own, and follows it for

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -154,6 +155,31 @@ async def test_progress_and_logs_of_the_upstream_reach_the_downstream_client(
     assert text_of(result) == "counted to 3"
     assert progress == [(1.0, 3.0, "step 1"), (2.0, 3.0, "step 2"), (3.0, 3.0, "step 3")]
     assert logs == ["counted 1", "counted 2", "counted 3"]
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # the handshake's setLevel
+async def test_the_upstream_is_asked_for_progress_and_logs_only_as_the_downstream_client_asked(
+    platform: LiveServer, tenant: str, era: str
+) -> None:
+    # The upstream (2026-07-28) reports what the call's _meta asked for. A handshake-era downstream session without
+    # a level takes every log message; a 2026-07-28 request without one takes none.
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        pass
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        pass
+
+    with anyio.fail_after(TEST_DEADLINE):
+        async with downstream(platform, tenant, era) as client:
+            plain = json.loads(text_of(await client.call_tool("up_call_meta", {})))
+        async with downstream(platform, tenant, era, logging_callback=on_log, log_level="warning") as client:
+            if era == "legacy":  # the handshake era sets the session's level by request
+                await client.session.set_logging_level("warning")  # type: ignore[attr-defined]  # deprecated
+            asked = json.loads(text_of(await client.call_tool("up_call_meta", {}, progress_callback=on_progress)))
+    assert plain == {"progressToken": None, "logLevel": "debug" if era == "legacy" else None}
+    assert asked["progressToken"] is not None
+    assert asked["logLevel"] == "warning"
 
 
 async def test_a_2024_11_05_client_of_the_platform_gets_the_upstreams_progress(

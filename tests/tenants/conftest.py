@@ -87,6 +87,7 @@ def make_context() -> Any:
         arguments: JSONObject | None = None,
         progress_token: str | int | None = None,
         log_level: str | None = None,
+        stateless: bool = False,
     ) -> tuple[RequestContext, RecordingOutbound]:
         outbound = RecordingOutbound(answers)
         ctx = RequestContext(
@@ -95,6 +96,7 @@ def make_context() -> Any:
             arguments=arguments or {},
             progress_token=progress_token,
             log_level=log_level,
+            stateless=stateless,
         )
         return ctx, outbound
 

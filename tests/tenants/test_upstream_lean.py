@@ -6,6 +6,7 @@ upstream, and the SDK client still serving what the lean path hands back (2026-0
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -105,6 +106,29 @@ async def test_progress_and_logs_of_an_event_stream_reach_the_call(
     ]
     logs = [params["data"] for method, params in outbound.notifications if method == "notifications/message"]
     assert logs == ["counted 1", "counted 2", "counted 3"]
+
+
+async def test_the_upstream_is_asked_only_for_the_logs_and_progress_the_downstream_call_passes_on(
+    connection: UpstreamConnection, make_context: Any
+) -> None:
+    # 2026-07-28 asks for logs per request (from the downstream call's threshold up, or not at all); the handshake
+    # era set its level once for the session, and puts no level in a request. A progress token goes with a call
+    # only when the caller takes progress.
+    modern = connection.protocol_version >= "2026"
+
+    async def meta(ctx: Any, progress: Any = None) -> dict[str, Any]:
+        with connection.relay.call(ctx):
+            seen: dict[str, Any] = json.loads(text(await connection.call_tool("call_meta", {}, progress=progress)))
+        return seen
+
+    quiet, _ = make_context(stateless=True)
+    assert await meta(quiet) == {"progressToken": None, "logLevel": None}
+    warnings, _ = make_context(stateless=True, log_level="warning", progress_token="p")
+    seen = await meta(warnings, warnings.report_progress)
+    assert seen["logLevel"] == ("warning" if modern else None)
+    assert seen["progressToken"] is not None
+    handshake, _ = make_context()  # a handshake-era downstream session without a level takes every message
+    assert (await meta(handshake))["logLevel"] == ("debug" if modern else None)
 
 
 async def test_the_upstreams_questions_are_answered_by_the_downstream_client(

@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypedDict
 
 import uvicorn
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
-from mcp_types import CreateMessageResult, ListRootsResult, SamplingMessage, TextContent
+from mcp_types import LOG_LEVEL_META_KEY, CreateMessageResult, ListRootsResult, SamplingMessage, TextContent
 from pydantic import BaseModel
 
 SEEN_AUTHORIZATION: list[str] = []
@@ -61,6 +61,11 @@ def build(name: str) -> MCPServer:
             await ctx.report_progress(step, steps, f"step {step}")
             await ctx.info(f"counted {step}")
         return f"counted to {steps}"
+
+    @server.tool(description="What the call's _meta asked for: its progress token and log level (JSON).")
+    def call_meta(ctx: Context) -> str:
+        meta = (ctx.request_context.params or {}).get("_meta") or {}
+        return json.dumps({"progressToken": meta.get("progressToken"), "logLevel": meta.get(LOG_LEVEL_META_KEY)})
 
     @server.tool(description="The weather in a city (structured).")
     def weather(city: str) -> Weather:
