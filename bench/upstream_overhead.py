@@ -227,6 +227,9 @@ def clients_main(seconds: float) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if len(argv) > 1 and argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0
     if len(argv) > 1 and argv[1] == "clients":
         return clients_main(float(argv[2]) if len(argv) > 2 else 5.0)
     seconds = float(argv[1]) if len(argv) > 1 else 10.0
