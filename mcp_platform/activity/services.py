@@ -106,20 +106,11 @@ def _limit(field: str) -> int:
     return limit
 
 
-# The columns' lengths, read from the model once: ``_values`` cuts to them and ``_copy_line`` checks against them.
+# The text columns' lengths (principal to request_id), read from the model once: ``_values`` cuts to them and
+# ``_copy_line`` checks against them.
+_TEXT_COLUMNS = CALL_COLUMNS[3:12]
 (_PRINCIPAL, _CLIENT_ID, _CLIENT_NAME, _CLIENT_VERSION, _METHOD, _TARGET, _VERSION, _TRANSPORT, _REQUEST_ID) = (
-    _limit(field)
-    for field in (
-        "principal",
-        "client_id",
-        "client_name",
-        "client_version",
-        "method",
-        "target",
-        "protocol_version",
-        "transport",
-        "request_id",
-    )
+    _limit(field) for field in _TEXT_COLUMNS
 )
 
 
