@@ -26,7 +26,7 @@ from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.observing import call_info
-from mcp_platform.gateway.responses import send_body, send_chunk, send_empty, send_error, start_sse
+from mcp_platform.gateway.responses import send_body, send_chunk, send_empty, send_error, start_sse, wire_error
 from mcp_platform.gateway.session_cache import session_cache
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.streams import SessionSink, start_run
@@ -205,7 +205,7 @@ class LegacyMessagesConsumer(GatewayConsumer):
         except Exception as exc:
             # The POST was answered 202 already: the client waits for this answer on its stream, so it gets one.
             logger.exception("legacy initialize failed")
-            await sink.message(jsonrpc.encode_error(request.id, error_to_wire(exc)[1]))
+            await sink.message(jsonrpc.encode_error(request.id, wire_error(exc)[1]))
             return
         result = initialize_result(server_identity(tenant), version, tasks=True)
         await sink.message(jsonrpc.encode_result(request.id, result))

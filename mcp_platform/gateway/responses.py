@@ -58,7 +58,7 @@ UNAVAILABLE_RETRY_AFTER = 5.0
 DATABASE_UNREACHABLE = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 
-def wire_exception(exc: BaseException) -> BaseException:
+def _told(exc: BaseException) -> BaseException:
     """The exception the client is told about for ``exc``. A database that cannot be reached (refused, reset, a
     connection the server ended) is the service unavailable for a moment, 503 with ``Retry-After``; anything else
     is itself (an unknown exception is an internal error, 500)."""
@@ -69,13 +69,21 @@ def wire_exception(exc: BaseException) -> BaseException:
     return exc
 
 
+def wire_error(exc: BaseException) -> tuple[int, dict[str, Any], Headers]:
+    """The gateway's side of ``error_to_wire``: what the shell alone can name (an unreachable database) first, then
+    the HTTP status, the JSON-RPC error object and the headers (``Retry-After``) of ``exc``. Every error the
+    gateway answers, as a response or as a message on a stream, goes through here."""
+    told = _told(exc)
+    status, error = error_to_wire(told)
+    return status, error, error_headers(told)
+
+
 async def send_error(
     send: Send, exc: BaseException, request_id: str | int | None = None, headers: Headers | None = None
 ) -> None:
     """The one place an exception becomes an HTTP error response (status, JSON-RPC body, ``Retry-After``)."""
-    exc = wire_exception(exc)
-    status, error = error_to_wire(exc)
-    await send_json(send, status, jsonrpc.encode_error(request_id, error), [*(headers or []), *error_headers(exc)])
+    status, error, extra = wire_error(exc)
+    await send_json(send, status, jsonrpc.encode_error(request_id, error), [*(headers or []), *extra])
 
 
 async def start_sse(send: Send, headers: Headers | None = None) -> None:

@@ -21,7 +21,7 @@ from mcp_core.caching import CacheHints
 from mcp_core.dispatch import dispatch
 from mcp_core.env import Env, ServerIdentity
 from mcp_core.envelope import Envelope, open_envelope
-from mcp_core.errors import ClientRequestFailed, McpError, error_to_wire
+from mcp_core.errors import ClientRequestFailed, McpError
 from mcp_core.mrtr import InputPolicy
 from mcp_core.request_state import derive_key
 from mcp_platform.conf import platform_settings
@@ -29,11 +29,10 @@ from mcp_platform.gateway.observing import call_info
 from mcp_platform.gateway.responses import (
     Headers,
     Send,
-    error_headers,
     send_chunk,
     send_json,
     start_sse,
-    wire_exception,
+    wire_error,
 )
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.observe.calls import STREAMABLE_HTTP, observed_call
@@ -210,8 +209,7 @@ async def serve_stateless(
     except Exception as exc:
         if not isinstance(exc, McpError):
             logger.exception("%s failed", request.method)
-        told = wire_exception(exc)
-        status, error = error_to_wire(told)
-        await stream.finish(jsonrpc.encode_error(request.id, error), status, error_headers(told))
+        status, error, extra = wire_error(exc)
+        await stream.finish(jsonrpc.encode_error(request.id, error), status, extra)
     finally:
         stream.stop()

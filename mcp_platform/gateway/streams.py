@@ -17,12 +17,12 @@ from typing import Any, Protocol
 from mcp_core import jsonrpc, sse
 from mcp_core.dispatch import dispatch
 from mcp_core.env import Env
-from mcp_core.errors import ClientRequestFailed, McpError, error_to_wire
+from mcp_core.errors import ClientRequestFailed, McpError
 from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups
 from mcp_platform.gateway.control import request_key, session_control
 from mcp_platform.gateway.mailbox import mailbox, send_to_group
-from mcp_platform.gateway.responses import Headers, Send, send_chunk, send_empty, send_json, start_sse, wire_exception
+from mcp_platform.gateway.responses import Headers, Send, send_chunk, send_empty, send_json, start_sse, wire_error
 from mcp_platform.gateway.sessions import new_token, post_stream_open, post_stream_renew, stream_event_append
 from mcp_platform.observe.calls import CallInfo, observed_call
 
@@ -292,7 +292,7 @@ async def run_request(
             call.fail(exc)
             if not isinstance(exc, McpError):
                 logger.exception("%s failed", request.method)
-            payload = jsonrpc.encode_error(request.id, error_to_wire(wire_exception(exc))[1])
+            payload = jsonrpc.encode_error(request.id, wire_error(exc)[1])
     try:
         await sink.response(payload)
     except Exception:
