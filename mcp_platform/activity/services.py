@@ -69,12 +69,9 @@ def _insert_rows(stored: list[tuple[CallRow, Any]]) -> None:
         kept = None if details is None else details_field.get_db_prep_save(json.loads(_json_text(details)), connection)
         at = at_field.get_db_prep_save(dt.datetime.fromtimestamp(row[1], tz=dt.UTC), connection)
         params.append(_values(row, kept, at))
-    quote = connection.ops.quote_name
-    column_of = {field.attname: field.column or field.attname for field in ActivityRecord._meta.concrete_fields}
-    columns = ", ".join(quote(column_of[name]) for name in CALL_COLUMNS)
     marks = ", ".join(["%s"] * len(CALL_COLUMNS))
     with connection.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {quote(ActivityRecord._meta.db_table)} ({columns}) VALUES ({marks})", params)
+        cursor.executemany(f"INSERT INTO {ActivityRecord._meta.db_table} ({_COLUMN_LIST}) VALUES ({marks})", params)
 
 
 # The columns a call row fills, in the order ``_values`` gives them (the model's field names are its column names).
@@ -96,6 +93,7 @@ CALL_COLUMNS = (
     "error_code",
     "details",
 )
+_COLUMN_LIST = ", ".join(CALL_COLUMNS)
 _CALL = ActivityRecord.Kind.CALL.value
 
 
@@ -186,7 +184,7 @@ def _copy_rows(stored: list[tuple[CallRow, Any]]) -> None:
     """PostgreSQL's COPY, the rows written as text blocks: a twelfth of the CPU of ``bulk_create`` per row, and
     less on the server too. The time goes as text, its second formatted once for all the calls within it."""
     table = ActivityRecord._meta.db_table
-    statement = f"COPY {table} ({', '.join(CALL_COLUMNS)}) FROM STDIN"
+    statement = f"COPY {table} ({_COLUMN_LIST}) FROM STDIN"
     seconds: dict[int, str] = {}
     with transaction.atomic(), connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
         for start in range(0, len(stored), COPY_CHUNK):
