@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -174,28 +176,26 @@ async def test_an_authorized_stream_still_hears_catalog_changes(acme: dict[str, 
         await stream.close()
 
 
-def granted_token(acme: dict[str, Any]) -> tuple[str, int]:
-    """An access token with a refresh token, as an authorization-code grant leaves them: (raw token, family's
-    refresh-token id)."""
-    import secrets
-    import uuid
-
+def token_pair(acme: dict[str, Any], family: uuid.UUID) -> tuple[str, int]:
+    """An access token and its refresh token in ``family``, as django-oauth-toolkit issues them on an
+    authorization or a refresh: (raw access token, refresh-token id)."""
     from oauth2_provider.models import get_access_token_model, get_refresh_token_model, set_token_value
 
     from tests.factories import access_token_create
 
     raw = access_token_create(user=acme["alice"], application=acme["client"], resource=[RESOURCE])
-    access = get_access_token_model().objects.get(user=acme["alice"])
+    access = get_access_token_model().objects.filter(user=acme["alice"]).latest("pk")
     refresh = get_refresh_token_model()(
-        user=acme["alice"],
-        application=acme["client"],
-        access_token=access,
-        token_family=uuid.uuid4(),
-        resource=[RESOURCE],
+        user=acme["alice"], application=acme["client"], access_token=access, token_family=family, resource=[RESOURCE]
     )
     set_token_value(refresh, secrets.token_urlsafe(30))
     refresh.save()
     return raw, refresh.pk
+
+
+def granted_token(acme: dict[str, Any]) -> tuple[str, int]:
+    """The pair an authorization-code grant leaves, in a family of its own."""
+    return token_pair(acme, uuid.uuid4())
 
 
 def expire_access_tokens(acme: dict[str, Any]) -> None:
@@ -210,27 +210,11 @@ def expire_access_tokens(acme: dict[str, Any]) -> None:
 def rotate(acme: dict[str, Any], refresh_id: int) -> None:
     """What a refresh does to the family: the old refresh token revoked and its access token deleted, a new pair
     issued in the same family."""
-    import secrets
-
-    from oauth2_provider.models import get_refresh_token_model, set_token_value
-
-    from tests.factories import access_token_create
+    from oauth2_provider.models import get_refresh_token_model
 
     old = get_refresh_token_model().objects.get(pk=refresh_id)
     old.revoke()
-    access_token_create(user=acme["alice"], application=acme["client"], resource=[RESOURCE])
-    from oauth2_provider.models import get_access_token_model
-
-    newest = get_access_token_model().objects.filter(user=acme["alice"]).latest("pk")
-    successor = get_refresh_token_model()(
-        user=acme["alice"],
-        application=acme["client"],
-        access_token=newest,
-        token_family=old.token_family,
-        resource=[RESOURCE],
-    )
-    set_token_value(successor, secrets.token_urlsafe(30))
-    successor.save()
+    token_pair(acme, old.token_family)
 
 
 def revoke_grant(acme: dict[str, Any]) -> None:
