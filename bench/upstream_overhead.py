@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.mcp_wire import STATELESS, McpSession, Target, result_of
+from bench.stats import percentile
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -79,7 +80,11 @@ async def _closed_loop(
 
 def _percentiles(samples: list[float]) -> str:
     ordered = sorted(samples)
-    return " / ".join(f"{ordered[int(len(ordered) * q) - 1] * 1e3:.2f}" for q in (0.5, 0.9, 0.99))
+    return " / ".join(f"{percentile(ordered, q) * 1e3:.2f}" for q in (0.5, 0.9, 0.99))
+
+
+def _p50(samples: list[float]) -> float:
+    return percentile(sorted(samples), 0.5)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -106,7 +111,7 @@ async def _measure(direct: Target, proxied: Target, seconds: float, *, peer_pid:
         calls = len(samples)
         per_call = "   ".join(f"{name} {cpu[kind, name] / calls * 1e6:5.0f}" for name in ("peer", "platform"))
         print(f"{kind:8} {rates[kind]:8.0f} req/s   p50/p90/p99 ms: {_percentiles(samples)}   CPU µs/call: {per_call}")
-    p50 = {kind: sorted(samples)[len(samples) // 2] for kind, (_, _, samples) in totals.items()}
+    p50 = {kind: _p50(samples) for kind, (_, _, samples) in totals.items()}
     print(f"proxied / direct throughput: {rates['proxied'] / rates['direct']:.0%}")
     print(f"p50 overhead of proxying at c={CONCURRENCY}: {(p50['proxied'] - p50['direct']) * 1e3:.2f} ms")
     # What one call pays for the extra hop when nothing queues: the same loops, one call in flight.
@@ -116,7 +121,7 @@ async def _measure(direct: Target, proxied: Target, seconds: float, *, peer_pid:
             alone[kind] += (await _closed_loop(target, tool, seconds / 2, concurrency=1))[1]
     for kind, samples in alone.items():
         print(f"{kind:8} c=1   p50/p90/p99 ms: {_percentiles(samples)}")
-    p50_alone = {kind: sorted(samples)[len(samples) // 2] for kind, samples in alone.items()}
+    p50_alone = {kind: _p50(samples) for kind, samples in alone.items()}
     print(f"p50 overhead of proxying at c=1: {(p50_alone['proxied'] - p50_alone['direct']) * 1e3:.2f} ms")
 
 
