@@ -23,7 +23,7 @@ class Profile:
     sse_streams: int
     scaling_processes: tuple[int, ...]
     catalog_tools: int = 10_000
-    activity_rounds: int = 3  # the activity log's off/on pairs, measured in turn
+    activity_rounds: int = 5  # the activity log's off/on pairs, measured in turn
     max_minutes: float = 20.0
 
     def closed_loop_seconds(self, windows: int | None = None) -> float:

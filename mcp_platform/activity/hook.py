@@ -3,9 +3,10 @@ buffered writer; nothing is written on the request path."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 
-from mcp_platform.activity.rows import CallRow, call_row
+from mcp_platform.activity.rows import CallLine, CallRow, call_row
 from mcp_platform.activity.writer import BufferedWriter
 from mcp_platform.conf import platform_settings
 from mcp_platform.observe.calls import CallInfo, CallRecord
@@ -13,7 +14,7 @@ from mcp_platform.observe.calls import CallInfo, CallRecord
 LOGGED_METHODS = frozenset({"tools/call", "resources/read", "prompts/get"})
 
 
-def _write(rows: list[CallRow]) -> None:
+def _write(rows: list[CallRow | CallLine]) -> None:
     from django.db import close_old_connections
 
     from mcp_platform.activity.services import activity_calls_write
@@ -24,7 +25,7 @@ def _write(rows: list[CallRow]) -> None:
 
 
 @cache
-def activity_writer() -> BufferedWriter[CallRow]:
+def activity_writer() -> BufferedWriter[CallRow | CallLine]:
     """This process's writer (made on first use, with the settings of that moment)."""
     return BufferedWriter(
         sink=_write,
@@ -43,11 +44,18 @@ class ActivityHook:
 
     def finished(self, record: CallRecord, token: object) -> None:
         if record.info.method in LOGGED_METHODS:
-            (self.writer or self._bind()).add(call_row(record))
+            (self.writer or self._bind()).add(self._prepare(call_row(record)))
 
-    writer: BufferedWriter[CallRow] | None = None
+    writer: BufferedWriter[CallRow | CallLine] | None = None
+    _prepare: Callable[[CallRow], CallRow | CallLine] = staticmethod(lambda row: row)
 
-    def _bind(self) -> BufferedWriter[CallRow]:
+    def _bind(self) -> BufferedWriter[CallRow | CallLine]:
+        from django.db import connections
+
+        from mcp_platform.activity.services import copy_ready
+
+        if connections["default"].vendor == "postgresql":
+            self._prepare = copy_ready
         self.writer = activity_writer()
         return self.writer
 

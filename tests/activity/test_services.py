@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from dataclasses import replace
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from mcp_platform.activity.models import ActivityRecord
 from mcp_platform.activity.redaction import REDACTED
 from mcp_platform.activity.rows import call_row
-from mcp_platform.activity.services import activity_admin_change_record, activity_calls_write, activity_purge_expired
+from mcp_platform.activity.services import (
+    activity_admin_change_record,
+    activity_calls_write,
+    activity_purge_expired,
+    copy_ready,
+)
 from mcp_platform.observe.calls import CallInfo, CallRecord
 from tenants.services import tenant_create, tenant_update, tool_create
 
@@ -154,3 +161,38 @@ def test_arguments_with_nul_escapes_and_lone_surrogates_are_stored() -> None:
     assert ActivityRecord.objects.get().details == {
         "arguments": {"literal": "\\u0000 stays", "nul": "ab", "surrogate": "x?y"}
     }
+
+
+def test_calls_made_into_copy_lines_on_the_request_path_are_stored_as_the_writer_stores_them() -> None:
+    """On PostgreSQL a web process buffers most calls as ready COPY lines (``copy_ready``); what is stored is the same,
+    field for field, as when the writer formats the call, odd names and request ids included."""
+    if connection.vendor != "postgresql":
+        pytest.skip("COPY lines are PostgreSQL's")
+    tenant = tenant_create(slug="acme", name="Acme")
+    other = tenant_create(slug="other", name="Other")
+    plain = record(tenant.pk)
+    variants = [
+        plain,
+        record(other.pk),
+        record(tenant.pk, target="a\tb\\c\nd\re" + "t" * 600),
+        record(tenant.pk, target="bad\ud800name\x00"),
+        replace(plain, info=replace(plain.info, client_name="Cl\taude\\", client_version="1\n2")),
+        replace(plain, info=replace(plain.info, request_id="id\twith\\tab")),
+        replace(plain, info=replace(plain.info, request_id="9" * 200)),
+        replace(plain, info=replace(plain.info, request_id="")),
+        replace(plain, outcome="ok", error_code=None),
+        record(tenant.pk + 1000),  # a tenant that is gone: skipped
+    ]
+    rows = [call_row(variant) for variant in variants]
+    assert all(isinstance(copy_ready(row)[1], str) for row in rows), "no arguments: every call is made a line"
+    assert activity_calls_write(rows=[copy_ready(row) for row in rows]) == 9
+    assert activity_calls_write(rows=rows) == 9
+    fields = [f.name for f in ActivityRecord._meta.concrete_fields if f.name != "id"]
+    stored = list(ActivityRecord.objects.order_by("id").values_list(*fields))
+    assert stored[:9] == stored[9:]
+    by_field = [dict(zip(fields, row, strict=True)) for row in stored[:9]]
+    assert [row["target"] for row in by_field[2:4]] == [("a\tb\\c\nd\re" + "t" * 600)[:512], "bad?name"]
+    assert (by_field[4]["client_name"], by_field[4]["client_version"]) == ("Cl\taude\\", "1\n2")
+    assert [row["request_id"] for row in by_field[5:8]] == ["id\twith\\tab", "9" * 128, ""]
+    assert (by_field[8]["outcome"], by_field[8]["error_code"]) == ("ok", None)
+    assert by_field[0]["at"].timestamp() == pytest.approx(plain.info.started_at, abs=1e-6)
