@@ -18,8 +18,10 @@ import jsonschema_rs
 from django.core.exceptions import ValidationError
 from django.db import models
 from jsonschema import Draft202012Validator, SchemaError
+from referencing.exceptions import Unresolvable
 
 from mcp_core.content import ROLES, prompt_message_problem, validate_content_item
+from mcp_core.schema_check import offline_validator
 from mcp_core.uritemplate import UriTemplate
 from tenants.backends import http as http_backend
 from tenants.backends.registry import PythonRegistry, UnknownPythonFunction, default_registry
@@ -170,8 +172,11 @@ def _static_tool_errors(config: Any, output_schema: Any) -> list[str]:
         if structured is None:
             problems.append('A tool with an output schema must return "structuredContent".')
         else:
-            for error in Draft202012Validator(output_schema).iter_errors(structured):
-                problems.append(f"structuredContent does not match the output schema: {error.message}")
+            try:
+                for error in offline_validator(output_schema).iter_errors(structured):
+                    problems.append(f"structuredContent does not match the output schema: {error.message}")
+            except Unresolvable as exc:
+                problems.append(f"The output schema refers to {exc.ref!r}, which is not part of it.")
     return problems
 
 

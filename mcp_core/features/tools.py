@@ -4,12 +4,7 @@ as a task: started in the request (``CreateTaskResult``) and run wherever the sh
 from __future__ import annotations
 
 import logging
-from functools import lru_cache
 from typing import Any
-
-import orjson
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from mcp_core.catalog import ToolDefinition
 from mcp_core.content import error_result, result_for_version, tool_result
@@ -18,6 +13,7 @@ from mcp_core.env import Env
 from mcp_core.errors import ClientRequestFailed, InvalidParams, McpError, ToolError, error_to_wire
 from mcp_core.features.listing import list_page
 from mcp_core.mrtr import Answer, InputRequired
+from mcp_core.schema_check import SchemaCheck, compiled_schema
 from mcp_core.standard_headers import check_param_headers
 from mcp_core.tasks import (
     ContinueAsTask,
@@ -59,29 +55,13 @@ def tool_for_version(tool: JSONObject, version: str) -> JSONObject:
     return {k: v for k, v in tool.items() if _served(k, version)}
 
 
-@lru_cache(maxsize=1024)
-def _validator(schema_json: bytes) -> Draft202012Validator:
-    return Draft202012Validator(orjson.loads(schema_json))
-
-
-def _compiled(schema: JSONObject) -> Draft202012Validator | SchemaError:
-    try:
-        return _validator(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
-    except SchemaError as exc:
-        return exc
-
-
 def validation_errors(tool: ToolDefinition, which: str, schema: JSONObject, instance: Any) -> list[str]:
     """Human-readable reasons ``instance`` does not conform to ``schema`` (empty when it does). The compiled
     schema is remembered on ``tool`` under ``which`` (see ToolDefinition)."""
-    validator = tool.validators.get(which) or tool.validators.setdefault(which, _compiled(schema))
-    if isinstance(validator, SchemaError):
-        return [f"the tool's schema is invalid: {validator.message}"]
-    messages = []
-    for error in sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path)):
-        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-        messages.append(f"{where}: {error.message}")
-    return messages
+    check: SchemaCheck | None = tool.validators.get(which)
+    if check is None:
+        check = tool.validators.setdefault(which, compiled_schema(schema))
+    return check.errors(instance)
 
 
 async def list_tools(params: JSONObject | None, env: Env) -> JSONObject:
