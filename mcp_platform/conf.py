@@ -193,17 +193,21 @@ def _load() -> PlatformSettings:
 
 
 class _LazySettings:
-    """Attribute access to the current ``PlatformSettings``; rebuilt when ``MCP_PLATFORM`` changes."""
+    """Attribute access to the current ``PlatformSettings``; rebuilt when ``MCP_PLATFORM`` changes.
 
-    _cached: PlatformSettings | None = None
+    The values are copied onto the instance once loaded, so a read on the request path is a plain attribute
+    lookup; ``__getattr__`` runs only for the first read after a (re)load.
+    """
 
     def __getattr__(self, name: str) -> Any:
-        if self._cached is None:
-            self._cached = _load()
-        return getattr(self._cached, name)
+        if name.startswith("__"):
+            raise AttributeError(name)
+        loaded = _load()
+        self.__dict__.update({f.name: getattr(loaded, f.name) for f in fields(PlatformSettings)})
+        return getattr(loaded, name)
 
     def reload(self) -> None:
-        self._cached = None
+        self.__dict__.clear()
 
 
 platform_settings = _LazySettings()
