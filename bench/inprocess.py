@@ -6,7 +6,7 @@
 The database is one the harness prepared (``bench_mcp``: migrated, bench tenants loaded). Instructions per
 request are the difference between two runs with different ``--calls``, which cancels start-up (run once first
 so that no run compiles bytecode). ``--warmup`` calls run before the measured ones. It prints one JSON line:
-requests, wall time, and the loop's callbacks per request (the handles the event loop ran).
+requests, wall and CPU time, and the loop's callbacks per request (the handles the event loop ran).
 """
 
 from __future__ import annotations
@@ -134,8 +134,10 @@ async def run(args: argparse.Namespace) -> JSONObject:
 
     loop._run_once = counted  # type: ignore[attr-defined]
     started = time.perf_counter()
+    cpu_started = time.process_time()
     await asyncio.gather(*(worker() for _ in range(args.concurrency)))
     elapsed = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
     loop._run_once = original  # type: ignore[attr-defined]
     return {
         "era": args.era,
@@ -144,6 +146,8 @@ async def run(args: argparse.Namespace) -> JSONObject:
         "concurrency": args.concurrency,
         "seconds": round(elapsed, 3),
         "us_per_call": round(elapsed / args.calls * 1e6, 1),
+        # The process's CPU time (every thread: the activity writer's and the metrics fold's too).
+        "cpu_us_per_call": round(cpu / args.calls * 1e6, 1),
         "loop_callbacks_per_call": round(handles / args.calls, 2),
     }
 
