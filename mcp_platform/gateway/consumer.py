@@ -65,8 +65,13 @@ logger = logging.getLogger(__name__)
 
 
 def scope_headers(scope: dict[str, Any]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for raw_name, raw_value in scope.get("headers", []):
+    """The request's header fields by lower-case name; a repeated field's values joined with ", "."""
+    raw = scope.get("headers", [])
+    headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in raw}
+    if len(headers) == len(raw):
+        return headers
+    headers = {}
+    for raw_name, raw_value in raw:
         name = raw_name.decode("latin-1").lower()
         value = raw_value.decode("latin-1")
         headers[name] = f"{headers[name]}, {value}" if name in headers else value

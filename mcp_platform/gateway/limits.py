@@ -42,20 +42,17 @@ class Head:
 
     @classmethod
     def of(cls, scope: Scope) -> Head:
+        headers = scope.get("headers", [])
+        names = [name for name, _ in headers]
         size = len(scope.get("raw_path") or scope["path"].encode()) + len(scope.get("query_string", b""))
-        hosts = 0
+        size += 4 * len(headers) + sum(map(len, names)) + sum(len(value) for _, value in headers)
         length: int | None = None
-        has_length = chunked = False
-        for name, value in scope.get("headers", []):
-            size += len(name) + len(value) + 4
-            if name == b"host":
-                hosts += 1
-            elif name == b"content-length" and not has_length:
-                has_length = True
-                length = int(value) if value.isdigit() else None
-            elif name == b"transfer-encoding":
-                chunked = True
-        return cls(size, hosts, length, chunked or (has_length and length != 0))
+        has_length = b"content-length" in names
+        if has_length:
+            value = headers[names.index(b"content-length")][1]
+            length = int(value) if value.isdigit() else None
+        chunked = b"transfer-encoding" in names
+        return cls(size, names.count(b"host"), length, chunked or (has_length and length != 0))
 
     def refusal(self) -> tuple[int, str] | None:
         """Status and message for a request refused on its head alone, or None."""

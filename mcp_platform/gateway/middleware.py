@@ -9,6 +9,7 @@ header is dropped from the scope once checked, so no later code can pass the cli
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from mcp_core import http as mcp_http
@@ -35,6 +36,13 @@ def _tenant_slug(path: str) -> str | None:
 
 
 TENANT_SCOPE_KEY = "mcp.tenant"
+
+
+# A client sends the same Host on every request: the answer is remembered per value (and per setting, so a test
+# that changes ALLOWED_HOSTS is answered anew). Bounded: a client inventing Host values fills it with refusals.
+@functools.lru_cache(maxsize=256)
+def _host_allowed(host: str | None, allowed_hosts: tuple[str, ...]) -> bool:
+    return mcp_http.host_allowed(host, allowed_hosts)
 
 
 def granted_scopes(scope: Scope) -> frozenset[str] | None:
@@ -80,7 +88,7 @@ class GatewayMiddleware:
             await send_json(send, status, body, headers=headers)
 
         allowed_hosts = platform_settings.ALLOWED_HOSTS
-        if not mcp_http.host_allowed(_header(scope, b"host"), allowed_hosts):
+        if not _host_allowed(_header(scope, b"host"), tuple(allowed_hosts)):
             await reject(403, "Forbidden: Host not allowed")
             return None
         slug = _tenant_slug(scope["path"])
