@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from mcp_core import jsonrpc
 from mcp_platform.conf import platform_settings
@@ -31,8 +30,7 @@ CLOSE: tuple[bytes, bytes] = (b"connection", b"close")
 DISCONNECT: Message = {"type": "http.disconnect"}
 
 
-@dataclass(frozen=True)
-class Head:
+class Head(NamedTuple):
     """What the limits need from a request's head, read in one pass over its headers."""
 
     size: int  # the request target and header fields as they came on the wire (``name: value`` + CRLF)

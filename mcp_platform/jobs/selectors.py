@@ -3,8 +3,8 @@ and nothing past its expiry. A run that is not the caller's does not exist for i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
@@ -21,8 +21,7 @@ TERMINAL_STATUSES = tuple(status.value for status in TERMINAL)
 ANONYMOUS = "anonymous"
 
 
-@dataclass(frozen=True)
-class Caller:
+class Caller(NamedTuple):  # built on every request: a record, not a frozen dataclass (see observe.calls)
     """Whose tasks a request may see: 2026-07-28 requests have no session (``session_id`` is empty), so a
     handshake-era task is never visible to a stateless request or the other way round. ``client_address`` is the
     client's address as the rate limits find it (``oauth.throttling.client_address``)."""
