@@ -80,7 +80,7 @@ class TenantCache:
     def forget(self, tenant_id: int) -> None:
         """Drop everything known about the tenant; called after a commit that changed it (here or elsewhere)."""
         self._epochs[tenant_id] = self._epochs.get(tenant_id, 0) + 1
-        for slug in [slug for slug, entry in self._entries.items() if entry.tenant.pk == tenant_id]:
+        for slug in [slug for slug, entry in self._entries.items() if entry.tenant.id == tenant_id]:
             del self._entries[slug]
 
     def clear(self) -> None:
@@ -96,16 +96,16 @@ class TenantCache:
         return CachedCatalog(tenant, entry.memo, granted)
 
     def _trusted(self, entry: _Entry) -> bool:
-        return entry.epoch == self._epochs.get(entry.tenant.pk, 0)
+        return entry.epoch == self._epochs.get(entry.tenant.id, 0)
 
     async def _load(self, slug: str, previous: _Entry | None) -> Tenant | None:
-        tenant_id = previous.tenant.pk if previous is not None else None
+        tenant_id = previous.tenant.id if previous is not None else None
         row = None
         if tenant_id is None:
             row = await selectors.atenant_get_servable(slug=slug)
             if row is None:
                 return None
-            tenant_id = row.pk
+            tenant_id = row.id
         if await self._ensure_listening(tenant_id):
             row = None  # a change may have committed before the subscription took effect: read again
         # Taken before the read: a nudge that lands while the read is in flight leaves the entry untrusted.
@@ -116,13 +116,13 @@ class TenantCache:
         if row is None:
             self._entries.pop(slug, None)
             return None
-        same = previous is not None and previous.tenant.pk == row.pk and previous.tenant.revision == row.revision
+        same = previous is not None and previous.tenant.id == row.pk and previous.tenant.revision == row.revision
         memo = previous.memo if same and previous is not None else {}
         self._entries[slug] = _Entry(tenant=row, epoch=epoch, checked_at=checked_at, memo=memo)
         self._entries.move_to_end(slug)
         while len(self._entries) > MAX_TENANTS:
             _, evicted = self._entries.popitem(last=False)
-            await self._stop_listening(evicted.tenant.pk)
+            await self._stop_listening(evicted.tenant.id)
         return row
 
     async def _ensure_listening(self, tenant_id: int) -> bool:
@@ -145,7 +145,7 @@ class TenantCache:
             await self._unlisten(tenant_id, self._nudged(tenant_id))
 
     def _still_cached(self, tenant_id: int) -> bool:
-        return any(entry.tenant.pk == tenant_id for entry in self._entries.values())
+        return any(entry.tenant.id == tenant_id for entry in self._entries.values())
 
     def _nudged(self, tenant_id: int) -> Callable[[], None]:
         return _Nudge(self, tenant_id)

@@ -113,16 +113,16 @@ def session_env(
     tasks = None
     if at_least(session.protocol_version, V2025_11_25):
         tasks = ToolRunStore.bound(
-            tenant_id=tenant.pk,
+            tenant_id=tenant.id,
             principal=principal,
-            session_id=session.pk,
+            session_id=session.id,
             protocol_version=session.protocol_version,
             client_address=client_address,
         )
     return Env(
         version=session.protocol_version,
         catalog=tenant_cache.catalog(tenant, granted),
-        outbound=SinkOutbound(sink=sink, tenant_id=tenant.pk, session_id=session.pk),
+        outbound=SinkOutbound(sink=sink, tenant_id=tenant.id, session_id=session.id),
         server=server_identity(tenant),
         client_capabilities=session.client_capabilities,
         log_level=session.log_level or None,
@@ -143,10 +143,10 @@ async def deliver_client_messages(*, tenant_id: int, session: LegacySession, mes
             elif message.method == "notifications/cancelled":
                 request_id = (message.params or {}).get("requestId")
                 if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
-                    key = request_key(tenant_id, session.pk, request_id)
+                    key = request_key(tenant_id, session.id, request_id)
                     await session_control.cancel(key, (message.params or {}).get("reason"))
         elif isinstance(message, (jsonrpc.Response, jsonrpc.ErrorResponse)) and isinstance(message.id, str):
-            group = groups.server_request_group(tenant_id, session.pk, message.id)
+            group = groups.server_request_group(tenant_id, session.id, message.id)
             body: dict[str, Any] = (
                 {"result": message.result} if isinstance(message, jsonrpc.Response) else {"error": message.error}
             )
@@ -238,7 +238,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             return None
         if not mcp_http.valid_session_id(session_id):
             raise TransportError("Bad Request: malformed Mcp-Session-Id")
-        session = await session_cache.get(tenant_id=self.tenant.pk, principal=self.principal, session_id=session_id)
+        session = await session_cache.get(tenant_id=self.tenant.id, principal=self.principal, session_id=session_id)
         if session is None or session.transport != LegacySession.Transport.STREAMABLE_HTTP:
             raise TransportError("Session not found", http_status=404)
         header = self.headers.get("mcp-protocol-version", DEFAULT_HEADERLESS_VERSION)
@@ -282,7 +282,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         if any(isinstance(m, jsonrpc.Request) and m.method == "initialize" for m in messages):
             raise InvalidRequest("This session is already initialized")
         await deliver_client_messages(
-            tenant_id=self.tenant.pk,
+            tenant_id=self.tenant.id,
             session=session,
             messages=[m for m in messages if not isinstance(m, jsonrpc.Invalid)],
         )
@@ -293,13 +293,13 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             return
         stream = PostStream(
             send=self.send,
-            tenant_id=self.tenant.pk,
-            session_id=session.pk,
+            tenant_id=self.tenant.id,
+            session_id=session.id,
             request_ids=[request.id for request in requests],
             expected=len(requests) + len(invalid),
             batch=is_batch,
             priming=at_least(session.protocol_version, V2025_11_25),
-            headers=header_list([("Mcp-Session-Id", session.pk)]),
+            headers=header_list([("Mcp-Session-Id", session.id)]),
         )
         self._post_stream = stream
         for bad in invalid:
@@ -318,7 +318,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         ]
         infos = [
             call_info(
-                tenant_id=self.tenant.pk,
+                tenant_id=self.tenant.id,
                 tenant_slug=self.tenant.slug,
                 request=request,
                 principal=self.principal,
@@ -340,8 +340,8 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
                 request=requests[0],
                 env=envs[0],
                 sink=stream,
-                tenant_id=self.tenant.pk,
-                session_id=session.pk,
+                tenant_id=self.tenant.id,
+                session_id=session.id,
                 info=infos[0],
             )
         else:
@@ -351,8 +351,8 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
                         request=request,
                         env=env,
                         sink=stream,
-                        tenant_id=self.tenant.pk,
-                        session_id=session.pk,
+                        tenant_id=self.tenant.id,
+                        session_id=session.id,
                         info=info,
                     )
                 )
@@ -396,7 +396,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         await serve_listen(
             send=self.send,
             subscription=subscription,
-            tenant_id=self.tenant.pk,
+            tenant_id=self.tenant.id,
             tasks=tasks,
             access=StreamAccess.of(self.scope),
         )
@@ -415,7 +415,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             await send_error(self.send, exc, request.id)
             return
         session = await sessions.legacy_session_create(
-            tenant_id=self.tenant.pk,
+            tenant_id=self.tenant.id,
             principal=self.principal,
             transport=LegacySession.Transport.STREAMABLE_HTTP,
             state=SessionState.INITIALIZING,
@@ -429,7 +429,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             self.send,
             200,
             jsonrpc.encode_result(request.id, result),
-            header_list([("Mcp-Session-Id", session.pk)]),
+            header_list([("Mcp-Session-Id", session.id)]),
         )
 
     # --- DELETE ------------------------------------------------------------------------------------
@@ -461,7 +461,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             await self._standalone(sessions.new_token(), None)
             return
         parsed = sse.parse_event_id(last_event_id)
-        kind = None if parsed is None else await sessions.stream_kind(session_id=session.pk, stream_id=parsed[0])
+        kind = None if parsed is None else await sessions.stream_kind(session_id=session.id, stream_id=parsed[0])
         if parsed is None or kind is None:
             raise TransportError("Unknown Last-Event-ID", http_status=404)
         if kind == "standalone":
@@ -473,7 +473,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         """Start the SSE response of stream ``stream_id``, whose events up to ``seq`` the client has."""
         self._stream_id = stream_id
         self._seq = seq
-        await start_sse(self.send, header_list([("Mcp-Session-Id", self.session.pk)]))
+        await start_sse(self.send, header_list([("Mcp-Session-Id", self.session.id)]))
         self._sse_open = True
 
     async def _resume(self, stream_id: str, after: int) -> None:
@@ -481,7 +481,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
 
         The process running the stream's requests keeps a lease on it; when that lease has lapsed (the process
         stopped), the requests still unanswered get ``sessions.RUN_LOST`` and the stream ends."""
-        await self._inbox.join(groups.stream_group(self.tenant.pk, self.session.pk, stream_id))
+        await self._inbox.join(groups.stream_group(self.tenant.id, self.session.id, stream_id))
         await self._open(stream_id, after)
         await send_chunk(self.send, sse.comment("resumed"))
         self._following_post = True
@@ -494,13 +494,13 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         end it in its runner's place if that runner is gone. True when the stream is finished."""
         if await self._write_stored_since():
             return True
-        lapsed = await sessions.post_stream_end_if_lapsed(session_id=self.session.pk, stream_id=self._stream_id)
+        lapsed = await sessions.post_stream_end_if_lapsed(session_id=self.session.id, stream_id=self._stream_id)
         return lapsed and await self._write_stored_since()
 
     async def _write_stored_since(self) -> bool:
         """Write the stream's stored events after the last one written here; True when the stream is finished."""
         stored = await sessions.stream_events_after(
-            session_id=self.session.pk, stream_id=self._stream_id, seq=self._seq
+            session_id=self.session.id, stream_id=self._stream_id, seq=self._seq
         )
         for event in stored:
             if await self._write_stored(event.seq, event.payload, event.is_final):
@@ -528,11 +528,11 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         if not await sessions.standalone_stream_claim(session=self.session, stream_id=stream_id):
             raise TransportError("Conflict: this session already has an open GET stream", http_status=409)
         try:
-            await self._inbox.join(catalog_group(self.tenant.pk))
-            with session_control.watching_close(self.tenant.pk, self.session.pk, self._session_closed):
+            await self._inbox.join(catalog_group(self.tenant.id))
+            with session_control.watching_close(self.tenant.id, self.session.id, self._session_closed):
                 await self._standalone_stream(stream_id, after)
         finally:
-            await sessions.standalone_stream_release(session_id=self.session.pk, stream_id=stream_id)
+            await sessions.standalone_stream_release(session_id=self.session.id, stream_id=stream_id)
 
     def _session_closed(self) -> None:
         self._inbox.put({"type": "mailbox.message", "kind": "closed"})
@@ -540,7 +540,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
     async def _standalone_stream(self, stream_id: str, after: int | None) -> None:
         if after is None:
             await sessions.stream_event_append(
-                session_id=self.session.pk,
+                session_id=self.session.id,
                 stream_id=stream_id,
                 seq=0,
                 payload=sessions.STANDALONE_MARKER,
@@ -555,7 +555,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         else:
             await self._open(stream_id, after)
             await send_chunk(self.send, sse.comment("resumed"))
-            stored = await sessions.stream_events_after(session_id=self.session.pk, stream_id=stream_id, seq=after)
+            stored = await sessions.stream_events_after(session_id=self.session.id, stream_id=stream_id, seq=after)
             for event in stored:
                 await self._write_stored(event.seq, event.payload, False)
         await self._pump(self._inbox)
@@ -564,7 +564,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         await send_chunk(self.send, sse.comment())
         if self._following_post:
             await self._catch_up()
-        elif not await sessions.standalone_stream_renew(session_id=self.session.pk, stream_id=self._stream_id):
+        elif not await sessions.standalone_stream_renew(session_id=self.session.id, stream_id=self._stream_id):
             # The session ended (a lost signal), or another GET stream took over after this one's lease lapsed.
             await self._close_stream()
 
@@ -575,7 +575,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         self._seq += 1
         payload = jsonrpc.encode_notification(method, params).decode()
         await sessions.stream_event_append(
-            session_id=self.session.pk, stream_id=self._stream_id, seq=self._seq, payload=payload, is_final=False
+            session_id=self.session.id, stream_id=self._stream_id, seq=self._seq, payload=payload, is_final=False
         )
         await send_chunk(self.send, sse.event(payload, id=sse.make_event_id(self._stream_id, self._seq)))
 

@@ -77,7 +77,7 @@ class SessionCache:
         self._store(session, self._clock())
 
     def _store(self, session: LegacySession, checked_at: float) -> None:
-        key = (session.tenant_id, session.pk)
+        key = (session.tenant_id, session.id)
         self._entries[key] = _Entry(session=session, checked_at=checked_at)
         self._entries.move_to_end(key)
         while len(self._entries) > MAX_SESSIONS:
@@ -107,7 +107,7 @@ class SessionCache:
             return False
         if idle > sessions.TOUCH_INTERVAL:
             session.last_seen_at = now
-            await sessions.legacy_session_touch(session_id=session.pk, now=now)
+            await sessions.legacy_session_touch(session_id=session.id, now=now)
         return True
 
 

@@ -120,7 +120,7 @@ def input_policy(tenant: Tenant, principal: str) -> InputPolicy:
         keys=request_state_keys(),
         now=time.time(),
         ttl=float(platform_settings.REQUEST_STATE_TTL),
-        tenant=str(tenant.pk),
+        tenant=str(tenant.id),
         principal=principal,
     )
 
@@ -128,7 +128,7 @@ def input_policy(tenant: Tenant, principal: str) -> InputPolicy:
 def stateless_tasks(*, tenant: Tenant, principal: str, version: str, client_address: str) -> ToolRunStore:
     """The caller's tasks in this era: the principal's (no session; task ids are unguessable)."""
     return ToolRunStore.bound(
-        tenant_id=tenant.pk, principal=principal, session_id="", protocol_version=version, client_address=client_address
+        tenant_id=tenant.id, principal=principal, session_id="", protocol_version=version, client_address=client_address
     )
 
 
@@ -190,7 +190,7 @@ async def serve_stateless(
             granted=granted,
         )
         info = call_info(
-            tenant_id=tenant.pk,
+            tenant_id=tenant.id,
             tenant_slug=tenant.slug,
             request=request,
             principal=principal,

@@ -36,13 +36,13 @@ class LimitConfigCache:
         self._entries: OrderedDict[int, tuple[int, LimitConfig]] = OrderedDict()
 
     async def get(self, tenant: Tenant) -> LimitConfig:
-        entry = self._entries.get(tenant.pk)
+        entry = self._entries.get(tenant.id)
         if entry is not None and entry[0] == tenant.revision:
-            self._entries.move_to_end(tenant.pk)
+            self._entries.move_to_end(tenant.id)
             return entry[1]
-        config = await alimit_config(tenant_id=tenant.pk)
-        self._entries[tenant.pk] = (tenant.revision, config)
-        self._entries.move_to_end(tenant.pk)
+        config = await alimit_config(tenant_id=tenant.id)
+        self._entries[tenant.id] = (tenant.revision, config)
+        self._entries.move_to_end(tenant.id)
         while len(self._entries) > MAX_TENANTS:
             self._entries.popitem(last=False)
         return config
