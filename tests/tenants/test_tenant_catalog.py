@@ -142,6 +142,21 @@ def test_static_tool_returns_its_stored_result(tenant: Tenant, make_context: Any
     assert call("broken") == {"content": [{"type": "text", "text": "no"}], "isError": True}
 
 
+def test_a_static_tools_result_is_a_copy_the_caller_may_change(tenant: Tenant, make_context: Any) -> None:
+    stored = {"content": [{"type": "text", "text": "n"}], "structuredContent": {"n": 10**30, "list": [1]}}
+    ToolFactory(tenant=tenant, name="fixed", output_schema={"type": "object"}, config=stored)
+    catalog = TenantCatalog(tenant)
+    definition = async_to_sync(catalog.get_tool)("fixed")
+    ctx, _ = make_context()
+
+    first = async_to_sync(catalog.invoke_tool)(definition, {}, ctx)
+    first["content"][0]["text"] = "changed"
+    first["structuredContent"]["list"].append(2)
+    second = async_to_sync(catalog.invoke_tool)(definition, {}, ctx)
+
+    assert second == {"content": [{"type": "text", "text": "n"}], "structuredContent": {"n": 10**30, "list": [1]}}
+
+
 def test_python_tool_gets_its_arguments(tenant: Tenant, make_context: Any) -> None:
     ToolFactory(tenant=tenant, name="echo", backend=Backend.PYTHON, config={"function": "demo.echo"})
     catalog = TenantCatalog(tenant)
