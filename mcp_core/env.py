@@ -26,6 +26,10 @@ class SessionHooks(Protocol):
     async def unsubscribe(self, uri: str) -> None: ...
 
 
+# Immutable, so one instance serves as every Env's default.
+NO_HINTS = CacheHints()
+
+
 @dataclass(frozen=True)
 class ServerIdentity:
     name: str
@@ -49,7 +53,7 @@ class Env:
     meta: JSONObject = field(default_factory=dict)
     # Stateless era only: the hints cacheable results carry, and the request's HTTP headers (lower-cased
     # names) for the rules that compare headers with the body; None where the transport has no headers.
-    cache: CacheHints = field(default_factory=CacheHints)
+    cache: CacheHints = NO_HINTS
     headers: Mapping[str, str] | None = None
     # Stateless era: how questions to the client become input_required results (None: they cannot be asked),
     # and, set by the dispatcher for the request it runs, the answers its retry brought.

@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Container
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from mcp_core.errors import InvalidParams
 from mcp_core.request_state import StateBinding, request_digest, seal, unseal
@@ -30,8 +30,7 @@ class InputRequired(BaseException):
     ``input_required`` result. A BaseException, so a tool's ``except Exception`` does not swallow it."""
 
 
-@dataclass(frozen=True)
-class InputPolicy:
+class InputPolicy(NamedTuple):  # built per stateless request: a record, not a frozen dataclass
     """What the shell supplies for MRTR: the sealing keys (current first), the clock, the state's lifetime and
     what the state is bound to besides the request."""
 

@@ -100,7 +100,13 @@ class RequestStream:
 def tenant_cache_hints(tenant: Tenant) -> CacheHints:
     """The cache hints of this tenant's cacheable results: its own where set, else the platform's."""
     ttl = tenant.cache_ttl_ms if tenant.cache_ttl_ms is not None else platform_settings.CACHE_TTL_MS
-    return CacheHints(ttl_ms=ttl, scope=tenant.cache_scope or platform_settings.CACHE_SCOPE)
+    return _cache_hints(ttl, tenant.cache_scope or platform_settings.CACHE_SCOPE)
+
+
+@lru_cache(maxsize=64)
+def _cache_hints(ttl_ms: int, scope: str) -> CacheHints:
+    # Asked on every request; a handful of distinct values, and CacheHints is immutable.
+    return CacheHints(ttl_ms=ttl_ms, scope=scope)
 
 
 def request_state_keys() -> tuple[bytes, ...]:
