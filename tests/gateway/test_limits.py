@@ -133,6 +133,40 @@ async def test_a_body_that_arrives_in_time_reaches_the_application_unchanged(lim
     assert CLOSE not in client.headers
 
 
+async def test_a_cancellation_while_the_body_is_awaited_is_not_taken_for_the_deadline(limits: None) -> None:
+    first_part = asyncio.Event()
+    client = Client([b'{"jsonrpc"'], hang_after=True)
+
+    async def app(scope: Message, receive: Any, send: Any) -> None:
+        await receive()
+        first_part.set()
+        await receive()
+
+    serving = asyncio.create_task(run(app, scope((b"host", b"127.0.0.1"), (b"content-length", b"100")), client))
+    await first_part.wait()
+    serving.cancel()
+
+    with pytest.raises(asyncio.CancelledError):
+        await serving
+    assert client.sent == [], "no 408: the request was cancelled, not timed out"
+
+
+async def test_the_deadline_holds_on_a_task_that_was_cancelled_before_and_went_on(limits: None) -> None:
+    seen: list[Message] = []
+    client = Client([b'{"jsonrpc"'], hang_after=True)
+
+    async def serve_after_a_caught_cancellation() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.sleep(0)
+        await run(echo_app(seen), scope((b"host", b"127.0.0.1"), (b"content-length", b"100")), client)
+
+    await serve_after_a_caught_cancellation()
+    assert client.status == 408
+
+
 async def test_a_request_without_a_body_has_no_deadline(limits: None) -> None:
     """A GET stream waits on ``receive`` for the disconnect for as long as it lives."""
     waited = asyncio.Event()
