@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 from mcp_core.caching import with_cache_hints
@@ -85,10 +84,15 @@ async def _run_with_inputs(method: str, params: JSONObject, env: Env, handler: H
     ``input_required`` (never cached). Raises InvalidParams for malformed or unverifiable inputs."""
     assert env.input_policy is not None
     ledger = open_round(method, params, env.input_policy)
+    # The request's own Env (the shell builds one per request) carries the ledger while the handler runs: copying it
+    # with dataclasses.replace cost more than the rest of this function.
+    previous, env.ledger = env.ledger, ledger
     try:
-        result: JSONObject | None = await handler(params, replace(env, ledger=ledger))
+        result: JSONObject | None = await handler(params, env)
     except InputRequired:
         result = None
+    finally:
+        env.ledger = previous
     if ledger.asked or result is None:
         return input_required_result(ledger, method, params, env.input_policy)
     return with_cache_hints(method, result, env.cache)

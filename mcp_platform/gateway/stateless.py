@@ -52,11 +52,17 @@ class RequestStream:
         self._send = send
         self._sse = False
         self._finished = False
-        self._lock = asyncio.Lock()
+        # Made by the first notification: most requests send none, and then nothing can race the response.
+        self._lock: asyncio.Lock | None = None
         self._keepalive: asyncio.Task[None] | None = None
 
+    def _guard(self) -> asyncio.Lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
     async def notify(self, method: str, params: dict[str, Any]) -> None:
-        async with self._lock:
+        async with self._guard():
             if self._finished:
                 return
             if not self._sse:
@@ -75,6 +81,13 @@ class RequestStream:
 
     async def finish(self, payload: bytes, status: int, headers: Headers | None = None) -> None:
         """Send the response: the JSON body with ``status`` and ``headers``, or the last event of the SSE stream."""
+        if self._lock is None:
+            # No notification has started (one would have made the lock before its first await), and any that
+            # starts from now on finds the stream finished.
+            self._finished = True
+            self.stop()
+            await send_json(self._send, status, payload, headers)
+            return
         async with self._lock:
             self._finished = True
             self.stop()
@@ -91,7 +104,7 @@ class RequestStream:
     async def _keep_alive(self) -> None:
         while True:
             await asyncio.sleep(platform_settings.SSE_KEEPALIVE)
-            async with self._lock:
+            async with self._guard():
                 if self._finished:
                     return
                 await send_chunk(self._send, sse.comment())
