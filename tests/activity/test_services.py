@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from dataclasses import replace
 
 import pytest
 from django.db import connection
@@ -176,11 +175,11 @@ def test_calls_made_into_copy_lines_on_the_request_path_are_stored_as_the_writer
         record(other.pk),
         record(tenant.pk, target="a\tb\\c\nd\re" + "t" * 600),
         record(tenant.pk, target="bad\ud800name\x00"),
-        replace(plain, info=replace(plain.info, client_name="Cl\taude\\", client_version="1\n2")),
-        replace(plain, info=replace(plain.info, request_id="id\twith\\tab")),
-        replace(plain, info=replace(plain.info, request_id="9" * 200)),
-        replace(plain, info=replace(plain.info, request_id="")),
-        replace(plain, outcome="ok", error_code=None),
+        plain._replace(info=plain.info._replace(client_name="Cl\taude\\", client_version="1\n2")),
+        plain._replace(info=plain.info._replace(request_id="id\twith\\tab")),
+        plain._replace(info=plain.info._replace(request_id="9" * 200)),
+        plain._replace(info=plain.info._replace(request_id="")),
+        plain._replace(outcome="ok", error_code=None),
         record(tenant.pk + 1000),  # a tenant that is gone: skipped
     ]
     rows = [call_row(variant) for variant in variants]
