@@ -1,13 +1,15 @@
-"""Instructions per request, counted by callgrind over ``bench.inprocess``: the one figure here that a shared or
-noisy machine does not move.
+"""Instructions per request, counted by callgrind over ``bench.inprocess``: the figure here that a shared or noisy
+machine moves least.
 
     DATABASE_URL=… REDIS_URL=… python -m bench.instructions --era handshake --tool echo [--env MCP_ACTIVITY_LOG=0]
 
 Two runs with different numbers of calls (``--calls``, default 200 and 1000) run side by side under
 ``valgrind --tool=callgrind``; the difference of their totals divided by the difference of their calls is the
 figure, start-up and warm-up cancelled. Both runs fix ``PYTHONHASHSEED``: with random string hashing, the same run
-varied by up to 100 million instructions (dictionary layouts differ), with it two identical runs agree to within
-about 0.002%. A plain run first compiles any missing bytecode, which would otherwise land in one run only.
+varied by up to 100 million instructions (dictionary layouts differ), with it two identical runs agreed to within
+about 0.002% on an idle machine; on a loaded one to within about 30 million (connections are still recycled at most
+once a second of wall time, which under callgrind is every few calls). A plain run first compiles any missing
+bytecode, which would otherwise land in one run only.
 
 Work done on a clock does not cancel out: the larger run lasts longer, and under callgrind (about 50 times slower)
 a once-a-second flush or a 5-second revalidation falls on 50 times fewer calls than in a real process. So the
