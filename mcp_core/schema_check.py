@@ -38,16 +38,16 @@ class SchemaCheck:
     does not match before a final newline and ``\\d`` is ASCII only. Where the Python library finds nothing to
     explain, jsonschema-rs's own messages are used. ``fast`` is None when jsonschema-rs cannot compile the schema;
     then the Python library alone decides, as it does for values that are not JSON data (a tool's structured
-    output holding a date, say). ``problem`` is set when the schema itself is unusable.
+    output holding a date, say). ``explain`` is None when the schema itself is unusable, and ``problem`` says why.
     """
 
     explain: Draft202012Validator | None
     fast: Any = None
-    problem: str | None = None
+    problem: str = ""
 
     def errors(self, instance: Any) -> list[str]:
         """Why ``instance`` does not conform, as ``<path>: <message>`` lines in path order; empty when it does."""
-        if self.problem is not None or self.explain is None:
+        if self.explain is None:
             return [f"the tool's schema is invalid: {self.problem}"]
         verdict = self._fast_verdict(instance)
         if verdict:
