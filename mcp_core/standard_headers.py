@@ -87,21 +87,23 @@ def header_annotations(schema: Any) -> list[tuple[tuple[str, ...], str]]:
     Annotations under ``items``, composition keywords or ``$ref`` are not reachable this way and are ignored.
     """
     found: list[tuple[tuple[str, ...], str]] = []
-
-    def walk(node: Any, path: tuple[str, ...]) -> None:
-        properties = node.get("properties") if isinstance(node, dict) else None
-        if not isinstance(properties, dict) or len(path) >= _MAX_SCHEMA_DEPTH:
-            return
-        for key, sub in properties.items():
-            if not isinstance(sub, dict):
-                continue
-            header = sub.get("x-mcp-header")
-            if isinstance(header, str) and header:
-                found.append(((*path, key), header))
-            walk(sub, (*path, key))
-
-    walk(schema, ())
+    _walk_annotations(schema, (), found)
     return found
+
+
+# Module level, not nested in ``header_annotations``: a recursive inner function refers to itself through its
+# closure, a reference cycle left to the garbage collector on every call.
+def _walk_annotations(node: Any, path: tuple[str, ...], found: list[tuple[tuple[str, ...], str]]) -> None:
+    properties = node.get("properties") if isinstance(node, dict) else None
+    if not isinstance(properties, dict) or len(path) >= _MAX_SCHEMA_DEPTH:
+        return
+    for key, sub in properties.items():
+        if not isinstance(sub, dict):
+            continue
+        header = sub.get("x-mcp-header")
+        if isinstance(header, str) and header:
+            found.append(((*path, key), header))
+        _walk_annotations(sub, (*path, key), found)
 
 
 def _value_at(arguments: JSONObject, path: tuple[str, ...]) -> Any:

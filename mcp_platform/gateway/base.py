@@ -42,18 +42,19 @@ class GatewayConsumer(AsyncConsumer):
         self.scope = scope
         self.channel_layer = None
         self.response_started = False
-
-        async def tracked_send(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                self.response_started = True
-            await send(message)
-
-        self.base_send = tracked_send
+        self._server_send = send
         try:
             while True:
                 await self.dispatch(await receive())
         except StopConsumer:
             pass
+
+    # A method, not a closure kept on the instance: a closure over ``self`` stored on ``self`` is a reference
+    # cycle, and every request's consumer (with all it holds) would wait for the garbage collector to be freed.
+    async def base_send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.response_started = True
+        await self._server_send(message)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         handler = getattr(self, get_handler_name(message), None)

@@ -207,6 +207,10 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             logger.exception("MCP endpoint failed")
             if not (self._sse_open or self.response_started):
                 await send_error(self.send, exc)
+        finally:
+            # The stream holds this consumer's ``send``: kept, the pair is a reference cycle, and every request's
+            # consumer, with all it refers to, would wait for the garbage collector.
+            self._post_stream = None
 
     async def _route(self) -> None:
         self.headers = scope_headers(self.scope)
