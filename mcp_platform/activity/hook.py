@@ -3,10 +3,9 @@ buffered writer; nothing is written on the request path."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import cache
 
-from mcp_platform.activity.rows import CallLine, CallRow, call_row
+from mcp_platform.activity.rows import CallRow, call_row
 from mcp_platform.activity.writer import BufferedWriter
 from mcp_platform.conf import platform_settings
 from mcp_platform.observe.calls import CallInfo, CallRecord
@@ -14,7 +13,7 @@ from mcp_platform.observe.calls import CallInfo, CallRecord
 LOGGED_METHODS = frozenset({"tools/call", "resources/read", "prompts/get"})
 
 
-def _write(rows: list[CallRow | CallLine]) -> None:
+def _write(rows: list[CallRow]) -> None:
     from django.db import close_old_connections
 
     from mcp_platform.activity.services import activity_calls_write
@@ -25,7 +24,7 @@ def _write(rows: list[CallRow | CallLine]) -> None:
 
 
 @cache
-def activity_writer() -> BufferedWriter[CallRow | CallLine]:
+def activity_writer() -> BufferedWriter[CallRow]:
     """This process's writer (made on first use, with the settings of that moment)."""
     return BufferedWriter(
         sink=_write,
@@ -43,19 +42,13 @@ class ActivityHook:
         return None
 
     def finished(self, record: CallRecord, token: object) -> None:
+        # Only the row is made here; the writer thread makes it into text (``services._copy_rows``).
         if record.info.method in LOGGED_METHODS:
-            (self.writer or self._bind()).add(self._prepare(call_row(record)))
+            (self.writer or self._bind()).add(call_row(record))
 
-    writer: BufferedWriter[CallRow | CallLine] | None = None
-    _prepare: Callable[[CallRow], CallRow | CallLine] = staticmethod(lambda row: row)
+    writer: BufferedWriter[CallRow] | None = None
 
-    def _bind(self) -> BufferedWriter[CallRow | CallLine]:
-        from django.db import connections
-
-        from mcp_platform.activity.services import copy_ready
-
-        if connections["default"].vendor == "postgresql":
-            self._prepare = copy_ready
+    def _bind(self) -> BufferedWriter[CallRow]:
         self.writer = activity_writer()
         return self.writer
 

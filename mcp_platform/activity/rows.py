@@ -18,8 +18,6 @@ CallRow = tuple[
     int, float, str, str, str, str, str, str, str, str, str, float, str, "int | None", "dict[str, Any] | None"
 ]
 ARGUMENTS: Final = 14
-# ``CallLine``: (tenant_id, the call as a line of PostgreSQL's COPY text), ``services.copy_ready``.
-CallLine = tuple[int, str]
 
 
 def call_row(record: CallRecord) -> CallRow:

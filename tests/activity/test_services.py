@@ -6,17 +6,16 @@ import datetime as dt
 import time
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from mcp_platform.activity.models import ActivityRecord
 from mcp_platform.activity.redaction import REDACTED
 from mcp_platform.activity.rows import call_row
 from mcp_platform.activity.services import (
+    COPY_CHUNK,
     activity_admin_change_record,
     activity_calls_write,
     activity_purge_expired,
-    copy_ready,
 )
 from mcp_platform.observe.calls import CallInfo, CallRecord
 from tenants.services import tenant_create, tenant_update, tool_create
@@ -162,11 +161,10 @@ def test_arguments_with_nul_escapes_and_lone_surrogates_are_stored() -> None:
     }
 
 
-def test_calls_made_into_copy_lines_on_the_request_path_are_stored_as_the_writer_stores_them() -> None:
-    """On PostgreSQL a web process buffers most calls as ready COPY lines (``copy_ready``); what is stored is the same,
-    field for field, as when the writer formats the call, odd names and request ids included."""
-    if connection.vendor != "postgresql":
-        pytest.skip("COPY lines are PostgreSQL's")
+def test_odd_names_and_request_ids_are_stored_field_for_field_in_a_batch_of_many_chunks() -> None:
+    """A batch is sent in chunks (``COPY_CHUNK``) on PostgreSQL and inserted at once elsewhere; either way every call
+    is stored, in order, each field as sent or cut to its column, and the calls of a tenant that is gone are
+    skipped."""
     tenant = tenant_create(slug="acme", name="Acme")
     other = tenant_create(slug="other", name="Other")
     plain = record(tenant.pk)
@@ -182,14 +180,14 @@ def test_calls_made_into_copy_lines_on_the_request_path_are_stored_as_the_writer
         plain._replace(outcome="ok", error_code=None),
         record(tenant.pk + 1000),  # a tenant that is gone: skipped
     ]
-    rows = [call_row(variant) for variant in variants]
-    assert all(isinstance(copy_ready(row)[1], str) for row in rows), "no arguments: every call is made a line"
-    assert activity_calls_write(rows=[copy_ready(row) for row in rows]) == 9
-    assert activity_calls_write(rows=rows) == 9
+    filler = [plain._replace(info=plain.info._replace(request_id=str(n))) for n in range(COPY_CHUNK + 7)]
+    assert activity_calls_write(rows=[call_row(r) for r in variants + filler]) == 9 + len(filler)
     fields = [f.name for f in ActivityRecord._meta.concrete_fields if f.name != "id"]
-    stored = list(ActivityRecord.objects.order_by("id").values_list(*fields))
-    assert stored[:9] == stored[9:]
-    by_field = [dict(zip(fields, row, strict=True)) for row in stored[:9]]
+    by_field = [
+        dict(zip(fields, row, strict=True)) for row in ActivityRecord.objects.order_by("id").values_list(*fields)
+    ]
+    assert [row["request_id"] for row in by_field[9:]] == [str(n) for n in range(COPY_CHUNK + 7)]
+    assert [row["tenant"] for row in by_field[:2]] == [tenant.pk, other.pk]
     assert [row["target"] for row in by_field[2:4]] == [("a\tb\\c\nd\re" + "t" * 600)[:512], "bad?name"]
     assert (by_field[4]["client_name"], by_field[4]["client_version"]) == ("Cl\taude\\", "1\n2")
     assert [row["request_id"] for row in by_field[5:8]] == ["id\twith\\tab", "9" * 128, ""]
