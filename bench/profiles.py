@@ -23,7 +23,7 @@ class Profile:
     sse_streams: int
     scaling_processes: tuple[int, ...]
     catalog_tools: int = 10_000
-    activity_rounds: int = 5  # the activity log's off/on pairs, measured in turn
+    activity_rounds: int = 5  # the activity log's off/on pairs, measured side by side
     max_minutes: float = 20.0
 
     def closed_loop_seconds(self, windows: int | None = None) -> float:
@@ -35,7 +35,7 @@ class Profile:
         points = 2 * 2 * len(self.tools) * len(self.concurrencies)  # eras x tools x c, ours and the peer
         points += (servers - 1) * 2 * len(self.tools) * len(self.other_concurrencies)
         points += 4 + servers + len(self.scaling_processes)  # set-up, ceilings, scaling
-        points += 2 * 2 * self.activity_rounds  # the activity log: eras x off/on
+        points += 2 * self.activity_rounds  # the activity log: eras (off and on side by side)
         wrk = (2 + servers) * self.windows * self.window
         lists = 4 * (self.warmup + self.list_windows * self.window + 2)
         progress = 4 * sum(
