@@ -14,6 +14,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from mcp_core.catalog import Page, PromptDefinition, ToolDefinition
@@ -58,6 +59,8 @@ class TenantCache:
         self._listen: Listen | None = None
         self._unlisten: Listen | None = None
         self._listening: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[int]] = weakref.WeakKeyDictionary()
+        # Reads of a known tenant's row in flight, by (event loop, slug, the tenant's epoch when the read began).
+        self._reading: dict[tuple[asyncio.AbstractEventLoop, str, int], asyncio.Future[Tenant | None]] = {}
 
     def configure(self, *, ttl: Callable[[], float], listen: Listen | None, unlisten: Listen | None) -> None:
         """How long an entry is trusted without a nudge, and how to hear other processes' commits (the gateway
@@ -73,9 +76,27 @@ class TenantCache:
     async def servable(self, slug: str) -> Tenant | None:
         """The active tenant called ``slug`` (None when missing or suspended), from memory while fresh."""
         entry = self._entries.get(slug)
-        if entry is not None and self._trusted(entry) and self._clock() - entry.checked_at < self._ttl():
+        if entry is None:
+            return await self._load(slug, entry)
+        epoch = self._epochs.get(entry.tenant.id, 0)
+        if entry.epoch == epoch and self._clock() - entry.checked_at < self._ttl():
             return entry.tenant
-        return await self._load(slug, entry)
+        # One read per expiry, not one per request: every request in flight when a known tenant's entry runs out
+        # would otherwise queue its own read on the ORM's single thread and all of them wait for the last (50-90
+        # ms every TTL at c=16). A request joins a read only if no nudge came since it started (same epoch), so a
+        # change committed before a request arrived is still read by it.
+        key = (asyncio.get_running_loop(), slug, epoch)
+        reading = self._reading.get(key)
+        if reading is None:
+            reading = self._reading[key] = asyncio.ensure_future(self._load(slug, entry))
+            reading.add_done_callback(partial(self._read_done, key))
+        return await asyncio.shield(reading)
+
+    def _read_done(self, key: tuple[asyncio.AbstractEventLoop, str, int], reading: asyncio.Future[Any]) -> None:
+        if self._reading.get(key) is reading:
+            del self._reading[key]
+        if not reading.cancelled():
+            reading.exception()  # retrieved: each waiter has raised it already, or none was left to
 
     def forget(self, tenant_id: int) -> None:
         """Drop everything known about the tenant; called after a commit that changed it (here or elsewhere)."""
@@ -94,9 +115,6 @@ class TenantCache:
         if entry is None or entry.tenant is not tenant:
             return TenantCatalog(tenant, granted)
         return CachedCatalog(tenant, entry.memo, granted)
-
-    def _trusted(self, entry: _Entry) -> bool:
-        return entry.epoch == self._epochs.get(entry.tenant.id, 0)
 
     async def _load(self, slug: str, previous: _Entry | None) -> Tenant | None:
         tenant_id = previous.tenant.id if previous is not None else None

@@ -3,6 +3,7 @@ lost nudge costs one TTL at most), nudges and local commits drop a tenant at onc
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -94,6 +95,38 @@ def test_after_the_ttl_one_query_revalidates_and_an_unchanged_revision_keeps_the
 
     with django_assert_num_queries(1):
         assert tool_description(other_process, "acme", "lookup") == "v1"
+
+
+def test_requests_in_flight_when_the_ttl_runs_out_share_one_read(
+    other_process: TenantCache, clock: Clock, tenant: Tenant, django_assert_num_queries: Any
+) -> None:
+    assert servable(other_process, "acme") is not None
+    clock.now += TTL
+
+    async def sixteen_at_once() -> list[Tenant | None]:
+        return await asyncio.gather(*(other_process.servable("acme") for _ in range(16)))
+
+    with django_assert_num_queries(1):
+        found = async_to_sync(sixteen_at_once)()
+    assert len({id(t) for t in found}) == 1 and found[0] is not None and found[0].pk == tenant.pk
+
+
+def test_a_request_after_a_nudge_reads_the_row_itself_rather_than_join_a_read_begun_before(
+    other_process: TenantCache, clock: Clock, nudges: Nudges, tenant: Tenant, django_assert_num_queries: Any
+) -> None:
+    assert servable(other_process, "acme") is not None
+    clock.now += TTL
+
+    async def read_nudge_read() -> tuple[Tenant | None, Tenant | None]:
+        first = asyncio.ensure_future(other_process.servable("acme"))
+        await asyncio.sleep(0)  # the first read is under way
+        nudges.callbacks[tenant.id]()
+        second = await other_process.servable("acme")
+        return await first, second
+
+    with django_assert_num_queries(2):
+        first, second = async_to_sync(read_nudge_read)()
+    assert first is not None and second is not None and first is not second
 
 
 def test_a_change_whose_nudge_is_lost_is_seen_once_the_ttl_has_passed(
