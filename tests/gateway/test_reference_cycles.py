@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from mcp_platform.asgi import application
-from tests.gateway.conftest import INIT_PARAMS, request, rpc
+from tests.gateway.conftest import ACCEPT_BOTH, INIT_PARAMS, http_scope, request, rpc
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -36,22 +36,8 @@ async def post(headers: dict[str, str], message: dict[str, Any]) -> tuple[int, b
     """One POST through the ASGI application, driven as a server drives it, with nothing here that makes a cycle
     of its own (no closures kept, no test communicator)."""
     body = json.dumps(message).encode()
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": MCP,
-        "raw_path": MCP.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json")]
-        + [(b"accept", b"application/json, text/event-stream"), (b"content-length", str(len(body)).encode())]
-        + [(k.encode(), v.encode()) for k, v in headers.items()],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
+    all_headers = {"host": "127.0.0.1:8000", "content-type": "application/json", "accept": ACCEPT_BOTH}
+    scope = http_scope("POST", MCP, {**all_headers, "content-length": str(len(body)), **headers})
     inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     inbox.put_nowait({"type": "http.request", "body": body, "more_body": False})
     outbox: list[dict[str, Any]] = []
