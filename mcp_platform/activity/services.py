@@ -56,7 +56,7 @@ def activity_calls_write(*, rows: Sequence[CallRow]) -> int:
     ]
     if connection.vendor == "postgresql":
         _copy_rows(plain, stored)
-    else:
+    elif plain or stored:
         _insert_rows([(row, None) for row in plain] + stored)
     return len(plain) + len(stored)
 
@@ -186,8 +186,8 @@ def call_copy_line(row: CallRow, details: str | None = None) -> str:
     )
 
 
-# Lines sent between two chances for the request path to take the GIL back (the writer runs in a thread of a
-# web process).
+# Rows made into text and sent between two chances for the request path to take the GIL back (the writer runs in
+# a thread of a web process).
 COPY_CHUNK = 256
 
 
