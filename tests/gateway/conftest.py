@@ -142,6 +142,14 @@ def rpc(method: str, params: dict[str, Any] | None = None, id: int | str | None 
     return message
 
 
+# The 2026-07-28 revision and the ``_meta`` envelope its requests carry in these tests.
+V = "2026-07-28"
+META: dict[str, Any] = {
+    "io.modelcontextprotocol/protocolVersion": V,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "gateway-tests", "version": "1.0"},
+}
+
 INIT_PARAMS = {
     "protocolVersion": "2025-11-25",
     "capabilities": {"sampling": {}, "elicitation": {}},

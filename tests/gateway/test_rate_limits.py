@@ -16,17 +16,11 @@ from mcp_platform.gateway import sessions
 from mcp_platform.quotas import services
 from mcp_platform.quotas.buckets import MemoryBuckets
 from mcp_platform.quotas.check import limit_configs, use_bucket_store
-from tests.gateway.conftest import INIT_PARAMS, Reply, request, rpc
+from tests.gateway.conftest import INIT_PARAMS, META, Reply, V, request, rpc
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
-V = "2026-07-28"
 MCP = "/t/acme/mcp"
-META: dict[str, Any] = {
-    "io.modelcontextprotocol/protocolVersion": V,
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "gateway-tests", "version": "1.0"},
-}
 
 
 @pytest.fixture(autouse=True)

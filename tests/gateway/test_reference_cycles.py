@@ -18,17 +18,11 @@ from typing import Any
 import pytest
 
 from mcp_platform.asgi import application
-from tests.gateway.conftest import ACCEPT_BOTH, INIT_PARAMS, http_scope, request, rpc
+from tests.gateway.conftest import ACCEPT_BOTH, INIT_PARAMS, META, V, http_scope, request, rpc
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
 MCP = "/t/conformance/mcp"
-V = "2026-07-28"
-META: dict[str, Any] = {
-    "io.modelcontextprotocol/protocolVersion": V,
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "gateway-tests", "version": "1.0"},
-}
 FEW, MANY = 40, 200
 
 

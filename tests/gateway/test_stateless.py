@@ -12,17 +12,11 @@ from asgiref.sync import sync_to_async
 from mcp_core.context import ToolContext
 from tenants.backends.registry import python_prompt, python_tool
 from tenants.builtin.conformance import input_required_prompt
-from tests.gateway.conftest import OpenStream, request, rpc
+from tests.gateway.conftest import META, OpenStream, V, request, rpc
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
-V = "2026-07-28"
 MCP = "/t/conformance/mcp"
-META: dict[str, Any] = {
-    "io.modelcontextprotocol/protocolVersion": V,
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "gateway-tests", "version": "1.0"},
-}
 NAME_SOURCES = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 _cancelled = asyncio.Event()
