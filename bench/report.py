@@ -404,16 +404,17 @@ def activity_log(results: JSONObject) -> list[str]:
         on = {r.get("round", 1): r for r in rows if r["era"] == era and r["case"] == "static_info, log on"}
         rounds = sorted(set(off) & set(on))
         side_by_side = all(on[n].get("side_by_side") for n in rounds)
+
         # Side by side, the scheduler shares the core between threads, not processes: the log's writer thread wins
         # its process a little more of the core than the other gets. So the cost is read from the CPU each request
         # takes, which sets a process's req/s when it has a core to itself; measured in turn, from the req/s.
-        key, inverse = ("server_cpu_us", True) if side_by_side else ("rps", False)
-        changes = [
-            ratio(median(off[n], key), median(on[n], key))
-            if inverse
-            else ratio(median(on[n], key), median(off[n], key))
-            for n in rounds
-        ]
+        def throughput(row: JSONObject, side_by_side: bool = side_by_side) -> float | None:
+            if not side_by_side:
+                return median(row, "rps")
+            cpu = median(row, "server_cpu_us")
+            return 1 / cpu if cpu else None
+
+        changes = [ratio(throughput(on[n]), throughput(off[n])) for n in rounds]
         kept = [c for c in changes if c is not None]
         if not kept:
             continue
