@@ -6,6 +6,7 @@ import datetime as dt
 import time
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from mcp_platform.activity.models import ActivityRecord
@@ -193,3 +194,22 @@ def test_odd_names_and_request_ids_are_stored_field_for_field_in_a_batch_of_many
     assert [row["request_id"] for row in by_field[5:8]] == ["id\twith\\tab", "9" * 128, ""]
     assert (by_field[8]["outcome"], by_field[8]["error_code"]) == ("ok", None)
     assert by_field[0]["at"].timestamp() == pytest.approx(plain.info.started_at, abs=1e-6)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_of_calls_is_inserted_in_one_transaction() -> None:
+    """Outside a transaction each inserted row would be a commit of its own (on SQLite, a write to its log)."""
+    if connection.vendor == "postgresql":
+        pytest.skip("PostgreSQL takes the COPY path, which runs in one transaction and around execute wrappers")
+    tenant = tenant_create(slug="acme", name="Acme")
+    in_transaction: list[bool] = []
+
+    def observe(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        if sql.startswith(f"INSERT INTO {ActivityRecord._meta.db_table}"):
+            in_transaction.append(connection.in_atomic_block)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(observe):
+        assert activity_calls_write(rows=[call_row(record(tenant.pk)) for _ in range(3)]) == 3
+    assert in_transaction == [True]
+    assert ActivityRecord.objects.count() == 3
