@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -138,19 +137,3 @@ def tenant_label(row: Any) -> str:
     if type(row).tenant.is_cached(row):
         return str(row.tenant.slug)
     return f"id:{row.tenant_id}"
-
-
-def http_tool_observe(*, tenant: str, status: int | None, started: float) -> None:
-    """One request of an HTTP tool: its status class (or ``error`` when no response came) and duration."""
-    outcome = f"{status // 100}xx" if status is not None else "error"
-    HTTP_TOOL_CALLS.labels(tenant, outcome).inc()
-    HTTP_TOOL_DURATION.labels(tenant).observe(time.perf_counter() - started)
-
-
-def upstream_observe(
-    *, tenant_id: int, tenant: str, upstream: str, operation: str, outcome: str, started: float
-) -> None:
-    """One call proxied to an upstream MCP server."""
-    name = upstream_labels.label(tenant_id, upstream)
-    UPSTREAM_CALLS.labels(tenant, name, operation, outcome).inc()
-    UPSTREAM_DURATION.labels(tenant, name, operation).observe(time.perf_counter() - started)

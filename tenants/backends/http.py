@@ -17,7 +17,7 @@ from mcp_core.context import ToolContext
 from mcp_core.errors import ToolError
 from mcp_platform.conf import platform_settings
 from mcp_platform.outbound import MAX_REDIRECTS, OutboundRefused, OutboundResponseTooLarge, outbound_client, read_capped
-from mcp_platform.telemetry import metrics
+from mcp_platform.telemetry import metrics, tally
 from tenants.backends.http_auth import Credentials, credentials_for, forget_token, redact
 from tenants.models import Tool
 
@@ -124,9 +124,9 @@ async def _measured_send(
     try:
         sent = await _send(client, request, credentials, limit)
     except BaseException:
-        metrics.http_tool_observe(tenant=tenant, status=None, started=started)
+        tally.http_tool_observe(tenant=tenant, status=None, started=started)
         raise
-    metrics.http_tool_observe(tenant=tenant, status=sent[0].status_code, started=started)
+    tally.http_tool_observe(tenant=tenant, status=sent[0].status_code, started=started)
     return sent
 
 

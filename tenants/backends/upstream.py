@@ -24,7 +24,7 @@ from mcp_core.content import error_result
 from mcp_core.context import ToolContext
 from mcp_core.errors import InternalError, McpError, PromptError
 from mcp_platform.conf import platform_settings
-from mcp_platform.telemetry import metrics, spans
+from mcp_platform.telemetry import metrics, spans, tally
 from tenants.models import Prompt, Resource, ResourceTemplate, Tool, Upstream
 from tenants.upstream_connection import UpstreamConnection, UpstreamFailure, UpstreamTarget
 from tenants.upstream_pool import upstream_pool
@@ -93,7 +93,7 @@ async def _request(
         outcome = "failure"
         raise
     finally:
-        metrics.upstream_observe(
+        tally.upstream_observe(
             tenant_id=upstream.tenant_id,
             tenant=metrics.tenant_label(item),
             upstream=upstream.name,

@@ -95,6 +95,29 @@ def test_requests_tools_and_durations_are_folded_per_label_set() -> None:
     )
 
 
+def test_upstream_calls_and_http_tool_requests_are_folded_to_their_own_metrics() -> None:
+    tenant = f"outbound-{secrets.token_hex(4)}"
+    up = {"tenant": tenant, "upstream": "weather", "operation": "tools/call"}
+    tally = RequestTally(threaded=False)
+    tally.record_upstream(**up, outcome="ok", duration=0.004)
+    tally.record_upstream(**up, outcome="ok", duration=0.03)
+    tally.record_upstream(**up, outcome="failure", duration=2.0)
+    tally.record_http_tool(tenant=tenant, outcome="2xx", duration=0.01)
+    tally.record_http_tool(tenant=tenant, outcome="error", duration=0.5)
+    assert tally.pending() == 5
+    assert metric_value("mcp_upstream_calls_total", **up, outcome="ok") == 0, "nothing reaches the files before a fold"
+    assert tally.fold() == 5
+    assert metric_value("mcp_upstream_calls_total", **up, outcome="ok") == 2
+    assert metric_value("mcp_upstream_calls_total", **up, outcome="failure") == 1
+    assert metric_value("mcp_upstream_call_duration_seconds_count", **up) == 3
+    assert math.isclose(metric_value("mcp_upstream_call_duration_seconds_sum", **up), 2.034, rel_tol=1e-12)
+    assert metric_value("mcp_upstream_call_duration_seconds_bucket", **up, le="0.005") == 1
+    assert metric_value("mcp_http_tool_calls_total", tenant=tenant, outcome="2xx") == 1
+    assert metric_value("mcp_http_tool_calls_total", tenant=tenant, outcome="error") == 1
+    assert metric_value("mcp_http_tool_call_duration_seconds_count", tenant=tenant) == 2
+    assert metric_value("mcp_requests_total", tenant=tenant, method="tools/call", outcome="ok") == 0
+
+
 def test_requests_counted_while_folds_run_are_all_folded() -> None:
     tenant = f"racing-{secrets.token_hex(4)}"
     threads, per_thread = 4, 20_000
