@@ -392,6 +392,17 @@ def scaling(results: JSONObject) -> list[str]:
     return table(["web processes", "req/s (c=16)", "vs 1 process", "p99 ms", "pinning"], lines)
 
 
+def _throughput(row: JSONObject, side_by_side: bool) -> float | None:
+    """A process's throughput in one round of ``activity_log``. Side by side, the scheduler shares the core between
+    threads, not processes: the log's writer thread wins its process a little more of the core than the other gets.
+    So it is read from the CPU each request takes, which sets a process's req/s when it has a core to itself;
+    measured in turn, from the req/s."""
+    if not side_by_side:
+        return median(row, "rps")
+    cpu = median(row, "server_cpu_us")
+    return 1 / cpu if cpu else None
+
+
 def activity_log(results: JSONObject) -> list[str]:
     """The activity log's cost: the same tools/call with it off and on, two processes sharing the server core and
     loaded at the same time, round after round (target: at most 5% fewer req/s). The change is the median of the
@@ -404,17 +415,7 @@ def activity_log(results: JSONObject) -> list[str]:
         on = {r.get("round", 1): r for r in rows if r["era"] == era and r["case"] == "static_info, log on"}
         rounds = sorted(set(off) & set(on))
         side_by_side = all(on[n].get("side_by_side") for n in rounds)
-
-        # Side by side, the scheduler shares the core between threads, not processes: the log's writer thread wins
-        # its process a little more of the core than the other gets. So the cost is read from the CPU each request
-        # takes, which sets a process's req/s when it has a core to itself; measured in turn, from the req/s.
-        def throughput(row: JSONObject, side_by_side: bool = side_by_side) -> float | None:
-            if not side_by_side:
-                return median(row, "rps")
-            cpu = median(row, "server_cpu_us")
-            return 1 / cpu if cpu else None
-
-        changes = [ratio(throughput(on[n]), throughput(off[n])) for n in rounds]
+        changes = [ratio(_throughput(on[n], side_by_side), _throughput(off[n], side_by_side)) for n in rounds]
         kept = [c for c in changes if c is not None]
         if not kept:
             continue
