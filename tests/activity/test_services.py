@@ -196,6 +196,30 @@ def test_odd_names_and_request_ids_are_stored_field_for_field_in_a_batch_of_many
     assert by_field[0]["at"].timestamp() == pytest.approx(plain.info.started_at, abs=1e-6)
 
 
+@pytest.mark.parametrize("fraction", [0.0, 0.25, 0.000001])
+def test_a_call_is_found_by_the_orm_at_the_microsecond_it_started(fraction: float) -> None:
+    """The time is written without the ORM's help (SQLite's text, PostgreSQL's COPY): the ORM's own lookups must
+    still find it, on a whole second too (where Django's SQLite text has no fraction)."""
+    tenant = tenant_create(slug="acme", name="Acme")
+    plain = record(tenant.pk)
+    started_at = 1_790_000_000 + fraction
+    activity_calls_write(rows=[call_row(plain._replace(info=plain.info._replace(started_at=started_at)))])
+    at = dt.datetime(2026, 9, 21, 14, 13, 20, round(fraction * 1_000_000), tzinfo=dt.UTC)
+    assert dt.datetime.fromtimestamp(started_at, tz=dt.UTC) == at
+    assert ActivityRecord.objects.filter(at=at).count() == 1
+    assert ActivityRecord.objects.filter(at__lte=at, at__gte=at).count() == 1
+    assert ActivityRecord.objects.filter(at__lt=at).count() == 0
+
+
+def test_characters_beyond_ascii_are_cut_to_their_column_by_characters_not_bytes() -> None:
+    """A column's limit is one of characters, whatever their size in UTF-8."""
+    tenant = tenant_create(slug="acme", name="Acme")
+    plain = record(tenant.pk, target="é" * 600)
+    activity_calls_write(rows=[call_row(plain._replace(info=plain.info._replace(request_id="запрос-7")))])
+    row = ActivityRecord.objects.get()
+    assert (row.target, row.request_id) == ("é" * 512, "запрос-7")
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_batch_of_calls_is_inserted_in_one_transaction() -> None:
     """Outside a transaction each inserted row would be a commit of its own (on SQLite, a write to its log)."""
