@@ -3,10 +3,17 @@ the same call made to the upstream directly.
 
 ``python -m bench.upstream_overhead [SECONDS]``: the upstream is the bench peer (the SDK's ``MCPServer`` under
 uvicorn, JSON responses), the platform one embedded ``manage.py serve`` with the peer added as an upstream. The peer
-is pinned to the last core (it stands for a server elsewhere), the platform and the load generator to the first. A
-closed loop of 16 concurrent 2026-07-28 ``tools/call echo`` requests runs against each in turn, alternating
-rounds so drift hits both alike; prints req/s and p50/p90/p99 of each, the ratio and the p50 overhead, and the CPU
-time per call of the peer and of the platform process (from /proc).
+is pinned to the last core (it stands for a server elsewhere), the platform to the first. A closed loop of 16
+concurrent 2026-07-28 ``tools/call echo`` requests runs against each in turn, alternating rounds so drift hits both
+alike; prints req/s and p50/p90/p99 of each, the ratio and the p50 overhead, and the CPU time per call of the peer
+and of the platform process (from /proc). On two cores the three processes cannot each have one, so it measures
+twice, with the load generator placed each way:
+
+- ``own core``: the load generator beside the upstream, the platform on a core of its own, as deployed (the
+  platform runs on machines of its own, not beside its clients or its upstreams). Direct and proxied runs then
+  share the upstream's core alike, and the difference between them is the platform's hop.
+- ``beside the load``: the load generator beside the platform, the upstream alone. The proxied run then pays for
+  the load generator's CPU on the platform's core, which the direct run does not.
 
 ``python -m bench.upstream_overhead clients [SECONDS]``: what the upstream leg costs the platform's process. The peer
 pinned to one core, this process to the other; 16 concurrent calls of ``echo`` for SECONDS each through: the SDK
@@ -94,6 +101,21 @@ def _cpu_seconds(pid: int) -> float:
 
 
 async def _measure(direct: Target, proxied: Target, seconds: float, *, peer_pid: int, platform_pid: int) -> None:
+    """Both placements of the load generator (see the module's docstring), one after the other."""
+    peer_core, platform_core = _cores()
+    for placement, core in (
+        ("own core: the platform on a core of its own, the load generator beside the upstream", peer_core),
+        ("beside the load: the load generator beside the platform, the upstream alone", platform_core),
+    ):
+        if core is not None:
+            os.sched_setaffinity(0, {core})
+            print(f"-- {placement}")
+        await _measure_placed(direct, proxied, seconds, peer_pid=peer_pid, platform_pid=platform_pid)
+        if core is None:
+            return  # one core: nothing was placed, one measurement says it all
+
+
+async def _measure_placed(direct: Target, proxied: Target, seconds: float, *, peer_pid: int, platform_pid: int) -> None:
     await _closed_loop(direct, "echo", 2)  # warm-up: connections, the platform's pooled upstream session
     await _closed_loop(proxied, "peer_echo", 2)
     cpu = {(kind, name): 0.0 for kind in ("direct", "proxied") for name in ("peer", "platform")}
@@ -193,7 +215,7 @@ async def _measure_clients(url: str, seconds: float) -> None:
 
 
 def _cores() -> tuple[int | None, int | None]:
-    """The upstream's core and the one the platform and the load generator share (None: nothing to pin)."""
+    """The upstream's core and the platform's (None: one core, nothing to pin)."""
     cores = sorted(os.sched_getaffinity(0))
     return (cores[-1], cores[0]) if len(cores) > 1 else (None, None)
 
@@ -248,12 +270,10 @@ def main(argv: list[str]) -> int:
         }
         env.pop("DATABASE_URL", None)
         env.pop("REDIS_URL", None)
-        # The upstream stands for a server elsewhere: it has a core of its own, and the platform shares the other
-        # with the load generator (on a machine of one core, nothing is pinned).
+        # The upstream stands for a server elsewhere: a core of its own, the platform the other; ``_measure`` places
+        # the load generator (on a machine of one core, nothing is pinned).
         peer_core, own_core = _cores()
         peer = _start_peer(peer_port, env, peer_core)
-        if own_core is not None:
-            os.sched_setaffinity(0, {own_core})
         platform: subprocess.Popen[bytes] | None = None
         try:
             _wait_for(peer_port, peer)
