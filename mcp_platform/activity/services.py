@@ -141,18 +141,12 @@ _TEXT_COLUMNS = CALL_COLUMNS[3:12]
 
 def _values(row: CallRow, details: Any, at: Any) -> tuple[Any, ...]:
     """The values of ``CALL_COLUMNS`` for one call, strings cut to their column (one too long would fail the whole
-    batch) and without NUL (PostgreSQL text cannot hold one); the repeating ones made once (``_CUT_MIDDLES``)."""
-    key = row[2:10]
-    middle = _CUT_MIDDLES.get(key)
-    if middle is None:
-        if len(_CUT_MIDDLES) >= _MIDDLES_MAX:
-            _CUT_MIDDLES.clear()
-        middle = _CUT_MIDDLES[key] = tuple(_text(v, n) for v, n in zip(key, _MIDDLE_LIMITS, strict=True))
+    batch) and without NUL (PostgreSQL text cannot hold one); the repeating ones made once (``_cut_middle``)."""
     return (
         row[0],
         at,
         _CALL,
-        *middle,
+        *_cut_middle(row[2:10]),
         _text(row[10], _REQUEST_ID),
         round(row[11] * 1000, 3),
         row[12],
@@ -182,6 +176,16 @@ _MIDDLE_LIMITS = (_PRINCIPAL, _CLIENT_ID, _CLIENT_NAME, _CLIENT_VERSION, _METHOD
 _MIDDLES_MAX = 4096
 
 
+def _cut_middle(key: tuple[Any, ...]) -> tuple[str, ...]:
+    """The repeating columns of a call (principal to transport), each cut as ``_text`` cuts it."""
+    middle = _CUT_MIDDLES.get(key)
+    if middle is None:
+        if len(_CUT_MIDDLES) >= _MIDDLES_MAX:
+            _CUT_MIDDLES.clear()
+        middle = _CUT_MIDDLES[key] = tuple(_text(v, n) for v, n in zip(key, _MIDDLE_LIMITS, strict=True))
+    return middle
+
+
 def _second_text(second: int) -> str:
     """``second`` (Unix time) as UTC ``YYYY-MM-DD HH:MM:SS``."""
     text = _SECONDS.get(second)
@@ -203,7 +207,7 @@ def call_copy_line(row: CallRow, details: str | None = None) -> str:
     if middle is None:
         if len(_MIDDLES) >= _MIDDLES_MAX:
             _MIDDLES.clear()
-        middle = _MIDDLES[key] = "\t".join(_copy_field(_text(v, n)) for v, n in zip(key, _MIDDLE_LIMITS, strict=True))
+        middle = _MIDDLES[key] = "\t".join(_copy_field(value) for value in _cut_middle(key))
     request_id = row[10]
     if not (request_id.isdigit() and len(request_id) <= _REQUEST_ID):
         request_id = _copy_field(_text(request_id, _REQUEST_ID))
