@@ -42,7 +42,8 @@ class ActivityHook:
         return None
 
     def finished(self, record: CallRecord, token: object) -> None:
-        # Only the row is made here; the writer thread makes it into text (``services._copy_rows``).
+        # Only the row is made here (its repeating columns shared: ``rows.call_row``); the writer thread makes it
+        # into text (``services._copy_rows``).
         if record.info.method in LOGGED_METHODS:
             (self.writer or self._bind()).add(call_row(record))
 

@@ -1,9 +1,14 @@
-"""A call as the activity log buffers it: one flat tuple of strings and numbers, made when the call ends.
+"""A call as the activity log buffers it: one small tuple, made when the call ends, whose repeating part is shared.
 
 A buffered ``CallRecord`` keeps its ``CallInfo``, the request's headers and its arguments alive until the writer runs
 (a second): thousands of containers the garbage collector walks on every collection meanwhile, which cost a call
 more than writing its row does. A tuple of strings and numbers is left alone by the collector after its first
 pass. Arguments are held only where the tenant opted in to keeping them (``CallInfo.arguments`` is None otherwise).
+
+The columns that repeat from call to call (principal to transport: ``Middle``) are held once per distinct set, not
+once per call: the method, tool name, version and client strings of a request are fresh objects (parsed from its
+body and headers), and a second's worth of them kept alive until the writer runs scattered the request path's own
+short-lived objects over more memory. Shared, a buffered call holds four objects instead of nine.
 """
 
 from __future__ import annotations
@@ -12,20 +17,31 @@ from typing import Any, Final
 
 from mcp_platform.observe.calls import CallRecord
 
-# ``CallRow``: (tenant_id, started_at, principal, client_id, client_name, client_version, method, target,
-#  protocol_version, transport, request_id, duration_s, outcome, error_code, arguments)
-CallRow = tuple[
-    int, float, str, str, str, str, str, str, str, str, str, float, str, "int | None", "dict[str, Any] | None"
-]
-ARGUMENTS: Final = 14
+# (principal, client_id, client_name, client_version, method, target, protocol_version, transport)
+Middle = tuple[str, str, str, str, str, str, str, str]
+METHOD: Final = 4
+TARGET: Final = 5
+
+# ``CallRow``: (tenant_id, started_at, middle, request_id, duration_s, outcome, error_code, arguments)
+CallRow = tuple[int, float, Middle, str, float, str, "int | None", "dict[str, Any] | None"]
+TENANT: Final = 0
+STARTED_AT: Final = 1
+MIDDLE: Final = 2
+REQUEST_ID: Final = 3
+DURATION: Final = 4
+OUTCOME: Final = 5
+ERROR_CODE: Final = 6
+ARGUMENTS: Final = 7
+
+# Each distinct ``Middle`` of this process, itself (per process, bounded: a full table starts again).
+_MIDDLES: dict[Middle, Middle] = {}
+_MIDDLES_MAX: Final = 4096
 
 
 def call_row(record: CallRecord) -> CallRow:
     """The row ``record`` is kept as until the writer stores it."""
     info = record.info
-    return (
-        info.tenant_id,
-        info.started_at,
+    key: Middle = (
         info.principal,
         info.client_id,
         info.client_name,
@@ -34,6 +50,16 @@ def call_row(record: CallRecord) -> CallRow:
         info.target or "",
         info.protocol_version,
         info.transport,
+    )
+    middle = _MIDDLES.get(key)
+    if middle is None:
+        if len(_MIDDLES) >= _MIDDLES_MAX:
+            _MIDDLES.clear()
+        middle = _MIDDLES[key] = key
+    return (
+        info.tenant_id,
+        info.started_at,
+        middle,
         info.request_id,
         record.duration_s,
         record.outcome,

@@ -15,7 +15,20 @@ from django.utils import timezone
 
 from mcp_platform.activity.models import ActivityRecord
 from mcp_platform.activity.redaction import REDACTED, arguments_to_keep, is_secret_name
-from mcp_platform.activity.rows import ARGUMENTS, CallRow
+from mcp_platform.activity.rows import (
+    ARGUMENTS,
+    DURATION,
+    ERROR_CODE,
+    METHOD,
+    MIDDLE,
+    OUTCOME,
+    REQUEST_ID,
+    STARTED_AT,
+    TARGET,
+    TENANT,
+    CallRow,
+    Middle,
+)
 from tenants.models import Tenant, Tool
 
 
@@ -28,13 +41,13 @@ def activity_calls_write(*, rows: Sequence[CallRow]) -> int:
     Arguments are kept only for tenants that opted in, redacted against the tool's input schema. Returns the rows
     written."""
     keeps_arguments = dict(
-        Tenant.objects.filter(pk__in={row[0] for row in rows}).values_list("pk", "activity_record_arguments")
+        Tenant.objects.filter(pk__in={row[TENANT] for row in rows}).values_list("pk", "activity_record_arguments")
     )
     # Most calls keep no arguments: they go straight to their line of COPY text.
     plain: list[CallRow] = []
     calls: list[CallRow] = []
     for row in rows:
-        keeps = keeps_arguments.get(row[0])
+        keeps = keeps_arguments.get(row[TENANT])
         if keeps is None:
             continue  # its tenant was deleted meanwhile
         if keeps and row[ARGUMENTS] is not None:
@@ -43,15 +56,22 @@ def activity_calls_write(*, rows: Sequence[CallRow]) -> int:
             plain.append(row)
     schemas = _tool_schemas(
         {
-            (row[0], row[7])
+            (row[TENANT], row[MIDDLE][TARGET])
             for row in calls
-            if row[6] == "tools/call"
-            and row[7]
-            and "\x00" not in row[7]  # no tool is named so, and PostgreSQL refuses it in a query
+            if row[MIDDLE][METHOD] == "tools/call"
+            and row[MIDDLE][TARGET]
+            and "\x00" not in row[MIDDLE][TARGET]  # no tool is named so, and PostgreSQL refuses it in a query
         }
     )
     stored = [
-        (row, {"arguments": arguments_to_keep(cast(dict[str, Any], row[ARGUMENTS]), schemas.get((row[0], row[7])))})
+        (
+            row,
+            {
+                "arguments": arguments_to_keep(
+                    cast(dict[str, Any], row[ARGUMENTS]), schemas.get((row[TENANT], row[MIDDLE][TARGET]))
+                )
+            },
+        )
         for row in calls
     ]
     if connection.vendor == "postgresql":
@@ -74,9 +94,9 @@ def _insert_rows(stored: list[tuple[CallRow, Any]]) -> None:
     for row, details in stored:
         kept = None if details is None else details_field.get_db_prep_save(json.loads(_json_text(details)), connection)
         if sqlite:
-            at: Any = _sqlite_time(row[1])
+            at: Any = _sqlite_time(row[STARTED_AT])
         else:
-            at = at_field.get_db_prep_save(dt.datetime.fromtimestamp(row[1], tz=dt.UTC), connection)
+            at = at_field.get_db_prep_save(dt.datetime.fromtimestamp(row[STARTED_AT], tz=dt.UTC), connection)
         params.append(_values(row, kept, at))
     marks = ", ".join(["%s"] * len(CALL_COLUMNS))
     # One transaction for the batch: in autocommit each row is a commit of its own (on SQLite a WAL commit: 41-48
@@ -143,14 +163,14 @@ def _values(row: CallRow, details: Any, at: Any) -> tuple[Any, ...]:
     """The values of ``CALL_COLUMNS`` for one call, strings cut to their column (one too long would fail the whole
     batch) and without NUL (PostgreSQL text cannot hold one); the repeating ones made once (``_cut_middle``)."""
     return (
-        row[0],
+        row[TENANT],
         at,
         _CALL,
-        *_cut_middle(row[2:10]),
-        _text(row[10], _REQUEST_ID),
-        round(row[11] * 1000, 3),
-        row[12],
-        row[13],
+        *_cut_middle(row[MIDDLE]),
+        _text(row[REQUEST_ID], _REQUEST_ID),
+        round(row[DURATION] * 1000, 3),
+        row[OUTCOME],
+        row[ERROR_CODE],
         details,
     )
 
@@ -170,13 +190,13 @@ def _copy_field(value: Any) -> str:
 # Per process, each made once: a second's text (a call's time up to its microseconds), and the columns that repeat
 # from call to call (principal to transport), cut (``_values``) and as COPY text. Bounded: a full cache starts again.
 _SECONDS: dict[int, str] = {}
-_CUT_MIDDLES: dict[tuple[Any, ...], tuple[str, ...]] = {}
-_MIDDLES: dict[tuple[Any, ...], str] = {}
+_CUT_MIDDLES: dict[Middle, tuple[str, ...]] = {}
+_MIDDLES: dict[Middle, str] = {}
 _MIDDLE_LIMITS = (_PRINCIPAL, _CLIENT_ID, _CLIENT_NAME, _CLIENT_VERSION, _METHOD, _TARGET, _VERSION, _TRANSPORT)
 _MIDDLES_MAX = 4096
 
 
-def _cut_middle(key: tuple[Any, ...]) -> tuple[str, ...]:
+def _cut_middle(key: Middle) -> tuple[str, ...]:
     """The repeating columns of a call (principal to transport), each cut as ``_text`` cuts it."""
     middle = _CUT_MIDDLES.get(key)
     if middle is None:
@@ -200,22 +220,22 @@ def call_copy_line(row: CallRow, details: str | None = None) -> str:
     """One call as a line of COPY's text format (``details``: the arguments kept, as JSON text). Strings are cut
     to their columns and escaped; the repeating columns come from ``_MIDDLES``, so the common call is one f-string.
     The duration is formatted to three places (the value ``round`` gives, at a sixth of its cost with ``str``)."""
-    second, micro = _second_and_micro(row[1])
+    second, micro = _second_and_micro(row[STARTED_AT])
     prefix = _second_text(second)
-    key = row[2:10]
+    key = row[MIDDLE]
     middle = _MIDDLES.get(key)
     if middle is None:
         if len(_MIDDLES) >= _MIDDLES_MAX:
             _MIDDLES.clear()
         middle = _MIDDLES[key] = "\t".join(_copy_field(value) for value in _cut_middle(key))
-    request_id = row[10]
+    request_id = row[REQUEST_ID]
     if not (request_id.isdigit() and len(request_id) <= _REQUEST_ID):
         request_id = _copy_field(_text(request_id, _REQUEST_ID))
-    code = "\\N" if row[13] is None else row[13]
+    code = "\\N" if row[ERROR_CODE] is None else row[ERROR_CODE]
     kept = "\\N" if details is None else _copy_field(details)
     return (
-        f"{row[0]}\t{prefix}.{micro:06d}+00\t{_CALL}\t{middle}\t{request_id}\t"
-        f"{row[11] * 1000:.3f}\t{row[12]}\t{code}\t{kept}\n"
+        f"{row[TENANT]}\t{prefix}.{micro:06d}+00\t{_CALL}\t{middle}\t{request_id}\t"
+        f"{row[DURATION] * 1000:.3f}\t{row[OUTCOME]}\t{code}\t{kept}\n"
     )
 
 
