@@ -34,8 +34,8 @@ ERROR_CODE: Final = 6
 ARGUMENTS: Final = 7
 
 # Each distinct ``Middle`` of this process, itself (per process, bounded: a full table starts again).
-_MIDDLES: dict[Middle, Middle] = {}
-_MIDDLES_MAX: Final = 4096
+_SHARED: dict[Middle, Middle] = {}
+_SHARED_MAX: Final = 4096
 
 
 def call_row(record: CallRecord) -> CallRow:
@@ -51,11 +51,11 @@ def call_row(record: CallRecord) -> CallRow:
         info.protocol_version,
         info.transport,
     )
-    middle = _MIDDLES.get(key)
+    middle = _SHARED.get(key)
     if middle is None:
-        if len(_MIDDLES) >= _MIDDLES_MAX:
-            _MIDDLES.clear()
-        middle = _MIDDLES[key] = key
+        if len(_SHARED) >= _SHARED_MAX:
+            _SHARED.clear()
+        middle = _SHARED[key] = key
     return (
         info.tenant_id,
         info.started_at,

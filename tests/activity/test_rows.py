@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from mcp_platform.activity.rows import MIDDLE, call_row
+from mcp_platform.activity.rows import MIDDLE, REQUEST_ID, call_row
 from mcp_platform.observe.calls import CallInfo, CallRecord
 
 
@@ -39,7 +39,7 @@ def test_calls_with_the_same_repeating_columns_share_one_held_copy_of_them() -> 
 
     assert one[MIDDLE] is two[MIDDLE]
     assert one[MIDDLE] == ("17", "app-1", "Claude", "1.2", "tools/call", "weather", "2026-07-28", "streamable-http")
-    assert (one[3], two[3]) == ("1", "2")
+    assert (one[REQUEST_ID], two[REQUEST_ID]) == ("1", "2")
 
 
 def test_calls_that_differ_in_a_repeating_column_keep_their_own() -> None:
