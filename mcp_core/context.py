@@ -62,6 +62,11 @@ class ToolContext(Protocol):
         """Whether the client declared ``capability`` (and ``sub`` inside it): ask only what it can answer."""
         ...
 
+    def require(self, capability: str, sub: str | None = None) -> None:
+        """Raise what this request's era says of a capability the client did not declare: ``MissingClientCapability``
+        (2026-07-28, a protocol error) or ``ClientRequestFailed`` (handshake era, a failed tool)."""
+        ...
+
     async def elicit(self, message: str, requested_schema: JSONObject, *, key: str | None = None) -> JSONObject:
         """Ask the user for structured input; returns ``{action, content?}``. Raises ``ClientRequestFailed``."""
         ...
@@ -161,7 +166,7 @@ class RequestContext:
         declared = self.client_capabilities.get(capability)
         if declared is None:
             return False
-        return sub is None or (isinstance(declared, dict) and sub in declared)
+        return sub is None or (isinstance(declared, dict) and declared.get(sub) not in (None, False))
 
     async def _ask(self, method: str, params: JSONObject, key: str | None) -> JSONObject:
         """Raises ClientRequestFailed, or InputRequired when a stateless request must ask the client first."""
@@ -169,7 +174,7 @@ class RequestContext:
             return self.ledger.ask(method, params, key)
         return await self.outbound.request(method, params)
 
-    def _require(self, capability: str, sub: str | None = None) -> None:
+    def require(self, capability: str, sub: str | None = None) -> None:
         """Raises ClientRequestFailed (handshake era) or MissingClientCapability (stateless era)."""
         if self.client_declares(capability, sub):
             return
@@ -184,7 +189,7 @@ class RequestContext:
         raise ClientRequestFailed(f"the client did not declare {capability}.{sub}")
 
     async def elicit(self, message: str, requested_schema: JSONObject, *, key: str | None = None) -> JSONObject:
-        self._require("elicitation")
+        self.require("elicitation")
         declared = self.client_capabilities["elicitation"]
         # An empty elicitation capability means form mode (2025-06-18 clients know no other).
         if isinstance(declared, dict) and declared and "form" not in declared:
@@ -193,14 +198,14 @@ class RequestContext:
         return await self._ask("elicitation/create", params, key)
 
     async def elicit_url(self, message: str, url: str, elicitation_id: str, *, key: str | None = None) -> JSONObject:
-        self._require("elicitation", "url")
+        self.require("elicitation", "url")
         params: JSONObject = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
         return await self._ask("elicitation/create", params, key)
 
     async def sample(
         self, messages: list[JSONObject], max_tokens: int, *, key: str | None = None, **params: Any
     ) -> JSONObject:
-        self._require("sampling")
+        self.require("sampling")
         return await self._ask("sampling/createMessage", {"messages": messages, "maxTokens": max_tokens, **params}, key)
 
     async def release_connection(self) -> None:
@@ -211,7 +216,7 @@ class RequestContext:
             raise ContinueAsTask()
 
     async def list_roots(self, *, key: str | None = None) -> list[JSONObject]:
-        self._require("roots")
+        self.require("roots")
         result = await self._ask("roots/list", {}, key)
         roots = result.get("roots")
         if not isinstance(roots, list):

@@ -28,7 +28,7 @@ from mcp_platform.outbound_httpx2 import outbound_httpx2_client
 from mcp_platform.outbound_lean import LeanHttpClient
 from tenants.backends.http_auth import credentials_for
 from tenants.upstream_lean import LeanPath, Progress
-from tenants.upstream_relay import Relay
+from tenants.upstream_relay import Relay, stamp_call_capabilities
 
 if TYPE_CHECKING:
     from tenants.models import Upstream
@@ -236,6 +236,8 @@ class UpstreamConnection:
 
     async def _opened(self, client: Client, transport: str) -> None:
         self._client, self.transport, self.protocol_version = client, transport, client.protocol_version
+        if client.protocol_version >= "2026":
+            stamp_call_capabilities(client.session)
         capabilities = client.server_capabilities
         if capabilities.logging is not None and client.protocol_version < "2026":
             # Handshake era: logs flow only after the level is set; the downstream side filters by its own level.

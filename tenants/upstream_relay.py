@@ -10,13 +10,18 @@ cannot answer (a capability it did not declare), ends the upstream call: the cal
 notifications/cancelled) and the backend re-raises the reason, so the downstream request gets its input_required
 result or protocol error. The retry runs the call again from the start and the question, asked again by the
 upstream, is answered from the ledger: the upstream receives each answer exactly once, as a Python tool replays.
+
+A 2026-07-28 upstream is told the client capabilities of each request. For a request made for a downstream call,
+those are the capabilities the platform relays that the call's client declared (``call_capabilities``): the upstream
+asks only what that client can answer, and a tool that adapts to its client does so through the platform as it would
+directly. Outside a call (discovery, refreshes, the listen stream) the platform declares everything it relays.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +66,38 @@ HOLD_REFUSAL_SECONDS = 300.0
 def current_call() -> UpstreamCall | None:
     """The downstream call the upstream request being made in this context serves (None outside ``Relay.call``)."""
     return _current.get()
+
+
+def call_capabilities(offered: Mapping[str, Any], ctx: ToolContext) -> JSONObject:
+    """What the platform declares to a 2026-07-28 upstream for one downstream call: each capability it relays
+    (``offered``) that the call's client declared, with the sub-capabilities both name (an empty elicitation stays
+    empty: form mode, as the client meant it)."""
+    mirrored: JSONObject = {}
+    for name, ours in offered.items():
+        if not ctx.client_declares(name):
+            continue
+        if isinstance(ours, dict):
+            mirrored[name] = {key: value for key, value in ours.items() if ctx.client_declares(name, key)}
+        else:
+            mirrored[name] = ours
+    return mirrored
+
+
+def stamp_call_capabilities(session: Any) -> None:
+    """Make a 2026-07-28 SDK session (and the lean path, which stamps through it) declare ``call_capabilities`` on
+    the requests made for a downstream call. The SDK stamps every request's ``_meta`` with one function set when the
+    era was negotiated; this wraps it."""
+    stamp: Callable[[JSONObject, Any], None] = session._stamp
+
+    def stamp_for_call(data: JSONObject, options: Any) -> None:
+        stamp(data, options)
+        call = _current.get()
+        if call is not None:
+            meta = data["params"]["_meta"]
+            offered = meta.get(types.CLIENT_CAPABILITIES_META_KEY) or {}
+            meta[types.CLIENT_CAPABILITIES_META_KEY] = call_capabilities(offered, call.ctx)
+
+    session._stamp = stamp_for_call
 
 
 def _refused(message: str) -> types.ErrorData:

@@ -22,7 +22,7 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, REQUES
 
 from mcp_core.content import error_result
 from mcp_core.context import ToolContext
-from mcp_core.errors import InternalError, McpError, PromptError
+from mcp_core.errors import MISSING_CLIENT_CAPABILITY, ClientRequestFailed, InternalError, McpError, PromptError
 from mcp_platform.conf import platform_settings
 from mcp_platform.telemetry import metrics, spans, tally
 from tenants.models import Prompt, Resource, ResourceTemplate, Tool, Upstream
@@ -139,6 +139,20 @@ async def _answered(target: UpstreamTarget, exc: MCPError) -> Any:
     raise exc
 
 
+def _raise_missing_capability(exc: MCPError, ctx: ToolContext) -> None:
+    """The upstream needs a capability the downstream client did not declare (it is told only the capabilities the
+    call's client has, ``upstream_relay.call_capabilities``): raise what a tool of the platform asking for it would
+    (``ToolContext.require``: -32021 for a 2026-07-28 client, a failed tool in a handshake session)."""
+    if exc.error.code != MISSING_CLIENT_CAPABILITY or not isinstance(exc.error.data, dict):
+        return
+    required = exc.error.data.get("requiredCapabilities")
+    if not isinstance(required, dict):
+        return
+    for name, subs in required.items():
+        for sub in subs if isinstance(subs, dict) and subs else (None,):
+            ctx.require(name, sub)
+
+
 def _is_transport_error(exc: BaseException) -> bool:
     import httpx2
 
@@ -181,6 +195,7 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JS
     except UpstreamFailure as exc:
         return error_result(f"The upstream tool {tool.name} could not be called: {exc}")
     except MCPError as exc:
+        _raise_missing_capability(exc, ctx)
         return error_result(f"The upstream refused the call to {tool.name}: {exc.error.message}")
     result.setdefault("content", [])
     return result
@@ -206,6 +221,8 @@ async def _read(item: Resource | ResourceTemplate, uri: str, ctx: ToolContext) -
     except UpstreamFailure as exc:
         raise InternalError(f"The resource {uri} could not be read: {exc}", http_status=200) from None
     except MCPError as exc:
+        with contextlib.suppress(ClientRequestFailed):  # a read has no failed-tool answer: the upstream's error
+            _raise_missing_capability(exc, ctx)
         error = McpError(f"The upstream could not read {uri}: {exc.error.message}")
         error.code = exc.error.code
         raise error from None
@@ -225,5 +242,6 @@ async def prompt_render(prompt: Prompt, arguments: dict[str, str], ctx: ToolCont
     except UpstreamFailure as exc:
         raise PromptError(f"The upstream prompt {prompt.name} could not be rendered: {exc}") from None
     except MCPError as exc:
+        _raise_missing_capability(exc, ctx)
         raise PromptError(f"The upstream refused the prompt {prompt.name}: {exc.error.message}") from None
     return rendered

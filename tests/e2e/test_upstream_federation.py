@@ -17,6 +17,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from tests.e2e.live import PYTHON, REPO, LiveServer, in_tenant
 from tests.e2e.sdk_tasks import TasksClient
@@ -393,6 +394,28 @@ async def test_an_upstream_elicitation_is_answered_once_by_the_downstream_user(
             received = text_of(await client.call_tool("up_answers_received", {}))
     assert asked == ["What is your name?"]
     assert received.count(f"{label}:accept") == 1, received
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_an_upstream_needing_a_capability_the_client_lacks_answers_as_a_tool_of_the_platform_would(
+    platform: LiveServer, tenant: str, era: str
+) -> None:
+    # The upstream is told only what the downstream client declared (no elicitation here), so it refuses instead of
+    # asking: a 2026-07-28 client gets -32021 with the capability it lacks, a handshake-era client a failed tool.
+    label = f"{era}-{secrets.token_hex(3)}"
+    with anyio.fail_after(TEST_DEADLINE):
+        async with downstream(platform, tenant, era) as client:
+            if era == "legacy":
+                result = await client.call_tool("up_ask_name", {"label": label})
+                assert result.is_error, result
+                assert "elicitation" in text_of(result)
+            else:
+                with pytest.raises(MCPError) as refused:
+                    await client.call_tool("up_ask_name", {"label": label})
+                assert refused.value.error.code == -32021
+                assert "elicitation" in json.dumps(refused.value.error.data)
+            received = text_of(await client.call_tool("up_answers_received", {}))
+    assert label not in received
 
 
 async def test_upstream_sampling_and_roots_requests_reach_a_handshake_client(platform: LiveServer, tenant: str) -> None:

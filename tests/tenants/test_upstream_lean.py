@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.shared.exceptions import MCPError
 
+from mcp_core.errors import MISSING_CLIENT_CAPABILITY
 from tenants.upstream_connection import UpstreamConnection, UpstreamTarget
 from tests.e2e.upstreams import UpstreamServer, upstream_server
 
@@ -129,6 +131,65 @@ async def test_the_upstream_is_asked_only_for_the_logs_and_progress_the_downstre
     assert seen["progressToken"] is not None
     handshake, _ = make_context()  # a handshake-era downstream session without a level takes every message
     assert (await meta(handshake))["logLevel"] == ("debug" if modern else None)
+
+
+async def test_a_2026_upstream_is_told_the_capabilities_of_the_calls_client(
+    connection: UpstreamConnection, make_context: Any
+) -> None:
+    # What the platform relays, narrowed to what the downstream call's client declared, on the lean path and the
+    # SDK's alike; everything it relays outside a call. The handshake era declares once, at initialize.
+    modern = connection.protocol_version >= "2026"
+
+    async def told(ctx: Any = None, *, sdk: bool = False) -> Any:
+        async def call() -> dict[str, Any]:
+            if sdk:
+                answer = await connection.client.call_tool("call_capabilities", {})
+                return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+            return await connection.call_tool("call_capabilities", {})
+
+        if ctx is None:
+            return json.loads(text(await call()))
+        with connection.relay.call(ctx):
+            return json.loads(text(await call()))
+
+    everything = {"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": True}}
+    bare, _ = make_context(stateless=True)
+    rich, _ = make_context(
+        stateless=True,
+        capabilities={
+            "elicitation": {},
+            "sampling": {"tools": {}},
+            "roots": {"listChanged": False},  # a false flag is not declared
+            "experimental": {"x": {}},
+        },
+    )
+    links, _ = make_context(capabilities={"elicitation": {"url": {}}})
+    if not modern:
+        assert [await told(), await told(bare), await told(rich)] == [None, None, None]
+        return
+    assert await told() == everything
+    assert await told(bare) == {}
+    assert await told(bare, sdk=True) == {}
+    assert await told(rich) == {"elicitation": {}, "sampling": {}, "roots": {}}
+    assert await told(links) == {"elicitation": {"url": {}}}
+    assert await told(links, sdk=True) == {"elicitation": {"url": {}}}
+
+
+async def test_a_2026_upstream_refuses_a_question_the_calls_client_could_not_answer(
+    connection: UpstreamConnection, make_context: Any
+) -> None:
+    # Told the client has no elicitation, the upstream says so (-32021) instead of asking: nothing reaches the
+    # downstream client, and the upstream's tool never ran.
+    if connection.protocol_version < "2026":
+        pytest.skip("the handshake era declares the platform's capabilities once, at initialize")
+    label = f"unasked-{secrets.token_hex(3)}"
+    ctx, outbound = make_context(stateless=True)
+    with connection.relay.call(ctx), pytest.raises(MCPError) as refused:
+        await connection.call_tool("ask_name", {"label": label})
+    assert refused.value.error.code == MISSING_CLIENT_CAPABILITY
+    assert "elicitation" in refused.value.error.message
+    assert outbound.requests == []
+    assert label not in text(await connection.call_tool("answers_received", {}))
 
 
 async def test_the_upstreams_questions_are_answered_by_the_downstream_client(

@@ -17,7 +17,14 @@ from typing import Annotated, Any, TypedDict
 
 import uvicorn
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
-from mcp_types import LOG_LEVEL_META_KEY, CreateMessageResult, ListRootsResult, SamplingMessage, TextContent
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    LOG_LEVEL_META_KEY,
+    CreateMessageResult,
+    ListRootsResult,
+    SamplingMessage,
+    TextContent,
+)
 from pydantic import BaseModel
 
 SEEN_AUTHORIZATION: list[str] = []
@@ -66,6 +73,11 @@ def build(name: str) -> MCPServer:
     def call_meta(ctx: Context) -> str:
         meta = (ctx.request_context.params or {}).get("_meta") or {}
         return json.dumps({"progressToken": meta.get("progressToken"), "logLevel": meta.get(LOG_LEVEL_META_KEY)})
+
+    @server.tool(description="The client capabilities the call's _meta declared (JSON; null in the handshake era).")
+    def call_capabilities(ctx: Context) -> str:
+        meta = (ctx.request_context.params or {}).get("_meta") or {}
+        return json.dumps(meta.get(CLIENT_CAPABILITIES_META_KEY))
 
     @server.tool(description="The weather in a city (structured).")
     def weather(city: str) -> Weather:
