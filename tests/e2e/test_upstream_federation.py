@@ -19,6 +19,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from mcp_core.errors import MISSING_CLIENT_CAPABILITY
 from tests.e2e.live import PYTHON, REPO, LiveServer, in_tenant
 from tests.e2e.sdk_tasks import TasksClient
 from tests.e2e.upstreams import CIRCUIT_COOLDOWN_SECONDS, UpstreamServer, platform_and_upstreams, upstream_server
@@ -412,7 +413,7 @@ async def test_an_upstream_needing_a_capability_the_client_lacks_answers_as_a_to
             else:
                 with pytest.raises(MCPError) as refused:
                     await client.call_tool("up_ask_name", {"label": label})
-                assert refused.value.error.code == -32021
+                assert refused.value.error.code == MISSING_CLIENT_CAPABILITY
                 assert "elicitation" in json.dumps(refused.value.error.data)
             received = text_of(await client.call_tool("up_answers_received", {}))
     assert label not in received
