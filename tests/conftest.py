@@ -25,6 +25,46 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ[RUN_MARK] = new_mark()
 
 
+# A test that asks for one of these (itself or through its fixtures) touches the database or a live platform.
+STATEFUL_FIXTURES = frozenset(
+    {
+        "db",
+        "transactional_db",
+        "django_db_reset_sequences",
+        "django_db_serialized_rollback",
+        "live_platform",
+        "fault_topology",
+    }
+)
+STATEFUL_MARKS = ("django_db", "e2e", "production")
+# Set by scripts/test on its second pass (PostgreSQL + Redis): what needs neither ran in the first pass.
+STATEFUL_ONLY_ENV = "MCP_TEST_STATEFUL_ONLY"
+
+
+def is_stateful(item: pytest.Item) -> bool:
+    """Whether ``item`` depends on the database, Redis or a live server, and so must run on both paths.
+
+    A test that needs none of them cannot slip into the once-only set unnoticed: pytest-django refuses database
+    access to a test without the ``django_db`` mark, and a test that needs PostgreSQL or Redis by itself says so
+    with the ``production`` mark.
+    """
+    if any(item.get_closest_marker(name) is not None for name in STATEFUL_MARKS):
+        return True
+    return not STATEFUL_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On the production pass, run only the tests that depend on the database, Redis or a live server."""
+    if os.environ.get(STATEFUL_ONLY_ENV) != "1":
+        return
+    kept = [item for item in items if is_stateful(item)]
+    once = [item for item in items if not is_stateful(item)]
+    if once:
+        config.hook.pytest_deselected(items=once)
+        items[:] = kept
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A run that leaves a process running fails, names it, and kills it."""
     left = wait_until_none_marked(RUN_MARK, os.environ[RUN_MARK], timeout=LEFTOVER_GRACE_SECONDS)

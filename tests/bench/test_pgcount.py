@@ -10,9 +10,12 @@ import pytest
 
 from bench.pgcount import StatementCounter
 
-pytestmark = pytest.mark.skipif(
-    not os.environ.get("DATABASE_URL", "").startswith("postgres"), reason="needs DATABASE_URL=postgres://…"
-)
+pytestmark = [
+    pytest.mark.production,
+    pytest.mark.skipif(
+        not os.environ.get("DATABASE_URL", "").startswith("postgres"), reason="needs DATABASE_URL=postgres://…"
+    ),
+]
 
 
 @pytest.fixture

@@ -175,6 +175,10 @@ class Topology:
         return "\n\n".join(process.tail() for process in self.processes())
 
 
+# What a topology's database holds before its processes start (copied from a database prepared once per run).
+TOPOLOGY_DATA = (("migrate", "--noinput"), ("load_demo_tenant",), ("load_conformance_tenant",))
+
+
 def start_topology(
     stack: ExitStack, tmp: Path, *, web_processes: int = WEB_PROCESSES, extra_env: dict[str, str] | None = None
 ) -> Topology:
@@ -185,14 +189,12 @@ def start_topology(
         tmp=tmp,
         stack=stack,
         redis=private_redis(stack, tmp / "redis"),
-        database_url=fresh_database(stack),
+        database_url=fresh_database(stack, prepared_with=TOPOLOGY_DATA),
         secret_key=secrets.token_urlsafe(32),
         signing_key=oidc_signing_key(),
         pki=live_pki(tmp),
         extra_env=dict(extra_env or {}),
     )
-    for command in (["migrate", "--noinput"], ["load_demo_tenant"], ["load_conformance_tenant"]):
-        topology.manage(*command)
     topology.start_worker()
     for index in range(web_processes):
         topology.start_web(index)
