@@ -15,22 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import anyio
-
+from tests.e2e.commands import CommandRunner
 from tests.e2e.live import (
     CELERY,
     CONFORMANCE_TENANT,
-    PYTHON,
-    REPO,
     LivePki,
     ManagedProcess,
     RedisServer,
     base_env,
+    command_runner,
     fresh_database,
     live_pki,
     oidc_signing_key,
     private_redis,
-    run_command,
     start_web,
     wait_for_port,
 )
@@ -57,6 +54,7 @@ class Topology:
     stopped: list[ManagedProcess] = field(default_factory=list)
     # Settings every process of this topology gets besides the defaults (say, an allowed outbound network).
     extra_env: dict[str, str] = field(default_factory=dict)
+    _commands: CommandRunner | None = None
 
     # ---- configuration -----------------------------------------------------------------------------
 
@@ -149,14 +147,18 @@ class Topology:
 
     # ---- commands and logs -------------------------------------------------------------------------
 
+    @property
+    def commands(self) -> CommandRunner:
+        """Runs ``manage.py`` commands against this topology (see tests/e2e/commands.py)."""
+        if self._commands is None:
+            self._commands = command_runner(self.stack, self.command_env)
+        return self._commands
+
     def manage(self, *args: str) -> str:
-        return run_command([str(PYTHON), "manage.py", *args], self.command_env)
+        return self.commands.check(*args)
 
     async def amanage(self, *args: str) -> str:
-        done = await anyio.run_process([str(PYTHON), "manage.py", *args], cwd=REPO, env=self.command_env, check=False)
-        output = done.stdout.decode(errors="replace")
-        assert done.returncode == 0, f"manage.py {args[0]} failed:\n{output}\n{done.stderr.decode(errors='replace')}"
-        return output
+        return await self.commands.acheck(*args)
 
     async def atenant_create(self, prefix: str, then: str = "") -> str:
         """A new tenant ``<prefix>-<random>`` made through the services by another process; its slug."""

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import pytest
 
+from tests.e2e.commands import CommandRunner
 from tests.https_documents import make_test_pki
 
 REPO = Path(__file__).resolve().parents[2]
@@ -213,6 +214,9 @@ class LiveServer:
     command_env: dict[str, str]
     production: bool
     pki: LivePki
+    # Runs ``manage`` and ``amanage`` (one long-lived process for most commands: see tests/e2e/commands.py);
+    # without one, each command is a process of its own.
+    commands: CommandRunner | None = None
 
     def endpoint(self, tenant: str = CONFORMANCE_TENANT, *, web: int = 0) -> str:
         """The Streamable HTTP endpoint of ``tenant`` on web process ``web``."""
@@ -223,14 +227,19 @@ class LiveServer:
         return f"{self.web_urls[web]}/t/{tenant}/sse"
 
     def manage(self, *args: str) -> str:
-        return run_command([str(PYTHON), "manage.py", *args], self.command_env)
+        if self.commands is None:
+            return run_command([str(PYTHON), "manage.py", *args], self.command_env)
+        return self.commands.check(*args)
 
     async def amanage(self, *args: str) -> str:
         """``manage.py`` from async code, without blocking the event loop."""
         return await self.amanage_with({}, *args)
 
     async def amanage_with(self, env: dict[str, str], *args: str) -> str:
-        """``amanage`` with some environment variables changed (say, a Redis URL that loses its nudges)."""
+        """``amanage`` with some environment variables changed (say, a Redis URL that loses its nudges): a process
+        of its own, unless nothing changes."""
+        if not env and self.commands is not None:
+            return await self.commands.acheck(*args)
         command_env = {**self.command_env, **env}
         done = await anyio.run_process([str(PYTHON), "manage.py", *args], cwd=REPO, env=command_env, check=False)
         output = done.stdout.decode(errors="replace")
@@ -260,6 +269,13 @@ def in_tenant(slug: str, statement: str) -> str:
         "from tenants import services; from tenants.models import Tenant; "
         f"tenant = Tenant.objects.get(slug={slug!r}); {statement}"
     )
+
+
+def command_runner(stack: ExitStack, env: dict[str, str]) -> CommandRunner:
+    """A ``CommandRunner`` for ``env`` whose long-lived process ends when ``stack`` closes."""
+    runner = CommandRunner(env)
+    stack.callback(runner.stop)
+    return runner
 
 
 def base_env(var_dir: Path, secret_key: str, pki: LivePki) -> dict[str, str]:
@@ -320,7 +336,14 @@ def embedded_server(stack: ExitStack, tmp: Path) -> LiveServer:
     process, url = start_web("web", env, tmp)
     stack.callback(process.stop)
     wait_for_port(process, int(urlsplit(url).port or 0))
-    return LiveServer(web_urls=[url], processes=[process], command_env=env, production=False, pki=pki)
+    return LiveServer(
+        web_urls=[url],
+        processes=[process],
+        command_env=env,
+        production=False,
+        pki=pki,
+        commands=command_runner(stack, env),
+    )
 
 
 def _admin_url() -> str:
@@ -461,7 +484,14 @@ def production_server(stack: ExitStack, tmp: Path) -> LiveServer:
         stack.callback(process.stop)
         processes.append(process)
         urls.append(url)
-    server = LiveServer(web_urls=urls, processes=processes, command_env=command_env, production=True, pki=pki)
+    server = LiveServer(
+        web_urls=urls,
+        processes=processes,
+        command_env=command_env,
+        production=True,
+        pki=pki,
+        commands=command_runner(stack, command_env),
+    )
     for process, url in zip(processes[1:], urls, strict=True):
         wait_for_port(process, int(urlsplit(url).port or 0))
     server.check_alive()

@@ -21,6 +21,7 @@ from tests.e2e.live import (
     LiveServer,
     ManagedProcess,
     base_env,
+    command_runner,
     free_port,
     live_pki,
     run_command,
@@ -100,7 +101,14 @@ def federation_platform(stack: ExitStack, tmp: Path) -> LiveServer:
     process, url = start_web("web", env, tmp)
     stack.callback(process.stop)
     wait_for_port(process, int(urlsplit(url).port or 0))
-    return LiveServer(web_urls=[url], processes=[process], command_env=env, production=False, pki=pki)
+    return LiveServer(
+        web_urls=[url],
+        processes=[process],
+        command_env=env,
+        production=False,
+        pki=pki,
+        commands=command_runner(stack, env),
+    )
 
 
 def platform_and_upstreams(tmp: Path) -> Iterator[tuple[LiveServer, UpstreamServer, UpstreamServer]]:
