@@ -11,13 +11,16 @@ import base64
 import itertools
 import json
 import os
+import re
 import secrets
 import sys
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote, quote_plus
 
 import anyio
+import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
@@ -173,6 +176,26 @@ app = Starlette(
         Route("/image", image),
     ]
 )
+
+
+def secret_spellings(secret: str) -> set[str]:
+    """Every way the platform, or an API reflecting what the platform sent, may write ``secret``: raw,
+    percent-encoded (either hex case, ``+`` or ``%20`` for a space, as httpx encodes a query), JSON-escaped (with
+    and without ``\\u`` escapes, ``\\/``) and base64."""
+    upper = quote(secret, safe="")
+    found = {
+        secret,
+        upper,
+        re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), upper),
+        quote_plus(secret),
+        quote(secret, safe="/"),
+        str(httpx.QueryParams({"k": secret})).split("=", 1)[1],
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        json.dumps(secret).replace("/", "\\/")[1:-1],
+        base64.b64encode(secret.encode()).decode(),
+    }
+    return {s for s in found if len(s) >= 4}
 
 
 @dataclass(frozen=True)

@@ -5,24 +5,20 @@ be sent become clear ``isError`` results."""
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
-import re
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, quote_plus
 
-import httpx
 import pytest
 from django.core.exceptions import ValidationError
 
 from tenants.models import Tenant, Tool
 from tenants.secrets import secret_set
 from tests.loopback_http import LoopbackServer, loopback_server
-from tests.rest_api import RestApi, start_rest_api
+from tests.rest_api import RestApi, secret_spellings, start_rest_api
 from tests.tenants.test_http_tools import call, http_tool, text
 
 pytestmark = pytest.mark.django_db
@@ -61,31 +57,13 @@ def stored_without_checks(tool: Tool, url: str) -> None:
     Tool.objects.filter(pk=tool.pk).update(config={**tool.config, "url": url})
 
 
-def spellings(secret: str) -> set[str]:
-    """Every way the platform, or an API reflecting what the platform sent, may write ``secret``."""
-    upper = quote(secret, safe="")
-    found = {
-        secret,
-        upper,
-        re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), upper),
-        quote_plus(secret),
-        quote(secret, safe="/"),
-        str(httpx.QueryParams({"k": secret})).split("=", 1)[1],
-        json.dumps(secret)[1:-1],
-        json.dumps(secret, ensure_ascii=False)[1:-1],
-        json.dumps(secret).replace("/", "\\/")[1:-1],
-        base64.b64encode(secret.encode()).decode(),
-    }
-    return {s for s in found if len(s) >= 4}
-
-
 def leaked(result: JSONObject, secret: str) -> list[str]:
     """The spellings of ``secret`` found anywhere in ``result``: its text, its structured content, its JSON."""
     haystacks = [text(result), json.dumps(result), json.dumps(result, ensure_ascii=False)]
     structured = result.get("structuredContent")
     if structured is not None:
         haystacks.append(repr(structured))
-    return sorted(s for s in spellings(secret) if any(s in h for h in haystacks))
+    return sorted(s for s in secret_spellings(secret) if any(s in h for h in haystacks))
 
 
 # ---- the origin of a request is the template's -----------------------------------------------------------
@@ -328,7 +306,7 @@ def test_no_log_line_holds_a_query_secret(
     )
     assert "isError" not in call(tenant, "reflect")
     assert "HTTP Request: GET " + api.base + "/reflect/json/200" in caplog.text
-    assert not [s for s in spellings(secret) if s in caplog.text]
+    assert not [s for s in secret_spellings(secret) if s in caplog.text]
 
 
 # ---- values that cannot be sent -----------------------------------------------------------------------------
