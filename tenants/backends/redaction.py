@@ -8,6 +8,7 @@ moves the cut must not leave the first characters of a key behind.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -17,6 +18,7 @@ SECRET = "[secret]"
 MIN_SECRET_CHARS = 4
 # The longest spelling of one character: four UTF-8 bytes percent-encoded, or a JSON surrogate pair (12 chars).
 MAX_CHAR_SPELLING = 12
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _JSON_SHORT = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -25,8 +27,13 @@ def _hex_insensitive(spelling: str) -> str:
     return "".join(f"[{c.lower()}{c.upper()}]" if c in "abcdefABCDEF" else re.escape(c) for c in spelling)
 
 
+@functools.lru_cache(maxsize=1024)
 def _character(c: str) -> str:
     """A pattern of every spelling of ``c`` the platform's own encoders, or an API reflecting them, produce."""
+    if c in _UNRESERVED:
+        # No URL or JSON encoder rewrites these (RFC 3986 §2.3; JSON escapes only quotes, backslashes, controls and,
+        # optionally, "/" and non-ASCII): a run of them stays a literal, which keeps the pattern quick to compile.
+        return re.escape(c)
     spellings = {re.escape(c)}
     encoded = c.encode("utf-8", "surrogatepass")
     spellings.add(_hex_insensitive("".join(f"%{b:02X}" for b in encoded)))
@@ -41,8 +48,9 @@ def _character(c: str) -> str:
 
 
 class SecretRedactor:
-    """Replaces every spelling of the given secret values by ``[secret]``. Holds the values only as long as the
-    request it was made for."""
+    """Replaces every spelling of the given secret values by ``[secret]``. Made per call; its compiled pattern is
+    also kept by the ``re`` module's own bounded cache of this process (as the values are by the process that
+    decrypted them), so a secret's pattern is compiled once per process (about 1 ms), not once per call."""
 
     def __init__(self, values: list[str]) -> None:
         kept = sorted({v for v in values if len(v) >= MIN_SECRET_CHARS}, key=len, reverse=True)
