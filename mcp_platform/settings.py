@@ -334,6 +334,7 @@ LOGGING = {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
         "json": {"()": "mcp_platform.telemetry.logs.JsonFormatter"},
     },
+    "filters": {"outbound_urls": {"()": "mcp_platform.telemetry.logs.OutboundUrlFilter"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "json" if LOG_FORMAT == "json" else "plain"}
     },
@@ -341,6 +342,12 @@ LOGGING = {
     "loggers": {
         "mcp_platform": {"level": os.environ.get("LOG_LEVEL", "INFO"), "propagate": True},
         "tenants": {"level": os.environ.get("LOG_LEVEL", "INFO"), "propagate": True},
+        # No secret in any log line at any level: the outbound clients' request lines lose their query and user
+        # information, and httpcore's DEBUG traces (response headers an API may have echoed a key into) stay off.
+        "httpx": {"filters": ["outbound_urls"]},
+        "httpx2": {"filters": ["outbound_urls"]},
+        "httpcore": {"level": "WARNING"},
+        "httpcore2": {"level": "WARNING"},
     },
 }
 

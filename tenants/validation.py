@@ -24,6 +24,7 @@ from mcp_core.content import ROLES, prompt_message_problem, validate_content_ite
 from mcp_core.schema_check import offline_validator
 from mcp_core.uritemplate import UriTemplate
 from tenants.backends import http as http_backend
+from tenants.backends.http_auth import header_value_problem
 from tenants.backends.registry import PythonRegistry, UnknownPythonFunction, default_registry
 from tenants.models import SECRET_NAME_PATTERN, Backend, Prompt, Resource, ResourceTemplate, Tenant, Tool
 from tenants.python_grants import python_function_binding_problem
@@ -205,6 +206,8 @@ def _string_map_errors(value: Any, what: str, *, headers: bool, literal_values: 
             problems.append(f'"{what}": {name!r} is not a header a tool may set.')
         if literal_values and ("\r" in item or "\n" in item):
             problems.append(f'"{what}": the value of {name!r} has a line break.')
+        elif literal_values and (problem := header_value_problem(item)) is not None:
+            problems.append(f'"{what}": the value of {name!r} cannot be sent as a header: {problem}.')
         if not headers and not name:
             problems.append(f'"{what}" has an empty parameter name.')
     return problems

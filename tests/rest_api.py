@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import base64
 import itertools
+import json
 import os
+import re
 import secrets
 import sys
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote, quote_plus
 
 import anyio
+import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
@@ -122,6 +126,27 @@ async def echo_authorization(request: Request) -> Response:
     return PlainTextResponse(f"you sent: {request.headers.get('authorization')} / {request.headers.get('x-api-key')}")
 
 
+async def reflect(request: Request) -> Response:
+    """A careless API that quotes everything it was sent (the raw URL with its encoded query, every header, the
+    body) after ``pad``, as ``text``, ``json`` (non-ASCII raw) or ``json-ascii`` (``\\u`` escapes), with the
+    status the path names: what a reflected argument or an error page can hand back."""
+    raw = (await request.body()).decode(errors="replace")
+    seen = {
+        "pad": request.query_params.get("pad", ""),
+        "url": str(request.url),
+        "query": [[k, v] for k, v in request.query_params.multi_items()],
+        "headers": dict(request.headers.items()),
+        "body": raw,
+    }
+    status_code = int(request.path_params["code"])
+    shape = request.path_params["shape"]
+    if shape == "text":
+        lines = [seen["pad"] + str(request.url), *(f"{k}: {v}" for k, v in request.headers.items()), raw]
+        return PlainTextResponse("\n".join(lines), status_code=status_code)
+    text = json.dumps(seen, ensure_ascii=shape == "json-ascii")
+    return Response(text, status_code=status_code, media_type="application/json")
+
+
 async def redirect(request: Request) -> Response:
     return RedirectResponse(request.query_params["to"], status_code=302)
 
@@ -147,9 +172,30 @@ app = Starlette(
         Route("/silent", silent),
         Route("/echo-authorization", echo_authorization),
         Route("/redirect", redirect),
+        Route("/reflect/{shape}/{code:int}", reflect, methods=["GET", "POST"]),
         Route("/image", image),
     ]
 )
+
+
+def secret_spellings(secret: str) -> set[str]:
+    """Every way the platform, or an API reflecting what the platform sent, may write ``secret``: raw,
+    percent-encoded (either hex case, ``+`` or ``%20`` for a space, as httpx encodes a query), JSON-escaped (with
+    and without ``\\u`` escapes, ``\\/``) and base64."""
+    upper = quote(secret, safe="")
+    found = {
+        secret,
+        upper,
+        re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), upper),
+        quote_plus(secret),
+        quote(secret, safe="/"),
+        str(httpx.QueryParams({"k": secret})).split("=", 1)[1],
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        json.dumps(secret).replace("/", "\\/")[1:-1],
+        base64.b64encode(secret.encode()).decode(),
+    }
+    return {s for s in found if len(s) >= 4}
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from mcp_core.errors import ToolError
 from mcp_platform.conf import platform_settings
 from mcp_platform.outbound import MAX_REDIRECTS, OutboundRefused, OutboundResponseTooLarge, outbound_client, read_capped
 from mcp_platform.telemetry import metrics, tally
-from tenants.backends.http_auth import Credentials, credentials_for, forget_token, redact
+from tenants.backends.http_auth import Credentials, credentials_for, forget_token, header_value_problem
+from tenants.backends.redaction import SecretRedactor
 from tenants.models import Tool
 
 JSONObject = dict[str, Any]
@@ -34,14 +35,73 @@ _MODIFIER = re.compile(r"(?::[0-9]+|\*)$")
 
 
 def url_template_problem(template: str) -> str | None:
-    """Why ``template`` is not an RFC 6570 (levels 1-4) http(s) URL template, or None."""
+    """Why ``template`` is not an RFC 6570 (levels 1-4) http(s) URL template with a literal origin, or None."""
     literal = _EXPRESSION.sub("", template)
     if "{" in literal or "}" in literal:
         return "the URL template has a malformed {expression}"
-    scheme, _, rest = template.partition("://")
-    if scheme.lower() not in ("http", "https") or not rest or rest[0] in "/{":
-        return "the URL must start with http:// or https:// and a host name"
+    try:
+        url_template_origin(template)
+    except ValueError as exc:
+        return str(exc)
     return None
+
+
+def url_template_origin(template: str) -> httpx.URL:
+    """The origin (``scheme://host[:port]``) ``template`` spells out before any expression.
+
+    Arguments must never choose where a request (and the tool's credential) goes: an expression right after the
+    host (``https://api.example{+path}`` with ``path="@other.example/x"``) would make the host user information.
+    Only ``{/...}``, ``{?...}`` and ``{#...}`` may follow the host directly: what they expand to starts with that
+    character. Raises ``ValueError`` saying what is wrong.
+    """
+    scheme, separator, rest = template.partition("://")
+    if not separator or scheme.lower() not in ("http", "https") or not rest or rest[0] in "/?#{":
+        raise ValueError("the URL must start with http:// or https:// and a host name")
+    end = next((i for i, c in enumerate(rest) if c in "/?#{"), len(rest))
+    authority, after = rest[:end], rest[end:]
+    if after.startswith("{") and after[1:2] not in ("/", "?", "#"):
+        raise ValueError(
+            "the origin (scheme://host[:port]) must be written out in full: an {expression} right after the host "
+            "could change where the request goes; put a / between the host and the expression"
+        )
+    if "@" in authority:
+        raise ValueError('the URL must not carry a user name or password (user@host): use "auth" with a secret')
+    port = authority.rpartition("]")[2] if authority.startswith("[") else authority
+    _, colon, digits = port.rpartition(":")
+    if colon and digits and (not digits.isdigit() or not 0 < int(digits) <= 65535):
+        raise ValueError(f"the URL's port {digits!r} is not a number from 1 to 65535")
+    try:
+        origin = httpx.URL(f"{scheme}://{authority}")
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"the URL's host is not valid: {exc}") from None
+    if not origin.host:
+        raise ValueError("the URL must start with http:// or https:// and a host name")
+    return origin
+
+
+def _same_origin(url: httpx.URL, origin: httpx.URL) -> bool:
+    return (url.scheme, url.host, url.port) == (origin.scheme, origin.host, origin.port) and not url.userinfo
+
+
+def expand_url(template: str, variables: JSONObject) -> httpx.URL:
+    """``template`` expanded with ``variables``, on the template's own origin.
+
+    Raises ``ToolError`` (naming the origin, never an argument or a secret) when the template's origin is not
+    literal (a tool saved before the rule) or the expansion would leave it: another host, port or scheme, user
+    information, or a fragment the template did not have (it would hide the rest of the URL).
+    """
+    try:
+        origin = url_template_origin(template)
+    except ValueError as exc:
+        raise ToolError(f"the tool's URL template cannot be used: {exc}") from None
+    where = f"{origin.scheme}://{origin.netloc.decode()}"
+    try:
+        expanded = httpx.URL(URITemplate(template).expand(variables))
+    except httpx.InvalidURL:
+        raise ToolError(f"refused: the arguments do not make a valid URL on {where}; nothing was sent") from None
+    if not _same_origin(expanded, origin) or (expanded.fragment and "#" not in template):
+        raise ToolError(f"refused: the arguments would send the request elsewhere than {where}; nothing was sent")
+    return expanded
 
 
 def url_template_variables(template: str) -> list[str]:
@@ -79,7 +139,7 @@ def build_request(config: JSONObject, arguments: JSONObject) -> tuple[str, str, 
         for name in url_template_variables(config["url"])
         if _present(arguments, name)
     }
-    expanded = httpx.URL(URITemplate(config["url"]).expand(variables))
+    expanded = expand_url(config["url"], variables)
     # The template's own query ({?a,b}) first, then the configured parameters: httpx would replace, not merge.
     params: list[tuple[str, str]] = list(expanded.params.multi_items())
     url = str(expanded.copy_with(query=None))
@@ -91,7 +151,10 @@ def build_request(config: JSONObject, arguments: JSONObject) -> tuple[str, str, 
     for header, argument in (config.get("headers") or {}).items():
         if _present(arguments, argument):
             value = arguments[argument]
-            headers[header] = ",".join(map(_scalar, value)) if isinstance(value, list) else _scalar(value)
+            text = ",".join(map(_scalar, value)) if isinstance(value, list) else _scalar(value)
+            if (problem := header_value_problem(text)) is not None:
+                raise ToolError(f"the argument {argument!r} cannot be sent as the header {header}: {problem}")
+            headers[header] = text
     return config.get("method", "GET").upper(), url, params, headers
 
 
@@ -155,13 +218,21 @@ def _text(body: bytes, response: httpx.Response) -> str:
     return body.decode(response.encoding or "utf-8", errors="replace")
 
 
-def _result(response: httpx.Response, body: bytes, cut: bool, sensitive: list[str], limit: int) -> JSONObject:
-    """A ``CallToolResult`` of the response: JSON objects also as ``structuredContent``; non-2xx as ``isError``."""
+def _result(response: httpx.Response, body: bytes, cut: bool, redactor: SecretRedactor, limit: int) -> JSONObject:
+    """A ``CallToolResult`` of the response: JSON objects also as ``structuredContent``; non-2xx as ``isError``.
+
+    ``body`` may run past ``limit`` (by the redactor's reach): a secret crossing the cut is then seen whole.
+    Everything shown is redacted before it is cut, and ``structuredContent`` is parsed from the whole body and
+    redacted string by string, so it stays valid JSON.
+    """
     method, where = response.request.method, _where(response.request.url)
     content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    cut = cut or len(body) > limit
+    whole = _text(body, response)
+    shown_chars = len(_text(body[:limit], response)) if cut else len(whole)
     note = {"type": "text", "text": f"[response cut: the body is longer than {limit} bytes; the first {limit} shown]"}
     if not response.is_success:
-        excerpt = redact(_text(body, response)[:EXCERPT_CHARS], sensitive)
+        excerpt = redactor.prefix(whole, min(shown_chars, EXCERPT_CHARS))
         status = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
         message = f"{status} from {method} {where}" + (f": {excerpt}" if excerpt else "")
         return {"content": [{"type": "text", "text": message}], "isError": True}
@@ -170,23 +241,23 @@ def _result(response: httpx.Response, body: bytes, cut: bool, sensitive: list[st
     if content_type.startswith("image/") and not cut:
         data = base64.b64encode(body).decode("ascii")
         return {"content": [{"type": "image", "data": data, "mimeType": content_type}]}
-    text = redact(_text(body, response), sensitive)
-    result: JSONObject = {"content": [{"type": "text", "text": text}]}
+    result: JSONObject = {"content": [{"type": "text", "text": redactor.prefix(whole, shown_chars)}]}
     if cut:
         result["content"].append(note)
     elif content_type == "application/json" or content_type.endswith("+json"):
         try:
-            parsed = json.loads(text)
+            parsed = json.loads(whole)
         except ValueError:
             parsed = None
         if isinstance(parsed, dict):
-            result["structuredContent"] = parsed
+            result["structuredContent"] = redactor.value(parsed)
     return result
 
 
 async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JSONObject:
     """Make the tool's request and return its result. Raises ``ToolError`` (an isError result) when the request
-    cannot be made: a refused address, a timeout, a missing secret, a failed connection."""
+    cannot be made: arguments that would leave the URL's origin or cannot be a header, a refused address, a
+    timeout, a missing secret or one that cannot be sent, a failed connection."""
     config = tool.config
     method, url, params, headers = build_request(config, arguments)
     has_body, body = _body(config, arguments)
@@ -197,17 +268,22 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JS
         credentials = await credentials_for(
             tenant_id=tool.tenant_id, tool_name=tool.name, auth=config.get("auth"), timeout=timeout
         )
-        request = client.build_request(
-            method,
-            url,
-            params=[*params, *credentials.params],
-            headers={**headers, **credentials.headers},
-            json=body if has_body else None,
-            timeout=timeout,
-        )
+        redactor = SecretRedactor(credentials.sensitive)
+        try:
+            request = client.build_request(
+                method,
+                url,
+                params=[*params, *credentials.params],
+                headers={**headers, **credentials.headers},
+                json=body if has_body else None,
+                timeout=timeout,
+            )
+        except (httpx.InvalidURL, UnicodeEncodeError):
+            # Arguments and secrets were checked before; this is what is left (a value httpx will not encode).
+            raise ToolError(f"{method} {_where(httpx.URL(url))} could not be built from these arguments") from None
         shown = f"{method} {_where(request.url)}"
         try:
-            response, data, cut = await _measured_send(tool, client, request, credentials, limit)
+            response, data, cut = await _measured_send(tool, client, request, credentials, limit + redactor.reach)
         except OutboundRefused as exc:
             raise ToolError(f"{shown} was not sent: {exc}") from None
         except httpx.ConnectTimeout:
@@ -215,11 +291,11 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JS
         except httpx.TimeoutException:
             raise ToolError(f"{shown} timed out after {timeout.read} s waiting for the response") from None
         except httpx.HTTPError as exc:
-            reason = redact(str(exc), credentials.sensitive) or type(exc).__name__
+            reason = redactor.text(str(exc)) or type(exc).__name__
             raise ToolError(f"{shown} failed: {reason}") from None
         # A cached client-credentials token the API no longer accepts (revoked early): fetch one more, once.
         if response.status_code == 401 and credentials.cached_token_key is not None and attempt == 0:
             forget_token(credentials.cached_token_key)
             continue
-        return _result(response, data, cut, credentials.sensitive, limit)
+        return _result(response, data, cut, redactor, limit)
     raise AssertionError("unreachable: the second attempt always returns")

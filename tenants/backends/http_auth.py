@@ -61,6 +61,22 @@ async def _secret(tenant_id: int, name: str, tool_name: str) -> str:
         raise ToolError(f"HTTP tool {tool_name!r} cannot read its secret: {exc}") from None
 
 
+def header_value_problem(value: str) -> str | None:
+    """Why ``value`` cannot be an HTTP header value as sent (ASCII, no control characters), or None."""
+    if not value.isascii():
+        return "it holds a character outside ASCII"
+    if any((ord(c) < 32 and c != "\t") or c == "\x7f" for c in value):
+        return "it holds a line break or another control character"
+    return None
+
+
+def _header_secret(value: str, what: str, tool_name: str) -> str:
+    # Say which secret and why, never its value (an encoding error would quote the offending character).
+    if (problem := header_value_problem(value)) is not None:
+        raise ToolError(f"HTTP tool {tool_name!r} cannot send {what} in a header: {problem}")
+    return value
+
+
 def _where(url: str) -> str:
     """A URL as messages show it: no query (an API key may be there), no user info."""
     parts = httpx.URL(url)
@@ -125,11 +141,12 @@ async def credentials_for(
     value = await _secret(tenant_id, auth["secret"], tool_name)
     found.sensitive.append(value)
     kind = auth["type"]
+    named = f"the secret {auth['secret']!r}"
     if kind == "bearer":
-        found.headers["Authorization"] = f"Bearer {value}"
+        found.headers["Authorization"] = "Bearer " + _header_secret(value, named, tool_name)
         found.secret_headers.add("Authorization")
     elif kind == "header":
-        found.headers[auth["name"]] = value
+        found.headers[auth["name"]] = _header_secret(value, named, tool_name)
         found.secret_headers.add(auth["name"])
     elif kind == "query":
         found.params.append((auth["name"], value))
@@ -141,14 +158,7 @@ async def credentials_for(
     elif kind == "client_credentials":
         token, key, from_cache = await _client_credentials_token(tenant_id, auth, value, timeout)
         found.cached_token_key = key if from_cache else None
-        found.headers["Authorization"] = f"Bearer {token}"
-        found.secret_headers.add("Authorization")
         found.sensitive.append(token)
+        found.headers["Authorization"] = "Bearer " + _header_secret(token, "the access token it was given", tool_name)
+        found.secret_headers.add("Authorization")
     return found
-
-
-def redact(text: str, sensitive: list[str]) -> str:
-    """``text`` with every credential value replaced: an API that echoes a key must not hand it to the model."""
-    for value in sorted((v for v in sensitive if len(v) >= 4), key=len, reverse=True):
-        text = text.replace(value, "[secret]")
-    return text

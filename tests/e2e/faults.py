@@ -113,9 +113,9 @@ class Topology:
 
     # ---- the worker --------------------------------------------------------------------------------
 
-    def start_worker(self) -> None:
+    def start_worker(self, loglevel: str = "WARNING") -> None:
         argv = [str(CELERY), "-A", "mcp_platform", "worker", "--beat", "--pool", "threads", "-c", "4"]
-        argv += ["-l", "WARNING", "--schedule", str(self.tmp / f"beat-schedule-{self.worker_starts}")]
+        argv += ["-l", loglevel, "--schedule", str(self.tmp / f"beat-schedule-{self.worker_starts}")]
         self.worker = ManagedProcess.start(f"worker-{self.worker_starts}", argv, self.env_for("worker"), self.tmp)
         self.worker_starts += 1
         self.stack.callback(self.worker.stop)
@@ -182,11 +182,16 @@ TOPOLOGY_DATA = (("migrate", "--noinput"), ("load_demo_tenant",), ("load_conform
 
 
 def start_topology(
-    stack: ExitStack, tmp: Path, *, web_processes: int = WEB_PROCESSES, extra_env: dict[str, str] | None = None
+    stack: ExitStack,
+    tmp: Path,
+    *,
+    web_processes: int = WEB_PROCESSES,
+    extra_env: dict[str, str] | None = None,
+    worker_loglevel: str = "WARNING",
 ) -> Topology:
     """Start a topology of its own: a fresh database with the demo and conformance tenants, a private Redis,
-    ``web_processes`` web processes (one server process each) and a worker with beat; ``extra_env`` is set on
-    every process."""
+    ``web_processes`` web processes (one server process each) and a worker with beat (logging at
+    ``worker_loglevel``); ``extra_env`` is set on every process."""
     topology = Topology(
         tmp=tmp,
         stack=stack,
@@ -197,7 +202,7 @@ def start_topology(
         pki=live_pki(tmp),
         extra_env=dict(extra_env or {}),
     )
-    topology.start_worker()
+    topology.start_worker(worker_loglevel)
     for index in range(web_processes):
         topology.start_web(index)
     return topology

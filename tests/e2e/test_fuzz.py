@@ -454,3 +454,172 @@ async def test_a_hostile_corpus_gets_no_5xx_no_traceback_and_the_server_keeps_se
     live_platform.check_alive()
     logged = logs_since(sizes)
     assert "Traceback" not in logged, logged[logged.index("Traceback") - 2000 :][:6000]
+
+
+# ---- hostile HTTP tool templates and arguments ---------------------------------------------------------------
+
+HTTP_CORPUS_SIZE = 240
+# Awkward keys: every character that changes meaning in a URL, a query, JSON or a header value.
+FUZZ_QUERY_SECRET = 'Zm9v+YmFy/YmF6==%"\\ &?#:@é-fuzz'
+FUZZ_HEADER_SECRET = 'hdr+/="\\ &?#:@%-fuzz'
+# Templates whose origin an argument could change: each must be refused on save.
+HOSTILE_TEMPLATES = [
+    "{api}{{+path}}",
+    "{api}{{path}}",
+    "{api}{{.path}}",
+    "{api}{{;path}}",
+    "{api}{{&path}}",
+    "http://127.0.0.1:{{path}}/pets",
+    "http://{{path}}/pets",
+    "http://{{+path}}",
+    "http://robot:pw@127.0.0.1/pets",
+    "http://127.0.0.1:99999/pets",
+]
+
+
+def origin_changers(listener: str) -> list[str]:
+    """Argument values that try to move a request (and its key) to ``listener`` (``host:port``)."""
+    return [
+        f"@{listener}/stolen",
+        f"@{listener}",
+        f"//{listener}/stolen",
+        f"\\\\@{listener}/",
+        f"#@{listener}/",
+        f"?@{listener}/",
+        f"http://{listener}/stolen",
+        f"%40{listener}",
+        ":99999/x",
+        ":x1/x",
+        "@[::1]:1/x",
+        "café",
+        "a\r\nHost: evil",
+        "\x00",
+    ]
+
+
+def http_fuzz_setup(api: str) -> str:
+    """``manage.py shell`` source: keys, sound tools that take hostile arguments, one legacy tool saved before the
+    origin rule (written to its row), and an attempt to save each hostile template (the refusals are printed)."""
+    query = {"type": "query", "name": "key", "secret": "query_key"}
+    header = {"type": "header", "name": "X-API-Key", "secret": "header_key"}
+    sound = [
+        ("by_path", f"{api}/pets/{{+path}}", query, {"path": {}}, {}),
+        ("by_id", f"{api}/pets/{{id}}{{?q}}", header, {"id": {}, "q": {}}, {}),
+        ("reflect", f"{api}/reflect/json/403{{?pad}}", query, {"pad": {}}, {"X-Trace": "trace"}),
+        ("segments", f"{api}{{/path*}}{{?q}}", header, {"path": {}, "q": {}}, {}),
+    ]
+    lines = [
+        "import json",
+        "from django.core.exceptions import ValidationError",
+        "from tenants.models import Tool",
+        "from tenants.secrets import secret_set",
+        "services.tenant_update(tenant=tenant, data={'outbound_allowed_networks': ['127.0.0.1/32']})",
+        f"secret_set(tenant=tenant, name='query_key', value={FUZZ_QUERY_SECRET!r})",
+        f"secret_set(tenant=tenant, name='header_key', value={FUZZ_HEADER_SECRET!r})",
+    ]
+    for name, url, auth, properties, headers in sound:
+        config = {"url": url, "auth": auth, "headers": headers}
+        schema = {"type": "object", "properties": {**properties, "trace": {}}}
+        lines.append(
+            f"services.tool_create(tenant=tenant, name={name!r}, backend='http', config={config!r}, "
+            f"input_schema={schema!r})"
+        )
+    legacy = {"url": f"{api}{{+path}}", "auth": query}
+    lines += [
+        f"legacy = services.tool_create(tenant=tenant, name='legacy', backend='http', config={{**{legacy!r}, "
+        f"'url': {api + '/pets/{+path}'!r}}}, input_schema={{'type': 'object'}})",
+        f"Tool.objects.filter(pk=legacy.pk).update(config={legacy!r})",
+        "saved = []",
+    ]
+    for index, template in enumerate(HOSTILE_TEMPLATES):
+        url = template.format(api=api)
+        lines.append(
+            "try:\n"
+            f"    services.tool_create(tenant=tenant, name='hostile_{index}', backend='http',"
+            f" config={{'url': {url!r}}}, input_schema={{'type': 'object'}})\n"
+            f"    saved.append({url!r})\n"
+            "except ValidationError:\n"
+            "    pass"
+        )
+    lines.append("print('SAVED=' + json.dumps(saved))")
+    return "\n".join(lines)
+
+
+async def test_hostile_http_tool_templates_are_refused_and_hostile_arguments_reach_no_other_host(
+    live_platform: LiveServer, tmp_path: Any
+) -> None:
+    """Origin-changing templates are refused on save; a seeded corpus of origin-changing and awkward arguments
+    against sound tools (and one saved before the rule) answers no 5xx, no traceback, no internal error, reaches
+    no other host, and no answer or log line holds any spelling of the keys."""
+    from contextlib import ExitStack
+
+    from tests.loopback_http import loopback_server
+    from tests.rest_api import secret_spellings, start_rest_api
+
+    sizes = log_sizes(live_platform)
+    with ExitStack() as stack, loopback_server() as listener:
+        api = start_rest_api(stack, tmp_path)
+        slug = f"hostile-{random.Random(SEED).randrange(10**8)}"
+        output = await live_platform.amanage(
+            "shell",
+            "-c",
+            f"from tenants import services\ntenant = services.tenant_create(slug={slug!r}, name='Hostile')\n"
+            + http_fuzz_setup(api.base),
+        )
+        saved = json.loads(output.rsplit("SAVED=", 1)[1].splitlines()[0])
+        assert saved == [], f"hostile templates were saved: {saved}"
+
+        rng = random.Random(SEED)
+        changers = origin_changers(listener.base.removeprefix("http://"))
+        tools = {"by_path": "path", "by_id": "id", "reflect": "pad", "segments": "path", "legacy": "path"}
+        calls = []
+        for _ in range(HTTP_CORPUS_SIZE):
+            name = rng.choice(list(tools))
+            value: Any = rng.choice([*changers, hostile_text(rng), rng.choice(changers) + hostile_text(rng)])
+            arguments = {tools[name]: [value, rng.choice(changers)] if name == "segments" else value}
+            if rng.random() < 0.3:
+                arguments["trace"] = rng.choice(changers)
+            if rng.random() < 0.3:
+                arguments["q"] = rng.choice(changers)
+            calls.append((name, arguments))
+
+        failures: list[str] = []
+        spellings = secret_spellings(FUZZ_QUERY_SECRET) | secret_spellings(FUZZ_HEADER_SECRET)
+        limit = anyio.Semaphore(CONCURRENCY)
+        async with raw_http_client() as http:
+
+            async def run(index: int, name: str, arguments: dict[str, Any]) -> None:
+                async with limit:
+                    response = await http.post(
+                        live_platform.endpoint(slug, web=index % len(live_platform.web_urls)),
+                        content=encode_json(
+                            stateless_request(index, "tools/call", {"name": name, "arguments": arguments})
+                        ),
+                        headers={**stateless_headers("tools/call", name), "Content-Type": "application/json"},
+                    )
+                body = response.text
+                problems = [
+                    problem
+                    for problem, bad in (
+                        ("5xx", response.status_code >= 500),
+                        ("traceback", "Traceback" in body),
+                        ("internal error", "internal error" in body),
+                        ("a key", any(s in body for s in spellings)),
+                    )
+                    if bad
+                ]
+                if problems:
+                    failures.append(f"#{index} {name} {arguments!r}: {problems} -> {body[:300]}")
+
+            with anyio.fail_after(DEADLINE):
+                async with anyio.create_task_group() as group:
+                    for index, (name, arguments) in enumerate(calls):
+                        group.start_soon(run, index, name, arguments)
+
+        assert not failures, f"{len(failures)} of {HTTP_CORPUS_SIZE} calls failed:\n" + "\n".join(failures[:20])
+        assert not listener.hits, f"requests reached another host: {listener.hosts}"
+
+    live_platform.check_alive()
+    logged = logs_since(sizes)
+    assert "Traceback" not in logged, logged[logged.index("Traceback") - 2000 :][:6000]
+    assert not [s for s in spellings if s in logged]
