@@ -53,10 +53,11 @@ from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
 from mcp_platform.gateway.stream_access import StreamAccess
 from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, keep_running, run_request, start_run
+from mcp_platform.jobs.models import RunOrigin
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.oauth.resource import principal_label
 from mcp_platform.oauth.throttling import asgi_client_address
-from mcp_platform.observe.calls import STREAMABLE_HTTP, CallInfo, hooks_registered, observed_call
+from mcp_platform.observe.calls import HTTP_SSE, STREAMABLE_HTTP, CallInfo, hooks_registered, observed_call
 from mcp_platform.quotas.check import oauth_client_id, rate_limits_check_requests
 from tenants.cache import tenant_cache
 from tenants.events import catalog_group
@@ -113,12 +114,19 @@ def session_env(
     # 2025-11-25 tasks belong to the principal and the session that started them.
     tasks = None
     if at_least(session.protocol_version, V2025_11_25):
+        client_info = session.client_info or {}
         tasks = ToolRunStore.bound(
             tenant_id=tenant.id,
             principal=principal,
             session_id=session.id,
             protocol_version=session.protocol_version,
             client_address=client_address,
+            origin=RunOrigin(
+                client_name=str(client_info.get("name") or ""),
+                client_version=str(client_info.get("version") or ""),
+                transport=HTTP_SSE if session.transport == LegacySession.Transport.HTTP_SSE else STREAMABLE_HTTP,
+                request_id=str(request.id),
+            ),
         )
     return Env(
         version=session.protocol_version,
