@@ -13,6 +13,7 @@ from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.observing import principal_parts
 from mcp_platform.jobs.models import ToolRun
 from mcp_platform.observe.calls import CANCELLED, ERROR, CallInfo, CallRecord, classify
+from tenants.bulk_changes import BulkChange
 
 logger = logging.getLogger(__name__)
 
@@ -111,3 +112,14 @@ def tool_run_recorded(sender: object, *, run: ToolRun, **kwargs: object) -> None
         activity_writer().add(call_row(tool_run_record(run)))
     except Exception:
         logger.exception("could not record the end of task %s in the activity log", run.pk)
+
+
+def bulk_change_recorded(sender: object, *, change: BulkChange, **kwargs: object) -> None:
+    """``catalog_bulk_changed`` receiver: one row for the whole import or refresh (written at once: bulk changes
+    are rare, and an admin expects to see theirs)."""
+    from mcp_platform.activity.services import activity_bulk_change_record
+
+    try:
+        activity_bulk_change_record(change=change)
+    except Exception:
+        logger.exception("could not record the %s of %s in the activity log", change.operation, change.source)
