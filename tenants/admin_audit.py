@@ -1,18 +1,27 @@
 """What an admin save or delete changed, as the activity log records it: who, what, the changed fields before and
 after (secret values never; ``mcp_platform.activity.services`` redacts them). Called from ``TenantScopedAdmin``, so
-every scoped admin class and inline is audited without a line of its own."""
+every scoped admin class and inline is audited without a line of its own. Bulk changes (an OpenAPI import, an
+upstream refresh) go into the admin's history (``LogEntry``) here, one entry per row, as the admin's own edits do."""
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django import forms
+from django.contrib.admin.models import ADDITION, DELETION, LogEntry
+from django.contrib.admin.models import CHANGE as CHANGE_FLAG
+from django.contrib.auth import get_user_model
+from django.contrib.contenttypes.models import ContentType
 from django.db import models
 from django.http import HttpRequest
 
+from tenants.bulk_changes import CHANGE, CREATE, DELETE, BulkChange
 from tenants.models import Tenant
+
+logger = logging.getLogger(__name__)
 
 
 def _safe(value: Any) -> Any:
@@ -131,3 +140,43 @@ def audit_delete(*, request: HttpRequest, obj: models.Model, tenant_id: int | No
         if not field.primary_key and field.name != "tenant"
     }
     _record(request=request, tenant_id=tenant_id, action="delete", obj=obj, before=before, after=None)
+
+
+# The user the admin's history names for changes no person made (a schedule, a command): Django's ``LogEntry``
+# needs a user. Inactive and without a usable password: it cannot sign in.
+SYSTEM_USERNAME = "system"
+BULK_VERBS = {CREATE: ("Created", ADDITION), CHANGE: ("Changed", CHANGE_FLAG), DELETE: ("Deleted", DELETION)}
+
+
+def _system_user_id() -> int:
+    user, created = get_user_model().objects.get_or_create(
+        username=SYSTEM_USERNAME, defaults={"is_active": False, "is_staff": False}
+    )
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    return int(user.pk)
+
+
+def bulk_change_history(sender: object, *, change: BulkChange, **kwargs: object) -> None:
+    """``catalog_bulk_changed`` receiver: one entry in the admin's history per row the change created, changed or
+    deleted, by the admin who made it or by the ``system`` user (the message names the command or schedule)."""
+    if not change.items:
+        return
+    try:
+        user_id = change.actor.user_id if change.actor.user_id is not None else _system_user_id()
+        by = "" if change.actor.user_id is not None else f" ({change.actor.label})"
+        types = ContentType.objects.get_for_models(*{item.model for item in change.items})
+        LogEntry.objects.bulk_create(
+            LogEntry(
+                user_id=user_id,
+                content_type=types[item.model],
+                object_id=item.object_id,
+                object_repr=item.object_repr[:200],
+                action_flag=BULK_VERBS[item.action][1],
+                change_message=f"{BULK_VERBS[item.action][0]} by the {change.operation} of {change.source}{by}.",
+            )
+            for item in change.items
+        )
+    except Exception:
+        logger.exception("could not record the %s of %s in the admin's history", change.operation, change.source)

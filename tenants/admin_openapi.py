@@ -19,6 +19,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from tenants.admin_scoping import TenantScopedAdmin
+from tenants.bulk_changes import Actor
 from tenants.models import OpenApiSource, Tenant, Tool
 from tenants.openapi.document import MAX_DOCUMENT_BYTES, OpenApiDocument, OpenApiError, document_parse
 from tenants.openapi.fetching import document_fetch_once
@@ -162,7 +163,13 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
             try:
                 content = async_to_sync(document_fetch_once)(source.location, tenant_id=source.tenant_id)
                 document = document_parse(content, location=source.location)
-                report = openapi_import(tenant=source.tenant, document=document, options=options, name=source.name)
+                report = openapi_import(
+                    tenant=source.tenant,
+                    document=document,
+                    options=options,
+                    name=source.name,
+                    actor=Actor.person(request.user),
+                )
             except OpenApiError as exc:
                 self.message_user(request, f"{source.name}: nothing changed: {exc}", level=messages.ERROR)
                 continue
@@ -204,6 +211,7 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
                 options=form.options(),
                 name=form.cleaned_data["name"],
                 select=selected,
+                actor=Actor.person(request.user),
             )
             for warning in report.warnings:
                 self.message_user(request, warning, level=messages.WARNING)

@@ -15,4 +15,8 @@ class TenantsConfig(AppConfig):
         # Importing the built-in modules runs their @python_tool / @python_resource_template decorators; importing
         # the upstream services wires the upstream pool's list_changed notifications to catalog refreshes.
         from tenants import upstream_services  # noqa: F401
+        from tenants.admin_audit import bulk_change_history
         from tenants.builtin import bench, conformance, conformance_tasks, demo  # noqa: F401
+        from tenants.bulk_changes import catalog_bulk_changed
+
+        catalog_bulk_changed.connect(bulk_change_history, dispatch_uid="tenants-admin-history")

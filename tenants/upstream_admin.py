@@ -18,6 +18,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from tenants.admin_scoping import TenantScopedAdmin
+from tenants.bulk_changes import SYSTEM, Actor
 from tenants.models import Upstream
 from tenants.upstream_connection import UpstreamFailure
 from tenants.upstream_services import (
@@ -56,6 +57,8 @@ class UpstreamForm(forms.ModelForm):
     client_id = forms.CharField(required=False, label="OAuth client id")
     token_url = forms.URLField(required=False, label="OAuth token URL", assume_scheme="https")
     scope = forms.CharField(required=False, label="OAuth scope")
+    # Who adds the upstream (set per request by ``UpstreamAdmin.get_form``): the admin's history names them.
+    actor: Actor = SYSTEM
 
     class Meta:
         model = Upstream
@@ -111,6 +114,7 @@ class UpstreamForm(forms.ModelForm):
                 url=cleaned["url"],
                 prefix=cleaned.get("prefix") or None,
                 auth=self.auth(),
+                actor=self.actor,
             )
             self.report = str(report)
         except ValidationError as exc:
@@ -129,6 +133,10 @@ class UpstreamAdmin(TenantScopedAdmin):
     search_fields = ("name", "url", "tenant__slug")
     readonly_fields = (*HEALTH_FIELDS, "created_at", "updated_at")
     actions = ["refresh_now"]
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        return type(form.__name__, (form,), {"actor": Actor.person(request.user)})
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         return [
@@ -183,7 +191,7 @@ class UpstreamAdmin(TenantScopedAdmin):
     def refresh_now(self, request: HttpRequest, queryset: QuerySet[Upstream]) -> None:
         for upstream in queryset:
             try:
-                report = async_to_sync(upstream_refresh)(upstream.pk, pooled=False)
+                report = async_to_sync(upstream_refresh)(upstream.pk, pooled=False, actor=Actor.person(request.user))
             except (UpstreamFailure, ValidationError) as exc:
                 text = str(exc) if isinstance(exc, UpstreamFailure) else " ".join(exc.messages)
                 messages.error(request, f"{upstream.name}: {text}")

@@ -20,6 +20,16 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from tenants import services
+from tenants.bulk_changes import (
+    CHANGE,
+    CREATE,
+    DELETE,
+    SCHEDULED_REFRESH,
+    Actor,
+    BulkChange,
+    BulkItem,
+    bulk_change_announce,
+)
 from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tool, Upstream
 from tenants.upstream_connection import UpstreamConnection
 
@@ -45,6 +55,8 @@ class MirrorReport:
     created: int = 0
     updated: int = 0
     removed: int = 0
+    # The rows created, changed and deleted, for the admin's history and the activity log (``tenants.bulk_changes``).
+    items: list[BulkItem] = field(default_factory=list)
 
     def __str__(self) -> str:
         return f"{self.created} added, {self.updated} updated, {self.removed} removed"
@@ -207,8 +219,9 @@ def _mirror_kind(upstream: Upstream, kind: _Kind, items: Iterable[JSONObject], r
         row = existing.get(remote_name)
         if row is None:
             with _naming(kind.key, remote_name):
-                kind.create(tenant=upstream.tenant, upstream=upstream, config=config, **desired)
+                created = kind.create(tenant=upstream.tenant, upstream=upstream, config=config, **desired)
             report.created += 1
+            report.items.append(BulkItem.of(CREATE, created))
             continue
         mirrored = row.config.get("mirrored", {})
         data = {
@@ -223,8 +236,10 @@ def _mirror_kind(upstream: Upstream, kind: _Kind, items: Iterable[JSONObject], r
             with _naming(kind.key, remote_name):
                 kind.update(row, data)
             report.updated += 1
+            report.items.append(BulkItem.of(CHANGE, row))
     for remote_name, row in existing.items():
         if remote_name not in seen:
+            report.items.append(BulkItem.of(DELETE, row))
             kind.delete(row)
             report.removed += 1
 
@@ -242,22 +257,30 @@ def _mirror_resources(upstream: Upstream, items: Iterable[JSONObject], report: M
         row = existing.get(uri)
         if row is None:
             with _naming("resources", uri):
-                services.resource_create(tenant=upstream.tenant, upstream=upstream, uri=uri, text="", **desired)
+                created = services.resource_create(
+                    tenant=upstream.tenant, upstream=upstream, uri=uri, text="", **desired
+                )
             report.created += 1
+            report.items.append(BulkItem.of(CREATE, created))
             continue
         data = {f: value for f, value in desired.items() if not _same(getattr(row, f), value)}
         if data:
             with _naming("resources", uri):
                 services.resource_update(resource=row, data=data)
             report.updated += 1
+            report.items.append(BulkItem.of(CHANGE, row))
     for uri, row in existing.items():
         if uri not in seen:
+            report.items.append(BulkItem.of(DELETE, row))
             services.resource_delete(resource=row)
             report.removed += 1
 
 
-def mirror_apply(*, upstream: Upstream, listing: Listing) -> MirrorReport:
-    """Bring the rows mirrored from ``upstream`` in line with ``listing``, all or nothing.
+def mirror_apply(
+    *, upstream: Upstream, listing: Listing, actor: Actor = SCHEDULED_REFRESH, operation: str = "upstream refresh"
+) -> MirrorReport:
+    """Bring the rows mirrored from ``upstream`` in line with ``listing``, all or nothing; what changed is
+    announced after commit as ``operation`` by ``actor`` (``tenants.bulk_changes``).
 
     Raises ``ValidationError`` (naming the item) when an item cannot be stored, e.g. its name is taken by another
     item of the tenant; nothing is changed then.
@@ -268,4 +291,13 @@ def mirror_apply(*, upstream: Upstream, listing: Listing) -> MirrorReport:
             _mirror_kind(upstream, kind, getattr(listing, kind.key), report)
         _mirror_resources(upstream, listing.resources, report)
         Upstream.objects.filter(pk=upstream.pk).update(last_refreshed_at=timezone.now())
+        bulk_change_announce(
+            BulkChange(
+                tenant_id=upstream.tenant_id,
+                operation=operation,
+                source=upstream.name,
+                actor=actor,
+                items=list(report.items),
+            )
+        )
     return report

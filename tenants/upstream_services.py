@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from tenants.bulk_changes import SCHEDULED_REFRESH, SYSTEM, UPSTREAM_NOTICE, Actor
 from tenants.events import CATALOG_KINDS, catalog_changed, tenant_changed
 from tenants.models import Tenant, Upstream
 from tenants.upstream_connection import UpstreamConnection, UpstreamFailure, UpstreamTarget
@@ -68,9 +69,15 @@ async def upstream_discover(target: UpstreamTarget) -> tuple[Listing, UpstreamCo
 
 
 def upstream_add(
-    *, tenant: Tenant, name: str, url: str, prefix: str | None = None, auth: JSONObject | None = None
+    *,
+    tenant: Tenant,
+    name: str,
+    url: str,
+    prefix: str | None = None,
+    auth: JSONObject | None = None,
+    actor: Actor = SYSTEM,
 ) -> tuple[Upstream, MirrorReport]:
-    """Add an upstream and mirror its catalog before returning (prefix: ``<name>_`` when None).
+    """Add an upstream and mirror its catalog before returning (prefix: ``<name>_`` when None); ``actor`` added it.
 
     Raises ``ValidationError`` for bad input or items that cannot be stored and ``UpstreamFailure`` when the
     upstream cannot be reached; either way nothing is stored.
@@ -83,7 +90,7 @@ def upstream_add(
             upstream.transport, upstream.protocol_version = connection.transport, connection.protocol_version
             upstream.last_ok_at = timezone.now()
             upstream.save()
-            report = mirror_apply(upstream=upstream, listing=listing)
+            report = mirror_apply(upstream=upstream, listing=listing, actor=actor, operation="upstream added")
     except IntegrityError as exc:
         raise ValidationError(f"Another upstream called {name!r} was added meanwhile.") from exc
     upstream.refresh_from_db()
@@ -125,8 +132,11 @@ def upstream_delete(*, upstream: Upstream) -> None:
         upstream.delete()
 
 
-async def upstream_refresh(upstream_id: int, *, pooled: bool = True) -> MirrorReport | None:
-    """Re-read the upstream's catalog and mirror it (None when the upstream is disabled or gone).
+async def upstream_refresh(
+    upstream_id: int, *, pooled: bool = True, actor: Actor = SCHEDULED_REFRESH
+) -> MirrorReport | None:
+    """Re-read the upstream's catalog and mirror it (None when the upstream is disabled or gone); ``actor`` asked
+    for the refresh (an admin, a command, the schedule).
 
     ``pooled``: over this process's pooled session (web processes); otherwise over a connection of its own
     (Celery, commands). Raises ``UpstreamFailure`` and ``ValidationError`` (recorded as its last error too).
@@ -145,7 +155,7 @@ async def upstream_refresh(upstream_id: int, *, pooled: bool = True) -> MirrorRe
                 raise connection.failure(exc) from None
         else:
             listing, _ = await upstream_discover(target)
-        report = await sync_to_async(mirror_apply)(upstream=upstream, listing=listing)
+        report = await sync_to_async(mirror_apply)(upstream=upstream, listing=listing, actor=actor)
     except (UpstreamFailure, ValidationError) as exc:
         message = str(exc) if isinstance(exc, UpstreamFailure) else " ".join(exc.messages)
         await Upstream.objects.filter(pk=upstream_id).aupdate(last_error=message, last_error_at=timezone.now())
@@ -155,7 +165,7 @@ async def upstream_refresh(upstream_id: int, *, pooled: bool = True) -> MirrorRe
 
 
 async def _refresh_quietly(upstream_id: int) -> None:
-    await upstream_refresh(upstream_id)
+    await upstream_refresh(upstream_id, actor=UPSTREAM_NOTICE)
 
 
 upstream_pool.set_refresher(_refresh_quietly)

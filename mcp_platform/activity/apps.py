@@ -12,9 +12,15 @@ class ActivityConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from mcp_platform.activity.hook import activity_hook
+        from mcp_platform.activity.hook import activity_hook, bulk_change_recorded, tool_run_recorded
         from mcp_platform.conf import platform_settings
+        from mcp_platform.jobs.signals import tool_run_ended
         from mcp_platform.observe.calls import register_hook
+        from tenants.bulk_changes import catalog_bulk_changed
 
+        # Bulk changes to a catalog are admin changes: recorded whatever ``ACTIVITY_LOG`` says of calls.
+        catalog_bulk_changed.connect(bulk_change_recorded, dispatch_uid="activity-bulk-changes")
         if platform_settings.ACTIVITY_LOG:
             register_hook(activity_hook)
+            # Calls that became tasks are recorded when the run ends, in whichever process that is.
+            tool_run_ended.connect(tool_run_recorded, dispatch_uid="activity-tool-runs")

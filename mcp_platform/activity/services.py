@@ -29,6 +29,7 @@ from mcp_platform.activity.rows import (
     CallRow,
     Middle,
 )
+from tenants.bulk_changes import BulkChange
 from tenants.models import Tenant, Tool
 
 
@@ -336,6 +337,23 @@ def activity_admin_change_record(
             "before": None if before is None else {k: snapshot_value(k, v) for k, v in before.items()},
             "after": None if after is None else {k: snapshot_value(k, v) for k, v in after.items()},
         },
+    )
+
+
+def activity_bulk_change_record(*, change: BulkChange) -> ActivityRecord:
+    """Log one bulk change to a tenant's catalog (an OpenAPI import, an upstream refresh) as one row: who made it
+    (the admin's user id, or what did: a command, the schedule), and the names of what it added, changed and
+    removed."""
+    return ActivityRecord.objects.create(
+        tenant_id=change.tenant_id,
+        at=timezone.now(),
+        kind=ActivityRecord.Kind.ADMIN,
+        principal="" if change.actor.user_id is None else str(change.actor.user_id),
+        client_name=_cut(change.actor.label, "client_name"),
+        method=_cut(f"admin/{change.operation}", "method"),
+        target=_cut(change.source, "target"),
+        details={"operation": change.operation, "source": change.source, "actor": change.actor.label}
+        | change.summary(),
     )
 
 

@@ -28,6 +28,7 @@ from mcp_platform.gateway import groups
 from mcp_platform.gateway.identity import server_identity
 from mcp_platform.gateway.mailbox import mailbox, send_to_group
 from mcp_platform.gateway.observing import call_info
+from mcp_platform.jobs.models import RunOrigin
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.observe.calls import ADMIN_CONSOLE, CallInfo, observed_call
 from tenants.cache import tenant_cache
@@ -162,6 +163,7 @@ def console_env(*, call: ConsoleCall, run_id: str, outbound: ConsoleOutbound) ->
             session_id=f"console-{run_id}",
             protocol_version=CONSOLE_VERSION,
             client_address="",
+            origin=RunOrigin(client_name="admin console", transport=ADMIN_CONSOLE, request_id=run_id),
         ),
     )
 

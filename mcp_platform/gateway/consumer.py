@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from channels.exceptions import StopConsumer
@@ -52,10 +53,11 @@ from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
 from mcp_platform.gateway.stream_access import StreamAccess
 from mcp_platform.gateway.streams import PostStream, Sink, SinkOutbound, keep_running, run_request, start_run
+from mcp_platform.jobs.models import RunOrigin
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.oauth.resource import principal_label
 from mcp_platform.oauth.throttling import asgi_client_address
-from mcp_platform.observe.calls import STREAMABLE_HTTP
+from mcp_platform.observe.calls import HTTP_SSE, STREAMABLE_HTTP, CallInfo, hooks_registered, observed_call
 from mcp_platform.quotas.check import oauth_client_id, rate_limits_check_requests
 from tenants.cache import tenant_cache
 from tenants.events import catalog_group
@@ -112,12 +114,19 @@ def session_env(
     # 2025-11-25 tasks belong to the principal and the session that started them.
     tasks = None
     if at_least(session.protocol_version, V2025_11_25):
+        client_info = session.client_info or {}
         tasks = ToolRunStore.bound(
             tenant_id=tenant.id,
             principal=principal,
             session_id=session.id,
             protocol_version=session.protocol_version,
             client_address=client_address,
+            origin=RunOrigin(
+                client_name=str(client_info.get("name") or ""),
+                client_version=str(client_info.get("version") or ""),
+                transport=HTTP_SSE if session.transport == LegacySession.Transport.HTTP_SSE else STREAMABLE_HTTP,
+                request_id=str(request.id),
+            ),
         )
     return Env(
         version=session.protocol_version,
@@ -154,15 +163,27 @@ async def deliver_client_messages(*, tenant_id: int, session: LegacySession, mes
 
 
 async def rate_limits_admit(
-    send: Send, *, tenant: Tenant, client_id: str, client_address: str, requests: list[jsonrpc.Request]
+    send: Send,
+    *,
+    tenant: Tenant,
+    client_id: str,
+    client_address: str,
+    requests: list[jsonrpc.Request],
+    observe: Callable[[jsonrpc.Request], CallInfo],
 ) -> bool:
     """Count a POST's requests against the tenant's rate limits before any runs, so that a refusal is the whole
-    response (429, ``Retry-After``, the JSON-RPC error with the request's id); False when it was refused."""
+    response (429, ``Retry-After``, the JSON-RPC error with the request's id); False when it was refused. Every
+    request of a refused POST is reported to the observation hooks as refused (``observe`` makes its
+    ``CallInfo``): none of them runs, and the activity log and metrics count refusals as the stateless era does."""
     try:
         await rate_limits_check_requests(
             tenant=tenant, client_id=client_id, client_address=client_address, requests=requests
         )
     except RateLimited as exc:
+        if hooks_registered():
+            for request in requests:
+                with observed_call(observe(request)) as call:
+                    call.fail(exc)
         await send_error(send, exc, requests[0].id if len(requests) == 1 else None)
         return False
     return True
@@ -250,6 +271,23 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             raise TransportError(f"Bad Request: unsupported MCP-Protocol-Version {header!r}")
         return session
 
+    def _call_info(self, request: jsonrpc.Request, session: LegacySession | None) -> CallInfo:
+        """What the observation hooks are told about ``request`` of this handshake-era POST (``session`` None: an
+        ``initialize``, or a request that names no session)."""
+        return call_info(
+            tenant_id=self.tenant.id,
+            tenant_slug=self.tenant.slug,
+            request=request,
+            principal=self.principal,
+            client_info=session.client_info if session is not None else None,
+            protocol_version=session.protocol_version
+            if session is not None
+            else self.headers.get("mcp-protocol-version", ""),
+            transport=STREAMABLE_HTTP,
+            headers=self.headers,
+            keep_arguments=self.tenant.activity_record_arguments,
+        )
+
     # --- POST --------------------------------------------------------------------------------------
 
     async def _post(self) -> None:
@@ -278,6 +316,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             client_id=self.client_id,
             client_address=self.client_address,
             requests=[m for m in messages if isinstance(m, jsonrpc.Request)],
+            observe=lambda request: self._call_info(request, session),
         ):
             return
         if session is None:
@@ -320,20 +359,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             )
             for request in requests
         ]
-        infos = [
-            call_info(
-                tenant_id=self.tenant.id,
-                tenant_slug=self.tenant.slug,
-                request=request,
-                principal=self.principal,
-                client_info=session.client_info,
-                protocol_version=session.protocol_version,
-                transport=STREAMABLE_HTTP,
-                headers=self.headers,
-                keep_arguments=self.tenant.activity_record_arguments,
-            )
-            for request in requests
-        ]
+        infos = [self._call_info(request, session) for request in requests]
         self._sse_open = True
         if len(requests) == 1:
             # The common case runs in this task: no second task and no hand-off. A disconnect then detaches the

@@ -149,6 +149,17 @@ class LegacyMessagesConsumer(GatewayConsumer):
             client_id=oauth_client_id(self.scope),
             client_address=asgi_client_address(self.scope),
             requests=requests,
+            observe=lambda request: call_info(
+                tenant_id=tenant.pk,
+                tenant_slug=tenant.slug,
+                request=request,
+                principal=principal,
+                client_info=session.client_info,
+                protocol_version=session.protocol_version,
+                transport=HTTP_SSE,
+                headers=scope_headers(self.scope),
+                keep_arguments=tenant.activity_record_arguments,
+            ),
         ):
             return
         await send_body(self.send, 202, b"Accepted", content_type="text/plain")

@@ -24,7 +24,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 # A body refused before it was read is read and discarded up to this many times MAX_REQUEST_BYTES; beyond, the
-# refusal goes out at once and the connection closes under the client.
+# refusal goes out at once and the server closes the connection gracefully (uvicorn: ``uvicorn_protocol``'s
+# lingering close) or, where it cannot, under the client.
 DRAIN_FACTOR = 4
 CLOSE: tuple[bytes, bytes] = (b"connection", b"close")
 DISCONNECT: Message = {"type": "http.disconnect"}

@@ -34,6 +34,7 @@ from mcp_platform.gateway.responses import (
     start_sse,
     wire_error,
 )
+from mcp_platform.jobs.models import RunOrigin
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.observe.calls import STREAMABLE_HTTP, observed_call
 from mcp_platform.quotas.check import rate_limits_check
@@ -144,10 +145,18 @@ def input_policy(tenant: Tenant, principal: str) -> InputPolicy:
     )
 
 
-def stateless_tasks(*, tenant: Tenant, principal: str, version: str, client_address: str) -> ToolRunStore:
-    """The caller's tasks in this era: the principal's (no session; task ids are unguessable)."""
+def stateless_tasks(
+    *, tenant: Tenant, principal: str, version: str, client_address: str, origin: RunOrigin | None = None
+) -> ToolRunStore:
+    """The caller's tasks in this era: the principal's (no session; task ids are unguessable). ``origin``: the
+    request a new task comes from."""
     return ToolRunStore.bound(
-        tenant_id=tenant.id, principal=principal, session_id="", protocol_version=version, client_address=client_address
+        tenant_id=tenant.id,
+        principal=principal,
+        session_id="",
+        protocol_version=version,
+        client_address=client_address,
+        origin=origin,
     )
 
 
@@ -161,7 +170,15 @@ def stateless_env(
     principal: str,
     client_address: str,
     granted: frozenset[str] | None,
+    request_id: str = "",
 ) -> Env:
+    client_info = envelope.client_info or {}
+    origin = RunOrigin(
+        client_name=str(client_info.get("name") or ""),
+        client_version=str(client_info.get("version") or ""),
+        transport=STREAMABLE_HTTP,
+        request_id=request_id,
+    )
     return Env(
         version=envelope.version,
         catalog=tenant_cache.catalog(tenant, granted),
@@ -175,7 +192,7 @@ def stateless_env(
         headers=headers,
         input_policy=input_policy(tenant, principal),
         tasks=stateless_tasks(
-            tenant=tenant, principal=principal, version=envelope.version, client_address=client_address
+            tenant=tenant, principal=principal, version=envelope.version, client_address=client_address, origin=origin
         ),
     )
 
@@ -207,6 +224,7 @@ async def serve_stateless(
             principal=principal,
             client_address=client_address,
             granted=granted,
+            request_id=str(request.id),
         )
         info = call_info(
             tenant_id=tenant.id,

@@ -40,6 +40,16 @@ def run_live_state(run: ToolRun, *, may_cancel: bool) -> dict[str, Any]:
     }
 
 
+def duration_label(seconds: float) -> str:
+    """``412 ms``, ``5.8 s``, ``3 min 20 s``: a run's duration as a person reads it."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s"
+
+
 def progress_label(run: ToolRun) -> str:
     if run.progress is None:
         return ""
@@ -58,11 +68,12 @@ class ToolRunAdmin(TenantScopedAdmin):
         "live_message",
         "principal",
         "created_at",
+        "duration",
         "expires_at",
     )
     list_filter = ("status", "tenant", "tool_name", "principal")
     search_fields = ("id", "tool_name", "principal")
-    readonly_fields = [field.name for field in ToolRun._meta.fields]
+    readonly_fields = [*(field.name for field in ToolRun._meta.fields), "duration"]
     # What changes while a run works is shown once, in the live panel at the top of its page.
     fields = [name for name in readonly_fields if name not in LIVE_FIELDS]
     actions = ["cancel_runs"]
@@ -95,6 +106,13 @@ class ToolRunAdmin(TenantScopedAdmin):
         return format_html('<span data-run="{}" data-run-field="{}"{}>{}</span>', run.pk, field, extra, content)
 
     @admin.display(description="status", ordering="status")
+    @admin.display(description="Duration", ordering="finished_at")
+    def duration(self, run: ToolRun) -> str:
+        """From the call that created the run to its terminal status; empty while it has not finished."""
+        if run.finished_at is None:
+            return ""
+        return duration_label((run.finished_at - run.created_at).total_seconds())
+
     def live_status(self, run: ToolRun) -> str:
         finished = "1" if run.status in TERMINAL_STATUSES else "0"
         live = reverse("admin:jobs_toolrun_live")

@@ -8,6 +8,8 @@ where its current start is: queued, or leased by the worker running it.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from django.db import models
 from django.db.models import Q
 
@@ -68,6 +70,11 @@ class ToolRun(models.Model):
     takeovers = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # When the run reached its terminal status (completed, failed, cancelled): its duration is from ``created_at``.
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Where the call came from, as the activity log records it once the run ends (``RunOrigin``): the client's
+    # name and version, the transport and the JSON-RPC request id.
+    origin = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -82,3 +89,12 @@ class ToolRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_name} {self.id[:8]}… ({self.status})"
+
+
+class RunOrigin(NamedTuple):
+    """The request that started a run, as the activity log records the call when the run ends."""
+
+    client_name: str = ""
+    client_version: str = ""
+    transport: str = ""
+    request_id: str = ""

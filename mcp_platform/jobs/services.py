@@ -23,6 +23,7 @@ from django.utils import timezone
 from mcp_core.content import error_result
 from mcp_core.errors import InternalError, InvalidParams, error_to_wire
 from mcp_core.tasks import (
+    TERMINAL,
     TaskEvent,
     TaskLimitExceeded,
     TaskOutcome,
@@ -36,8 +37,9 @@ from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups
 from mcp_platform.gateway.mailbox import send_to_group
 from mcp_platform.jobs import selectors
-from mcp_platform.jobs.models import ToolRun
+from mcp_platform.jobs.models import RunOrigin, ToolRun
 from mcp_platform.jobs.selectors import Caller
+from mcp_platform.jobs.signals import tool_run_ended
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -87,8 +89,15 @@ def _schedule(run: ToolRun) -> None:
 
 
 def _transition(run: ToolRun, event: TaskEvent, **fields: Any) -> None:
-    """Apply ``event`` to a locked run and save. Raises TaskStateError when its status does not allow it."""
-    run.status = next_status(TaskStatus(run.status), event).value
+    """Apply ``event`` to a locked run and save. Raises TaskStateError when its status does not allow it.
+
+    A run that reaches a terminal status gets its ``finished_at``, and ``tool_run_ended`` is sent after commit
+    (the activity log records the call then, with the run's whole duration)."""
+    status = next_status(TaskStatus(run.status), event)
+    run.status = status.value
+    if status in TERMINAL:
+        fields["finished_at"] = timezone.now()
+        transaction.on_commit(lambda: tool_run_ended.send(sender=ToolRun, run=run))
     for name, value in fields.items():
         setattr(run, name, value)
     run.save(update_fields=["status", "updated_at", *fields])
@@ -101,8 +110,8 @@ def _locked(caller: Caller, task_id: str) -> ToolRun | None:
 # ---- the client's side ------------------------------------------------------------------------------------
 
 
-def tool_run_create(*, caller: Caller, request: TaskRequest) -> ToolRun:
-    """Store a working run and schedule it on a worker after commit.
+def tool_run_create(*, caller: Caller, request: TaskRequest, origin: RunOrigin | None = None) -> ToolRun:
+    """Store a working run and schedule it on a worker after commit; ``origin`` is the request that started it.
 
     The lifetime is what the client asked for, capped at ``TASK_MAX_TTL_MS`` (``TASK_DEFAULT_TTL_MS`` when it
     asked for nothing). Raises TaskLimitExceeded when the caller (``Caller.quota_key``: the principal, or an
@@ -144,6 +153,7 @@ def tool_run_create(*, caller: Caller, request: TaskRequest) -> ToolRun:
             ttl_ms=ttl_ms,
             expires_at=timezone.now() + timedelta(milliseconds=ttl_ms),
             scheduled_at=timezone.now(),
+            origin=(origin or RunOrigin())._asdict(),
         )
         _schedule(run)
     return run

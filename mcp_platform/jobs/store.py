@@ -16,7 +16,7 @@ from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups
 from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.jobs import selectors, services
-from mcp_platform.jobs.models import ToolRun
+from mcp_platform.jobs.models import RunOrigin, ToolRun
 from mcp_platform.jobs.selectors import Caller
 
 JSONObject = dict[str, Any]
@@ -59,19 +59,27 @@ class ToolRunWatch:
 
 
 class ToolRunStore:
-    def __init__(self, caller: Caller) -> None:
+    def __init__(self, caller: Caller, origin: RunOrigin | None = None) -> None:
         self.caller = caller
+        self.origin = origin
 
     @classmethod
     def bound(
-        cls, *, tenant_id: int, principal: str, session_id: str, protocol_version: str, client_address: str
+        cls,
+        *,
+        tenant_id: int,
+        principal: str,
+        session_id: str,
+        protocol_version: str,
+        client_address: str,
+        origin: RunOrigin | None = None,
     ) -> ToolRunStore:
         """The tasks of one caller: a 2026-07-28 request has no session (``session_id=""``); ``client_address``
-        is whose allowance an anonymous caller's new tasks use."""
-        return cls(Caller(tenant_id, principal, session_id, protocol_version, client_address))
+        is whose allowance an anonymous caller's new tasks use; ``origin`` the request a new run comes from."""
+        return cls(Caller(tenant_id, principal, session_id, protocol_version, client_address), origin)
 
     async def create(self, request: TaskRequest) -> TaskSnapshot:
-        run = await sync_to_async(services.tool_run_create)(caller=self.caller, request=request)
+        run = await sync_to_async(services.tool_run_create)(caller=self.caller, request=request, origin=self.origin)
         return task_snapshot(run)
 
     async def get(self, task_id: str) -> TaskSnapshot | None:

@@ -55,12 +55,14 @@ class CallInfo(NamedTuple):
 
 
 class CallRecord(NamedTuple):
-    """How a call ended: ``outcome`` is one of ``OUTCOMES``; ``error_code`` the JSON-RPC code of an error."""
+    """How a call ended: ``outcome`` is one of ``OUTCOMES``; ``error_code`` the JSON-RPC code of an error;
+    ``task_id`` the task the call became (its answer was the task, not the tool's result), else None."""
 
     info: CallInfo
     duration_s: float
     outcome: str
     error_code: int | None
+    task_id: str | None = None
 
 
 class CallHook(Protocol):
@@ -92,6 +94,16 @@ def unregister_hook(hook: CallHook) -> None:
 def hooks_registered() -> bool:
     """Whether any hook watches calls: a caller may skip building a ``CallInfo`` when none does."""
     return bool(_hooks)
+
+
+def created_task(result: object) -> str | None:
+    """The id of the task a call's ``result`` announces (``resultType: "task"`` in 2026-07-28, ``{task}``
+    before), or None for any other result."""
+    if not isinstance(result, Mapping):
+        return None
+    task = result if result.get("resultType") == "task" else result.get("task")
+    task_id = task.get("taskId") if isinstance(task, Mapping) else None
+    return task_id if isinstance(task_id, str) else None
 
 
 def classify(*, result: object = None, error: BaseException | None = None) -> tuple[str, int | None]:
@@ -146,9 +158,14 @@ class ObservedCall:
         if self._finished or not self._tokens:
             return
         self._finished = True
-        outcome, code = classify(result=self._result, error=exc if exc is not None else self._error)
+        error = exc if exc is not None else self._error
+        outcome, code = classify(result=self._result, error=error)
         record = CallRecord(
-            info=self.info, duration_s=time.perf_counter() - self.info.started, outcome=outcome, error_code=code
+            info=self.info,
+            duration_s=time.perf_counter() - self.info.started,
+            outcome=outcome,
+            error_code=code,
+            task_id=created_task(self._result) if error is None else None,
         )
         for hook, token in self._tokens:
             try:

@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from tenants.bulk_changes import CHANGE, CREATE, DELETE, SYSTEM, Actor, BulkChange, bulk_change_announce
 from tenants.events import catalog_changed
 from tenants.models import OpenApiSource, Secret, Tenant, Tool, secret_name_validator
 from tenants.openapi.document import OpenApiDocument, OpenApiError
@@ -78,8 +79,10 @@ def openapi_import(
     name: str = "",
     select: Collection[str] | None = None,
     max_operations: int = MAX_OPERATIONS,
+    actor: Actor = SYSTEM,
 ) -> ImportReport:
-    """Store ``document``'s operations (those whose keys are in ``select``, or all) as the tools of its source.
+    """Store ``document``'s operations (those whose keys are in ``select``, or all) as the tools of its source;
+    what was created, changed and removed is announced after commit as done by ``actor`` (``tenants.bulk_changes``).
 
     Raises ``OpenApiError`` and changes nothing when the document, an option or any one tool is refused.
     """
@@ -99,9 +102,12 @@ def openapi_import(
     with transaction.atomic():
         source = _source_upsert(tenant, document, options, name)
         report = ImportReport(source, skipped=translation.skipped, warnings=warnings)
-        _store(tenant, source, plans, report)
+        change = BulkChange(tenant_id=tenant.pk, operation="OpenAPI import", source=source.name, actor=actor)
+        _store(tenant, source, plans, report, change)
         if report.created or report.updated or report.removed:
             catalog_changed(tenant_id=tenant.pk, kind="tools")
+        # Someone asked for this import: it is recorded even when it changed nothing.
+        bulk_change_announce(change, when_empty=True)
     return report
 
 
@@ -124,7 +130,9 @@ def _source_upsert(tenant: Tenant, document: OpenApiDocument, options: ImportOpt
     return source
 
 
-def _store(tenant: Tenant, source: OpenApiSource, plans: list[ToolPlan], report: ImportReport) -> None:
+def _store(
+    tenant: Tenant, source: OpenApiSource, plans: list[ToolPlan], report: ImportReport, change: BulkChange
+) -> None:
     names = [plan.name for plan in plans]
     existing = {tool.name: tool for tool in Tool.objects.select_for_update().filter(tenant=tenant, name__in=names)}
     foreign = sorted(name for name, tool in existing.items() if tool.openapi_source_id != source.pk)  # type: ignore[attr-defined]
@@ -165,8 +173,10 @@ def _store(tenant: Tenant, source: OpenApiSource, plans: list[ToolPlan], report:
             report.updated.append(plan.name)
         else:
             report.unchanged.append(plan.name)
-    vanished = Tool.objects.filter(openapi_source=source).exclude(name__in=kept)
-    report.removed = sorted(vanished.values_list("name", flat=True))
+    vanished = Tool.objects.filter(openapi_source=source).exclude(name__in=kept).order_by("name")
+    for tool in vanished:
+        change.add(DELETE, tool)
+    report.removed = change.names(DELETE)
     vanished.delete()
     try:
         with transaction.atomic():
@@ -175,6 +185,10 @@ def _store(tenant: Tenant, source: OpenApiSource, plans: list[ToolPlan], report:
         raise OpenApiError("another tool with one of these names was saved meanwhile; import again") from None
     if updating:
         Tool.objects.bulk_update(updating, [*sorted(changed_fields), "updated_at"], batch_size=500)
+    for tool in creating:
+        change.add(CREATE, tool)
+    for tool in updating:
+        change.add(CHANGE, tool)
 
 
 def openapi_source_delete(*, source: OpenApiSource) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 
 from tests.e2e.live import REQUEST_TIMEOUT_SECONDS, SERVER, LiveServer
@@ -178,3 +179,49 @@ def test_a_body_over_the_limit_gets_a_413_the_client_reads(
         response = read_response(sock)
     assert status_of(response) == 413, response
     assert f"the limit is {MAX_REQUEST_BYTES} bytes".encode() in response
+
+
+HUGE_BODY_BYTES = 64 * 1024 * 1024
+JSON_DISCOVER_HEADERS = {**stateless_headers("server/discover"), "Content-Type": "application/json"}
+
+
+def dechunked(payload: bytes) -> bytes:
+    """A chunked body's content."""
+    content = b""
+    while True:
+        size_line, _, rest = payload.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            return content
+        content += rest[:size]
+        payload = rest[size + 2 :]
+
+
+def test_a_body_of_64_megabytes_gets_a_413_the_client_reads(address: tuple[str, int], target: bytes) -> None:
+    """Sixteen times the limit, beyond what the server reads before answering: it answers at once, closes its side
+    and reads and discards what the client still sends for a while, so the client finishes sending and reads the
+    413 (a close with unread data would reset the connection under it). The server stays well."""
+    body = b" " * HUGE_BODY_BYTES
+    with socket.create_connection(address, timeout=READ_TIMEOUT) as sock:
+        sock.sendall(request_head(target, f"Content-Length: {len(body)}".encode()) + body)
+        response = read_response(sock)
+    assert status_of(response) == 413, response[:300]
+    head, _, payload = response.partition(b"\r\n\r\n")
+    assert b"connection: close" in head.lower(), head
+    error = json.loads(dechunked(payload) if b"transfer-encoding: chunked" in head.lower() else payload)
+    assert error["jsonrpc"] == "2.0" and error["error"]["message"].startswith("Payload Too Large"), error
+    assert status_of(send_discover(address, target)) == 200
+
+
+def test_a_body_of_64_megabytes_sent_with_httpx_gets_a_readable_413(live_platform: LiveServer) -> None:
+    response = httpx.post(
+        live_platform.endpoint(),
+        content=b" " * HUGE_BODY_BYTES,
+        headers=JSON_DISCOVER_HEADERS,
+        timeout=READ_TIMEOUT,
+    )
+    assert response.status_code == 413, response.text
+    assert response.headers["connection"] == "close"
+    assert response.json()["error"]["message"] == f"Payload Too Large: the limit is {MAX_REQUEST_BYTES} bytes"
+    answered = httpx.post(live_platform.endpoint(), content=DISCOVER, headers=JSON_DISCOVER_HEADERS)
+    assert answered.status_code == 200, answered.text

@@ -141,7 +141,8 @@ def test_cancel_stops_a_run_once_and_leaves_finished_runs_alone(
 
     assert cancelled is not None and cancelled[0].status == "cancelled" and cancelled[1] is True
     assert again is not None and again[1] is False
-    assert len(callbacks) == 2  # waiters re-read the task; the worker running it stops
+    assert len(callbacks) == 3  # the run ended (the activity log); waiters re-read the task; the worker stops
+    assert cancelled[0].finished_at is not None
 
 
 def test_answers_resume_the_run_only_when_every_question_is_answered(

@@ -11,6 +11,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.core.management.base import BaseCommand, CommandError
 
+from tenants.bulk_changes import Actor
 from tenants.models import Tenant
 from tenants.openapi.document import OpenApiError, document_parse
 from tenants.openapi.fetching import document_fetch_once, document_read
@@ -53,6 +54,7 @@ class Command(BaseCommand):
                     secret_name=options["secret"],
                     client_id=options["client_id"],
                 ),
+                actor=Actor("manage.py openapi_import"),
             )
         except OpenApiError as exc:
             raise CommandError(f"Nothing was imported: {exc}") from None

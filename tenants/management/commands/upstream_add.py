@@ -7,6 +7,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from tenants.bulk_changes import Actor
 from tenants.models import Tenant
 from tenants.upstream_connection import UpstreamFailure
 from tenants.upstream_services import upstream_add
@@ -33,7 +34,12 @@ class Command(BaseCommand):
         auth = {"type": "bearer", "secret": secret} if secret else None
         try:
             upstream, report = upstream_add(
-                tenant=tenant, name=options["name"], url=options["url"], prefix=options["prefix"], auth=auth
+                tenant=tenant,
+                name=options["name"],
+                url=options["url"],
+                prefix=options["prefix"],
+                auth=auth,
+                actor=Actor("manage.py upstream_add"),
             )
         except ValidationError as exc:
             raise CommandError(f"upstream {options['name']!r} was not added: {' '.join(exc.messages)}") from None

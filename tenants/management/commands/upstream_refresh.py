@@ -8,6 +8,7 @@ from asgiref.sync import async_to_sync
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from tenants.bulk_changes import Actor
 from tenants.models import Upstream
 from tenants.upstream_connection import UpstreamFailure
 from tenants.upstream_services import upstream_refresh
@@ -29,7 +30,9 @@ class Command(BaseCommand):
         failed = False
         for upstream in upstreams:
             try:
-                report = async_to_sync(upstream_refresh)(upstream.pk, pooled=False)
+                report = async_to_sync(upstream_refresh)(
+                    upstream.pk, pooled=False, actor=Actor("manage.py upstream_refresh")
+                )
             except (UpstreamFailure, ValidationError) as exc:
                 failed = True
                 message = str(exc) if isinstance(exc, UpstreamFailure) else " ".join(exc.messages)
