@@ -150,6 +150,10 @@ async def upstream_refresh(upstream_id: int, *, pooled: bool = True) -> MirrorRe
         await Upstream.objects.filter(pk=upstream_id).aupdate(last_error=message, last_error_at=timezone.now())
         raise
     logger.info("refreshed upstream %s of tenant %s: %s", upstream.name, upstream.tenant.slug, report)
+    if report.skipped:
+        # A refresh nobody asked for (list_changed, the schedule) tells the admin through the upstream's page.
+        skipped = f"{len(report.skipped)} item(s) skipped at the last refresh: {' '.join(report.skipped)}"
+        await Upstream.objects.filter(pk=upstream_id).aupdate(last_error=skipped, last_error_at=timezone.now())
     return report
 
 
