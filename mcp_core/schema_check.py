@@ -21,6 +21,8 @@ from jsonschema.exceptions import SchemaError
 from jsonschema_specifications import REGISTRY as META_SCHEMAS
 from referencing.exceptions import Unresolvable
 
+TOO_DEEP = "(root): the value is nested too deeply to check"
+
 
 def offline_validator(schema: Any) -> Draft202012Validator:
     """The Python library's validator for ``schema`` that resolves no reference outside it (and the bundled
@@ -56,6 +58,9 @@ class SchemaCheck:
             messages = _messages((error.absolute_path, error.message) for error in self.explain.iter_errors(instance))
         except Unresolvable as exc:
             return [f"the tool's schema is invalid: {_unresolvable(exc)}"]
+        except RecursionError:
+            # A recursive schema walks a value as deep as it goes; JSON decoding allows about a thousand levels.
+            return [TOO_DEEP]
         if messages or verdict is None:
             return messages
         return _messages((error.instance_path, error.message) for error in self.fast.iter_errors(instance))
@@ -80,7 +85,11 @@ def _unresolvable(exc: Unresolvable) -> str:
 
 def compiled_schema(schema: Any) -> SchemaCheck:
     """The check for ``schema``, shared by every definition with the same schema (keyed by its sorted JSON)."""
-    return _compiled(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
+    try:
+        key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    except TypeError as exc:  # orjson encodes at most 255 levels (or the schema is not JSON data)
+        return SchemaCheck(explain=None, problem=f"it cannot be read as JSON ({exc})")
+    return _compiled(key)
 
 
 @lru_cache(maxsize=1024)
@@ -90,6 +99,8 @@ def _compiled(schema_json: bytes) -> SchemaCheck:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         return SchemaCheck(explain=None, problem=exc.message)
+    except RecursionError:
+        return SchemaCheck(explain=None, problem="it is nested too deeply to check")
     try:
         fast = jsonschema_rs.Draft202012Validator(schema, offline=True)
     except ValueError:  # jsonschema_rs.ValidationError: a reference it cannot resolve offline, or a bad pattern

@@ -1,5 +1,6 @@
 """Form fields of the catalog admin that keep what people type: optional JSON shown empty rather than ``null``,
-text stored with the newlines typed (browsers send CRLF), help texts shown as written (``/t/<slug>/mcp``)."""
+text stored with the newlines typed (browsers send CRLF), help texts shown as written (``/t/<slug>/mcp``); and
+JSON boxes that refuse nesting no definition needs before it reaches a recursive parser or schema check."""
 
 from __future__ import annotations
 
@@ -10,8 +11,55 @@ from django.db import models
 from django.utils.html import escape
 from django.utils.safestring import SafeString
 
+# No tool schema, config or annotation needs more; Python's json module and the JSON Schema checks recurse once
+# or more per level and would fail (RecursionError) somewhere past a few hundred.
+MAX_JSON_DEPTH = 64
 
-class OptionalJSONField(forms.JSONField):
+
+def json_nesting_problem(text: str | bytes, *, limit: int = MAX_JSON_DEPTH) -> str | None:
+    """Why JSON ``text`` is nested too deeply to parse, or None; one pass over the text, brackets inside strings
+    ignored. Malformed JSON is left for the parser to report."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return f"The JSON is nested deeper than {limit} levels."
+        elif char in "]}":
+            depth -= 1
+    return None
+
+
+class BoundedJSONField(forms.JSONField):
+    """Django's JSON box, refusing JSON nested deeper than ``MAX_JSON_DEPTH`` with a form error."""
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str | bytes) and not self.disabled:
+            problem = json_nesting_problem(value)
+            if problem:
+                raise forms.ValidationError(problem, code="invalid")
+        return super().to_python(value)
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        # Shown again as typed: Django would parse it to decide, and meet the same recursion.
+        if isinstance(data, str | bytes) and json_nesting_problem(data):
+            return forms.fields.InvalidJSONInput(data)
+        return super().bound_data(data, initial)
+
+
+class OptionalJSONField(BoundedJSONField):
     """A JSON box whose empty value (None) shows as an empty box, not the literal ``null``."""
 
     def prepare_value(self, value: Any) -> Any:

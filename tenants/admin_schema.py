@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponseNotAllowed, JsonResponse
 from django.urls import path, reverse_lazy
 
 from tenants import validation
-from tenants.admin_fields import OptionalJSONField
+from tenants.admin_fields import OptionalJSONField, json_nesting_problem
 from tenants.models import Tool
 
 # A draft is checked on every pause in typing; a schema this large is no tool's (the request body is capped too).
@@ -41,8 +41,10 @@ class JsonSchemaWidget(forms.Textarea):
     def format_value(self, value: Any) -> str | None:
         # Shown indented, one key a line, so that errors have a line to point at; the value is the same JSON.
         text = super().format_value(value)
+        if not text or json_nesting_problem(text):
+            return text  # nested too deeply to parse: shown as typed with its error
         try:
-            return json.dumps(json.loads(text), indent=2, ensure_ascii=False) if text else text
+            return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
         except ValueError:
             return text  # what was typed, not JSON: shown as typed with its error
 
@@ -92,7 +94,8 @@ class SchemaEditorAdmin:
         """POST ``{"field": "input_schema" | "output_schema", "text": "<draft>"}`` -> ``{"errors": [...]}``.
 
         For whoever may add or change a tool in some tenant; a schema's validity does not depend on the tenant, so
-        nothing of any tenant is read. 400 for a malformed request, 413 beyond ``MAX_DRAFT_BYTES``.
+        nothing of any tenant is read. 400 for a malformed request (nested deeper than the JSON boxes accept included),
+        413 beyond ``MAX_DRAFT_BYTES``.
         """
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
@@ -102,6 +105,9 @@ class SchemaEditorAdmin:
         declared = request.headers.get("Content-Length", "")
         if (declared.isdigit() and int(declared) > MAX_DRAFT_BYTES) or len(request.body) > MAX_DRAFT_BYTES:
             return JsonResponse({"errors": ["The schema is too large to check."]}, status=413)
+        nested_too_deeply = json_nesting_problem(request.body)
+        if nested_too_deeply:
+            return JsonResponse({"errors": [nested_too_deeply]}, status=400)
         try:
             payload = json.loads(request.body)
             field, text = payload["field"], payload["text"]

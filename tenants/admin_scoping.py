@@ -18,6 +18,7 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 
 from tenants.admin_audit import audit_delete, audit_form_save
+from tenants.admin_fields import BoundedJSONField
 from tenants.admin_policy import ADMINISTERING, AdminScope, admin_scope
 from tenants.models import Tenant
 
@@ -149,6 +150,11 @@ class TenantScopedAdmin(TenantScoped, admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return self.scoped(request, super().get_queryset(request))
+
+    def formfield_for_dbfield(self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
+        if isinstance(db_field, models.JSONField):
+            kwargs.setdefault("form_class", BoundedJSONField)  # no JSON box parses unbounded nesting
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self._allowed(request, self.view_roles, None)

@@ -196,4 +196,5 @@ class UpstreamAdmin(TenantScopedAdmin):
                 text = str(exc) if isinstance(exc, UpstreamFailure) else " ".join(exc.messages)
                 messages.error(request, f"{upstream.name}: {text}")
                 continue
-            messages.success(request, f"{upstream.name}: {report or 'disabled, not refreshed'}.")
+            level = messages.WARNING if report is not None and report.skipped else messages.SUCCESS
+            messages.add_message(request, level, f"{upstream.name}: {report or 'disabled, not refreshed'}.")

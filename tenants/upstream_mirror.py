@@ -4,15 +4,18 @@ rows that came from it up to date through the services (which bump the revision 
 Each mirrored row keeps the upstream's own definition in ``config["remote"]`` and, in ``config["mirrored"]``, the
 values the mirror last wrote to the fields an admin may change (name, title, description, and ``enabled`` for
 tools). A field whose value differs from what the mirror last wrote was changed by an admin: a refresh keeps it.
+
+An item that cannot be stored (a URI that does not parse, a name another item of the tenant holds, a schema nested
+too deeply to check) is skipped and the report says why; the rest of the catalog is mirrored.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -55,11 +58,15 @@ class MirrorReport:
     created: int = 0
     updated: int = 0
     removed: int = 0
+    skipped: list[str] = field(default_factory=list)  # why, item by item
     # The rows created, changed and deleted, for the admin's history and the activity log (``tenants.bulk_changes``).
     items: list[BulkItem] = field(default_factory=list)
 
     def __str__(self) -> str:
-        return f"{self.created} added, {self.updated} updated, {self.removed} removed"
+        counts = f"{self.created} added, {self.updated} updated, {self.removed} removed"
+        if not self.skipped:
+            return counts
+        return f"{counts}, {len(self.skipped)} skipped ({' '.join(self.skipped)})"
 
 
 async def listing_fetch(connection: UpstreamConnection) -> Listing:
@@ -147,20 +154,23 @@ def _resource_fields(wire: JSONObject) -> JSONObject:
     }
 
 
-@contextlib.contextmanager
-def _naming(kind: str, name: str) -> Iterator[None]:
-    """Say which upstream item a refusal is about."""
+_SKIPPED = object()
+
+
+def _stored(report: MirrorReport, kind: str, name: str, write: Callable[[], Any]) -> Any:
+    """Run ``write`` (a service call for one item) in a savepoint; what it returned, or ``_SKIPPED`` when it was
+    refused (the item is skipped, and the report says which and why)."""
     try:
-        yield
+        with transaction.atomic():
+            return write()
     except ValidationError as exc:
         problems = (
             "; ".join(f"{f}: {' '.join(m)}" for f, m in exc.message_dict.items())
             if hasattr(exc, "error_dict")
             else " ".join(exc.messages)
         )
-        raise ValidationError(
-            f"The upstream's {kind[:-1].replace('_', ' ')} {name!r} cannot be added: {problems}"
-        ) from None
+        report.skipped.append(f"The upstream's {kind[:-1].replace('_', ' ')} {name!r} cannot be added: {problems}")
+        return _SKIPPED
 
 
 @dataclass(frozen=True)
@@ -218,10 +228,11 @@ def _mirror_kind(upstream: Upstream, kind: _Kind, items: Iterable[JSONObject], r
         config = {"remote": wire, "mirrored": {f: desired[f] for f in kind.overridable if f in desired}}
         row = existing.get(remote_name)
         if row is None:
-            with _naming(kind.key, remote_name):
-                created = kind.create(tenant=upstream.tenant, upstream=upstream, config=config, **desired)
-            report.created += 1
-            report.items.append(BulkItem.of(CREATE, created))
+            create = partial(kind.create, tenant=upstream.tenant, upstream=upstream, config=config, **desired)
+            created = _stored(report, kind.key, remote_name, create)
+            if created is not _SKIPPED:
+                report.created += 1
+                report.items.append(BulkItem.of(CREATE, created))
             continue
         mirrored = row.config.get("mirrored", {})
         data = {
@@ -232,9 +243,7 @@ def _mirror_kind(upstream: Upstream, kind: _Kind, items: Iterable[JSONObject], r
         }
         data["config"] = config
         data = {f: value for f, value in data.items() if not _same(getattr(row, f), value)}
-        if data:
-            with _naming(kind.key, remote_name):
-                kind.update(row, data)
+        if data and _stored(report, kind.key, remote_name, partial(kind.update, row, data)) is not _SKIPPED:
             report.updated += 1
             report.items.append(BulkItem.of(CHANGE, row))
     for remote_name, row in existing.items():
@@ -256,17 +265,15 @@ def _mirror_resources(upstream: Upstream, items: Iterable[JSONObject], report: M
         desired = _resource_fields(wire)
         row = existing.get(uri)
         if row is None:
-            with _naming("resources", uri):
-                created = services.resource_create(
-                    tenant=upstream.tenant, upstream=upstream, uri=uri, text="", **desired
-                )
-            report.created += 1
-            report.items.append(BulkItem.of(CREATE, created))
+            create = partial(services.resource_create, tenant=upstream.tenant, upstream=upstream, uri=uri, text="")
+            created = _stored(report, "resources", uri, partial(create, **desired))
+            if created is not _SKIPPED:
+                report.created += 1
+                report.items.append(BulkItem.of(CREATE, created))
             continue
         data = {f: value for f, value in desired.items() if not _same(getattr(row, f), value)}
-        if data:
-            with _naming("resources", uri):
-                services.resource_update(resource=row, data=data)
+        update = partial(services.resource_update, resource=row, data=data)
+        if data and _stored(report, "resources", uri, update) is not _SKIPPED:
             report.updated += 1
             report.items.append(BulkItem.of(CHANGE, row))
     for uri, row in existing.items():
@@ -279,11 +286,11 @@ def _mirror_resources(upstream: Upstream, items: Iterable[JSONObject], report: M
 def mirror_apply(
     *, upstream: Upstream, listing: Listing, actor: Actor = SCHEDULED_REFRESH, operation: str = "upstream refresh"
 ) -> MirrorReport:
-    """Bring the rows mirrored from ``upstream`` in line with ``listing``, all or nothing; what changed is
+    """Bring the rows mirrored from ``upstream`` in line with ``listing``, in one transaction; what changed is
     announced after commit as ``operation`` by ``actor`` (``tenants.bulk_changes``).
 
-    Raises ``ValidationError`` (naming the item) when an item cannot be stored, e.g. its name is taken by another
-    item of the tenant; nothing is changed then.
+    An item that cannot be stored (e.g. its name is taken by another item of the tenant) is skipped, and
+    ``report.skipped`` says which and why; an item stored before stays as it was.
     """
     report = MirrorReport()
     with transaction.atomic():

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.core.exceptions import ValidationError
@@ -20,7 +19,7 @@ from tenants.models import Tenant, Upstream
 from tenants.upstream_connection import UpstreamConnection, UpstreamFailure, UpstreamTarget
 from tenants.upstream_mirror import Listing, MirrorReport, listing_fetch, mirror_apply
 from tenants.upstream_pool import upstream_pool
-from tenants.validation import auth_errors
+from tenants.validation import auth_errors, uri_scheme
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +44,7 @@ def upstream_validate(upstream: Upstream) -> None:
         upstream.full_clean()
     except ValidationError as exc:
         errors.update(exc.message_dict)
-    if urlsplit(upstream.url).scheme not in ("http", "https"):
+    if uri_scheme(upstream.url) not in ("http", "https"):
         errors.setdefault("url", []).append("The URL must start with https:// (or http://).")
     problems = _upstream_auth_errors(upstream.auth)
     if problems:
@@ -161,6 +160,10 @@ async def upstream_refresh(
         await Upstream.objects.filter(pk=upstream_id).aupdate(last_error=message, last_error_at=timezone.now())
         raise
     logger.info("refreshed upstream %s of tenant %s: %s", upstream.name, upstream.tenant.slug, report)
+    if report.skipped:
+        # A refresh nobody asked for (list_changed, the schedule) tells the admin through the upstream's page.
+        skipped = f"{len(report.skipped)} item(s) skipped at the last refresh: {' '.join(report.skipped)}"
+        await Upstream.objects.filter(pk=upstream_id).aupdate(last_error=skipped, last_error_at=timezone.now())
     return report
 
 

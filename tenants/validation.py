@@ -12,7 +12,7 @@ import ipaddress
 import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import jsonschema_rs
 from django.core.exceptions import ValidationError
@@ -43,6 +43,22 @@ KNOWN_DIALECTS = (
     "http://json-schema.org/draft-07/schema",
 )
 ONLY_STATIC_OR_PYTHON = "Templates and prompts are static or Python; the HTTP backend is for tools."
+TOO_DEEP = "It is nested too deeply to check."
+
+
+def split_uri(uri: str) -> SplitResult | None:
+    """``urlsplit(uri)``, or None where it raises (``x://[x]``: brackets that hold no IPv6 address; a bad port is
+    only found when ``.port`` is read)."""
+    try:
+        return urlsplit(uri)
+    except ValueError:
+        return None
+
+
+def uri_scheme(uri: str) -> str:
+    """The scheme of ``uri`` in lower case; empty when it has none or does not parse."""
+    parts = split_uri(uri)
+    return parts.scheme.lower() if parts else ""
 
 
 def _collect(instance: models.Model, checks: Callable[[Errors], None], *, keys_checked: bool = False) -> None:
@@ -58,7 +74,11 @@ def _collect(instance: models.Model, checks: Callable[[Errors], None], *, keys_c
     except ValidationError as exc:
         for field, messages in exc.message_dict.items():
             errors.setdefault(field, []).extend(messages)
-    checks(errors)
+    try:
+        checks(errors)
+    except RecursionError:
+        # Values reach the checks from services, imports and upstreams too, not only the admin's bounded boxes.
+        _add(errors, "__all__", TOO_DEEP)
     if errors:
         raise ValidationError(errors)
 
@@ -76,8 +96,8 @@ def tenant_validate(tenant: Tenant) -> None:
             _add(errors, "allowed_origins", 'Allowed origins must be a list such as ["https://app.example"].')
             return
         for origin in origins:
-            parts = urlsplit(origin)
-            if parts.scheme not in ("http", "https") or not parts.netloc or parts.path or parts.query:
+            parts = split_uri(origin)
+            if not parts or parts.scheme not in ("http", "https") or not parts.netloc or parts.path or parts.query:
                 _add(errors, "allowed_origins", f"{origin!r} is not an origin (scheme://host[:port]).")
         for message in _network_list_errors(tenant.outbound_allowed_networks):
             _add(errors, "outbound_allowed_networks", message)
@@ -124,14 +144,16 @@ def json_schema_errors(schema: Any, *, what: str) -> list[str]:
     # only an invalid schema pays for the pure-Python check, which words the error the way the admin shows it.
     # Only for dialects it bundles: given another "$schema" URI, jsonschema-rs would fetch it over the network.
     # It does not check the "regex" format, which jsonschema does: patterns are compiled here.
-    if (
-        schema.get("$schema", KNOWN_DIALECTS[0]) in KNOWN_DIALECTS
-        and jsonschema_rs.meta.is_valid(schema)
-        and _patterns_compile(schema)
-    ):
-        return problems
     try:
+        if (
+            schema.get("$schema", KNOWN_DIALECTS[0]) in KNOWN_DIALECTS
+            and jsonschema_rs.meta.is_valid(schema)
+            and _patterns_compile(schema)
+        ):
+            return problems
         Draft202012Validator.check_schema(schema)
+    except RecursionError:
+        problems.append(f"{what}: {TOO_DEEP}")
     except SchemaError as exc:
         location = "/".join(str(p) for p in exc.path) or "root"
         problems.append(f"{what} is not a valid JSON Schema (at {location}): {exc.message}")
@@ -232,7 +254,7 @@ def auth_errors(auth: Any) -> list[str]:
         if not isinstance(auth.get("client_id"), str) or not auth["client_id"]:
             problems.append('"auth" (client_credentials) needs "client_id".')
         token_url = auth.get("token_url")
-        if not isinstance(token_url, str) or urlsplit(token_url).scheme not in ("http", "https"):
+        if not isinstance(token_url, str) or uri_scheme(token_url) not in ("http", "https"):
             problems.append('"auth" (client_credentials) needs "token_url": an http(s) URL.')
         if "scope" in auth and not isinstance(auth["scope"], str):
             problems.append('"auth" (client_credentials): "scope" must be a string of space-separated scopes.')
@@ -402,7 +424,10 @@ def resource_validate(resource: Resource) -> None:
     """Raise ``ValidationError`` unless ``resource`` may be stored and served."""
 
     def checks(errors: Errors) -> None:
-        if resource.uri and not urlsplit(resource.uri).scheme:
+        parts = split_uri(resource.uri or "")
+        if parts is None:
+            _add(errors, "uri", f"{resource.uri!r} is not a URI: brackets in its host must hold an IPv6 address.")
+        elif resource.uri and not parts.scheme:
             _add(errors, "uri", "The URI needs a scheme, such as file:// or docs://.")
         if resource.blob is not None:
             try:

@@ -26,6 +26,9 @@ from tenants.admin_scoping import TenantScopedAdmin
 class OAuthClientAdmin(TenantScopedAdmin, ApplicationAdmin):
     """``APPLICATION_ADMIN_CLASS``: every client, with the tenant it is bound to and its scope limit. Tenant admins
     see and register clients bound to their tenants; clients bound to none (self-registered) are platform staff's.
+
+    The client_id is generated and never typed: a URL there would take a client metadata document's id (see
+    ``models``). It is shown, read-only, once the client exists.
     """
 
     tenant_path = "tenant"
@@ -37,8 +40,11 @@ class OAuthClientAdmin(TenantScopedAdmin, ApplicationAdmin):
 
     def get_exclude(self, request: HttpRequest, obj: Any = None) -> Any:
         # Which platform account owns a client, and skipping consent, are platform staff's decisions.
-        excluded = tuple(super().get_exclude(request, obj) or ())
+        excluded = (*(super().get_exclude(request, obj) or ()), *(() if obj else ("client_id",)))
         return excluded if admin_scope(request).everything else (*excluded, "user", "skip_authorization")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return (*super().get_readonly_fields(request, obj), *(("client_id",) if obj else ()))
 
 
 class MachineClientForm(forms.ModelForm):

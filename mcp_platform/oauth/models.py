@@ -5,6 +5,10 @@ register themselves (RFC 7591) or describe themselves (client metadata documents
 they get is still bound to one tenant endpoint. A machine client is a confidential client-credentials client
 an admin registered for one tenant; it acts for itself, within the scopes the admin allowed. A client's logo
 is kept only as an https URL that is safe to put in an ``<img>``.
+
+A URL-shaped client_id (one with a ``:``) is a client metadata document's URL: only an unbound CIMD client may hold
+one, so no client an admin made can stand in for the document's client (the database enforces this). Every other
+client gets a generated id.
 """
 
 from __future__ import annotations
@@ -42,6 +46,11 @@ def safe_logo_uri(uri: object) -> str | None:
     if parts.scheme != "https" or not parts.hostname or "@" in parts.netloc or port == 0:
         return None
     return uri
+
+
+def url_shaped(client_id: str) -> bool:
+    """Whether ``client_id`` looks like a URL (has a scheme separator). Generated ids are letters and digits."""
+    return ":" in client_id
 
 
 def _scheme_and_host(uri: str) -> tuple[str, str | None]:
@@ -88,6 +97,15 @@ class TenantApplication(AbstractApplication):
     class Meta(AbstractApplication.Meta):
         swappable = "OAUTH2_PROVIDER_APPLICATION_MODEL"
         verbose_name = "OAuth client"
+        constraints = [
+            # django-oauth-toolkit looks a client up by its id before it resolves a metadata document: a row of
+            # any other kind holding the document's URL would be used in its place, for every tenant.
+            models.CheckConstraint(
+                condition=~models.Q(client_id__contains=":")
+                | models.Q(registration_source="cimd", tenant__isnull=True),
+                name="url_client_ids_are_unbound_cimd_clients",
+            ),
+        ]
 
     def natural_key(self) -> tuple[str]:
         return (self.client_id,)
@@ -109,8 +127,22 @@ class TenantApplication(AbstractApplication):
         """DOT's checks (each redirect URI parses, uses a scheme of ``get_allowed_schemes``, has no fragment),
         plus: plain http only to a loopback host.
 
+        And: a URL-shaped client_id belongs to an unbound client metadata document client alone.
+
         Raises ``ValidationError`` keyed by field.
         """
+        if url_shaped(self.client_id or ""):
+            if self.registration_source != self.RegistrationSource.CIMD:
+                raise ValidationError(
+                    {"client_id": "A client_id that is a URL names a client metadata document; use a generated id."}
+                )
+            if self.tenant_id is not None:
+                raise ValidationError(
+                    {
+                        "tenant": "A client described by its metadata document serves every workspace; it cannot be "
+                        "bound to one."
+                    }
+                )
         problems: list[str] = []
         for uri in self.redirect_uris.split():
             scheme, host = _scheme_and_host(uri)

@@ -37,7 +37,7 @@ def _scheme_auth(scheme: Any, scopes: list[str], secret: str, client_id: str | N
                 "secret": secret,
                 "type": "client_credentials",
                 "client_id": client_id,
-                "token_url": urljoin(base, flow["tokenUrl"]),
+                "token_url": _joined(base, flow["tokenUrl"]),
             }
             if scopes:
                 auth["scope"] = " ".join(scopes)
@@ -80,3 +80,11 @@ def auth_for(
         return None
     warnings.append(f"{key}: none of its security requirements can be met with one secret; no credentials are sent")
     return None
+
+
+def _joined(base: str, url: str) -> str:
+    """``url`` resolved against ``base``; as written when it does not parse (the tool's checks then refuse it)."""
+    try:
+        return urljoin(base, url)
+    except ValueError:
+        return url

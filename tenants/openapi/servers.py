@@ -15,7 +15,10 @@ _VARIABLE = re.compile(r"\{([^{}]+)\}")
 
 
 def is_web_url(value: str) -> bool:
-    parts = urlsplit(value)
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # brackets that hold no IPv6 address
+        return False
     return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
@@ -48,5 +51,8 @@ def base_url_for(document: OpenApiDocument, item: JSONObject, operation: JSONObj
     if is_web_url(url):
         return url
     if is_web_url(document.location):
-        return urljoin(document.location, url)
+        try:
+            return urljoin(document.location, url)
+        except ValueError:
+            raise OpenApiError(f"the server URL {url!r} does not parse") from None
     raise OpenApiError(f"the server URL {url!r} is relative and the document was not read from a URL: give a base URL")

@@ -1,6 +1,7 @@
 """A seeded corpus of hostile requests against the live platform, both eras on ``/mcp`` and the 2024-11-05
-``/sse`` + ``/messages``: malformed JSON, wrong types, huge numbers, deep nesting, NUL, lone surrogates and control
-characters in every string field and header (``Mcp-Name`` base64 too), bad paths, tenants and methods.
+``/sse`` + ``/messages``: malformed JSON, wrong types, huge numbers, deep nesting (bodies past any parser's limit,
+arguments just under it), NUL, lone surrogates, control characters and URIs whose brackets hold no address in every
+string field and header (``Mcp-Name`` base64 too), bad paths, tenants and methods.
 
 Nothing may answer 5xx or show a traceback, the server logs no traceback, and it keeps serving. Requests are
 written on raw sockets, so headers carry bytes no HTTP client library would send.
@@ -56,7 +57,15 @@ HOSTILE_TEXT = [
     "a" * 5000,
     "",
     " ",
+    # urlsplit raises on these (brackets that hold no IPv6 address; an unclosed one); a bad port only on .port.
+    "x://[x]",
+    "https://[::1",
+    "http://a:99999/",
 ]
+# Nested as deep as JSON encoding here allows; the server decodes about a thousand levels.
+DEEP_VALUE: list[Any] = []
+for _ in range(500):
+    DEEP_VALUE = [DEEP_VALUE]
 HOSTILE_VALUES: list[Any] = [
     None,
     True,
@@ -70,6 +79,7 @@ HOSTILE_VALUES: list[Any] = [
     [[[]]],
     {"": ""},
     "",
+    DEEP_VALUE,
 ]
 METHODS = [
     "initialize",
@@ -200,6 +210,11 @@ MALFORMED_BODIES = [
     b'{"jsonrpc":"2.0","id":1,"method":1}',
     nested(100),
     nested(5000),
+    nested(100_000),
+    b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","arguments":{"name":'
+    + b"[" * 1000
+    + b"]" * 1000
+    + b"}}}",
     b"[" + b",".join([b'{"jsonrpc":"2.0","id":1,"method":"ping"}'] * 200) + b"]",
 ]
 

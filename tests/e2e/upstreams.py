@@ -42,6 +42,8 @@ class UpstreamServer:
     # Refuse the 2026-07-28 era (server/discover), so clients hold a 2025-11-25 session with it.
     handshake_only: bool = False
     port: int = 0
+    # Extra resources it lists, at these URIs (``--resource``).
+    resources: tuple[str, ...] = ()
     process: ManagedProcess | None = None
     starts: int = 0
 
@@ -59,6 +61,8 @@ class UpstreamServer:
         argv += ["--transport", self.transport]
         if self.handshake_only:
             argv.append("--handshake-only")
+        for uri in self.resources:
+            argv += ["--resource", uri]
         self.starts += 1
         self.process = ManagedProcess.start(
             f"upstream-{self.port}-{self.starts}", argv, dict(os.environ), self.directory
@@ -78,9 +82,14 @@ class UpstreamServer:
 
 
 def upstream_server(
-    stack: ExitStack, directory: Path, transport: str = "streamable-http", *, handshake_only: bool = False
+    stack: ExitStack,
+    directory: Path,
+    transport: str = "streamable-http",
+    *,
+    handshake_only: bool = False,
+    resources: tuple[str, ...] = (),
 ) -> UpstreamServer:
-    server = UpstreamServer(directory, transport, handshake_only)
+    server = UpstreamServer(directory, transport, handshake_only, resources=resources)
     server.start()
     stack.callback(server.stop)
     return server

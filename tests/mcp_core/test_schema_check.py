@@ -7,6 +7,7 @@ import socket
 import threading
 from typing import Any
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -151,3 +152,21 @@ def test_output_that_is_not_json_data_is_judged_by_the_python_library() -> None:
 def test_an_invalid_schema_is_reported_as_the_tools() -> None:
     [problem] = errors({"type": "object", "properties": {"x": {"type": "strin"}}}, {"x": 1})
     assert problem.startswith("the tool's schema is invalid: 'strin' is not valid")
+
+
+def test_arguments_as_deep_as_json_decoding_allows_get_an_error_not_a_recursion_error() -> None:
+    # orjson decodes about a thousand levels; a recursive schema walks all of them to explain a rejection.
+    schema = {"type": "object", "properties": {"x": {"$ref": "#/$defs/list"}}, "$defs": {"list": {"type": "array"}}}
+    schema["$defs"]["list"]["items"] = {"$ref": "#/$defs/list"}
+    deep = orjson.loads("[" * 1020 + "1" + "]" * 1020)
+
+    assert errors(schema, {"x": deep}) == ["(root): the value is nested too deeply to check"]
+    assert errors(schema, {"x": orjson.loads("[" * 1020 + "]" * 1020)}) == []
+
+
+def test_a_schema_nested_too_deeply_to_check_is_reported_as_the_tools() -> None:
+    schema = {"type": "object", "properties": {"x": orjson.loads('{"not": ' * 1000 + "{}" + "}" * 1000)}}
+
+    assert errors(schema, {"x": 1}) == [
+        "the tool's schema is invalid: it cannot be read as JSON (Recursion limit reached)"
+    ]

@@ -1,12 +1,11 @@
 """Mirroring an upstream's listing into the catalog: prefixed names, admin overrides kept across refreshes,
-exclusions, vanished items removed, and a refusal that names the item and changes nothing."""
+exclusions, vanished items removed, and an item that cannot be stored skipped, saying why, with the rest mirrored."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from django.core.exceptions import ValidationError
 
 from tenants import services
 from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tenant, Tool, Upstream
@@ -98,17 +97,27 @@ def test_vanished_and_excluded_items_are_removed(upstream: Upstream) -> None:
     assert not Prompt.objects.exists() and not Resource.objects.exists()
 
 
-def test_a_name_taken_by_a_local_tool_is_refused_naming_the_item_and_nothing_changes(
+def test_a_name_taken_by_a_local_tool_is_skipped_naming_the_item_and_the_rest_is_mirrored(
     upstream: Upstream, tenant: Tenant
 ) -> None:
     services.tool_create(tenant=tenant, name="up_weather", config={"content": []})
 
-    with pytest.raises(ValidationError) as refused:
-        mirror_apply(upstream=upstream, listing=listing())
+    report = mirror_apply(upstream=upstream, listing=listing())
 
-    assert "tool 'weather'" in " ".join(refused.value.messages)
-    assert list(Tool.objects.values_list("name", flat=True)) == ["up_weather"]
-    assert not Prompt.objects.exists()
+    assert len(report.skipped) == 1 and "tool 'weather' cannot be added" in report.skipped[0]
+    assert "1 skipped (The upstream's tool 'weather' cannot be added: " in str(report)
+    assert sorted(Tool.objects.values_list("name", flat=True)) == ["up_echo", "up_weather"]
+    assert Tool.objects.get(name="up_weather").upstream is None
+    assert Prompt.objects.filter(name="up_greet").exists()
+
+
+def test_a_resource_whose_uri_does_not_parse_is_skipped(upstream: Upstream) -> None:
+    odd = {"uri": "x://[x]", "name": "odd"}
+
+    report = mirror_apply(upstream=upstream, listing=listing(resources=[*listing().resources, odd]))
+
+    assert report.created == 5 and len(report.skipped) == 1 and "resource 'x://[x]'" in report.skipped[0]
+    assert list(Resource.objects.values_list("uri", flat=True)) == ["notes://readme"]
 
 
 def test_upstream_names_are_made_to_fit_the_catalogs_alphabet() -> None:

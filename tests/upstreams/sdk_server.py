@@ -1,5 +1,6 @@
 """An upstream MCP server for the federation tests, built on the official SDK's ``MCPServer`` and run as a process:
-``python -m tests.upstreams.sdk_server --port N [--transport streamable-http|sse] [--name X] [--handshake-only]``.
+``python -m tests.upstreams.sdk_server --port N [--transport streamable-http|sse] [--name X] [--handshake-only]
+[--resource URI ...]``.
 
 ``--handshake-only`` answers ``server/discover`` with -32601, as a server of the handshake era does: clients fall
 back to ``initialize`` (2025-11-25), and the server's questions become server-to-client requests in the session.
@@ -55,8 +56,10 @@ def ask_for_roots() -> ListRoots:
     return ListRoots()
 
 
-def build(name: str) -> MCPServer:
+def build(name: str, extra_resources: list[str] | tuple[str, ...] = ()) -> MCPServer:
     server = MCPServer(name, instructions="Federation test upstream")
+    for uri in extra_resources:  # listed as given, even a URI that does not parse (hostile upstreams)
+        server.resource(uri, name=f"extra{len(uri)}", description="An extra resource.")(lambda: "extra")
 
     @server.tool(description="Say the text back.")
     def echo(text: str) -> str:
@@ -203,8 +206,9 @@ def main() -> None:
     parser.add_argument("--transport", default="streamable-http", choices=["streamable-http", "sse"])
     parser.add_argument("--name", default="federation-upstream")
     parser.add_argument("--handshake-only", action="store_true")
+    parser.add_argument("--resource", action="append", default=[], help="Also list a resource at this URI.")
     options = parser.parse_args()
-    server = build(options.name)
+    server = build(options.name, options.resource)
     app = server.sse_app() if options.transport == "sse" else server.streamable_http_app()
     if options.handshake_only:
         app = handshake_only(app)

@@ -275,3 +275,35 @@ def test_openapi_30_nullable_without_a_type_allows_null_or_the_rest() -> None:
     assert used == {"Owner"}
     validator = Draft202012Validator({**schema, "$defs": translator.defs(used, where="x")})
     assert validator.is_valid(None) and validator.is_valid({}) and not validator.is_valid(3)
+
+
+def test_a_server_url_whose_brackets_hold_no_address_skips_its_operations_saying_why() -> None:
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "https://[x]/v1"}],
+        "paths": {"/a": {"get": {"responses": {"200": {"description": "ok"}}}}},
+    }
+    parsed = document_parse(json.dumps(document).encode(), location="https://docs.example/openapi.json")
+
+    translation = document_translate(parsed, ImportOptions())
+
+    assert translation.tools == []
+    assert dict(translation.skipped)["GET /a"] == "the server URL 'https://[x]/v1' does not parse"
+
+
+def test_a_token_url_whose_brackets_hold_no_address_is_kept_as_written_for_the_tool_checks_to_refuse() -> None:
+    flows = {"clientCredentials": {"tokenUrl": "https://[x]/token", "scopes": {}}}
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "https://api.example"}],
+        "components": {"securitySchemes": {"cc": {"type": "oauth2", "flows": flows}}},
+        "security": [{"cc": []}],
+        "paths": {"/a": {"get": {"responses": {"200": {"description": "ok"}}}}},
+    }
+    parsed = document_parse(json.dumps(document).encode(), location="https://docs.example/openapi.json")
+
+    translation = document_translate(parsed, ImportOptions(secret_name="api", client_id="me"))
+
+    assert translation.tools[0].fields["config"]["auth"]["token_url"] == "https://[x]/token"
