@@ -2,7 +2,8 @@
 
 It checks credentials as a real API would (bearer, API key in a header or the query, basic, OAuth client
 credentials with tokens it issued), echoes what it received, and misbehaves on request (status codes, big bodies,
-silence, redirects). ``start_rest_api`` runs it; the credentials it accepts are the constants below.
+silence, a body that drips, redirects). ``start_rest_api`` runs it; the credentials it accepts are the constants
+below.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import sys
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 BEARER_TOKEN = "bearer-token-5f1c9a2e"
@@ -117,6 +119,19 @@ async def silent(request: Request) -> Response:
     raise AssertionError("unreachable")
 
 
+async def drip(request: Request) -> Response:
+    # A slow API (or an endless event stream): one byte every ``every`` seconds, never ending. Each read of it
+    # returns within a read timeout; only a deadline on the whole call ends it.
+    every = float(request.query_params.get("every", "2"))
+
+    async def bytes_slowly() -> Any:
+        while True:
+            yield b"."
+            await anyio.sleep(every)
+
+    return StreamingResponse(bytes_slowly(), media_type=request.query_params.get("type", "text/plain"))
+
+
 async def echo_authorization(request: Request) -> Response:
     # A careless API that repeats the credential it was sent.
     return PlainTextResponse(f"you sent: {request.headers.get('authorization')} / {request.headers.get('x-api-key')}")
@@ -145,6 +160,7 @@ app = Starlette(
         Route("/status/{code}", status),
         Route("/big", big),
         Route("/silent", silent),
+        Route("/drip", drip, methods=["GET", "POST"]),
         Route("/echo-authorization", echo_authorization),
         Route("/redirect", redirect),
         Route("/image", image),
