@@ -489,6 +489,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         await self._open(stream_id, after)
         await send_chunk(self.send, sse.comment("resumed"))
         self._following_post = True
+        await sessions.post_stream_follow(session_id=self.session.id, stream_id=stream_id)
         if await self._catch_up():
             return
         await self._pump(self._inbox)
@@ -567,6 +568,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
     async def _idle(self) -> None:
         await send_chunk(self.send, sse.comment())
         if self._following_post:
+            await sessions.post_stream_follow(session_id=self.session.id, stream_id=self._stream_id)
             await self._catch_up()
         elif not await sessions.standalone_stream_renew(session_id=self.session.id, stream_id=self._stream_id):
             # The session ended (a lost signal), or another GET stream took over after this one's lease lapsed.
