@@ -127,10 +127,10 @@ class PostStream:
                 self._dropped += 1
 
     async def _room_for_notification(self) -> bool:
-        if self._notifications >= platform_settings.STREAM_MAX_NOTIFICATIONS:
+        if self._session_full or self._notifications >= platform_settings.STREAM_MAX_NOTIFICATIONS:
             return False
         # The session's stored events are counted now and then (not per event): the session bound may be passed
-        # by at most that many events per stream open at once.
+        # by at most that many events per stream open at once. A full session stays full (events only expire).
         if self._notifications % SESSION_COUNT_EVERY == 0:
             stored = await session_stream_event_count(session_id=self._session_id)
             self._session_full = stored >= platform_settings.SESSION_MAX_STREAM_EVENTS
