@@ -3,8 +3,9 @@
 import os
 
 from celery import Celery
-from celery.signals import beat_embedded_init
+from celery.signals import beat_embedded_init, worker_init
 
+from mcp_platform.jobs.capacity import remember_worker_concurrency
 from mcp_platform.processes import beat_ends_with_worker
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcp_platform.settings")
@@ -15,3 +16,5 @@ app.autodiscover_tasks()
 
 # ``celery worker --beat`` runs beat as a child process: it must not outlive a worker killed with SIGKILL.
 beat_embedded_init.connect(beat_ends_with_worker)
+# The default number of one tenant's runs at once is half the worker's concurrency (``jobs.capacity``).
+worker_init.connect(remember_worker_concurrency)

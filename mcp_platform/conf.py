@@ -66,6 +66,16 @@ DEFAULTS: dict[str, Any] = {
     "TASK_MAX_ACTIVE_PER_PRINCIPAL": 64,
     "TASK_MAX_ACTIVE_PER_TENANT": 1000,
     "TASK_LEASE_SECONDS": 30,
+    # How many of one tenant's tasks run at once, over all workers (0: half the claiming worker's concurrency, at
+    # least 1); a start past it stays queued (still working) and is tried again, so no tenant holds every worker.
+    "TASK_MAX_RUNNING_PER_TENANT": 0,
+    # Handshake-era POST streams: the notifications one request stream stores (and sends), and the events one
+    # session stores over all its streams; past them progress is coalesced (the latest kept) and logs dropped (one
+    # "N dropped" message), never a result or a server-to-client request. A request whose client left and did not
+    # resume its stream within STREAM_RESUME_GRACE seconds is cancelled.
+    "STREAM_MAX_NOTIFICATIONS": 1000,
+    "SESSION_MAX_STREAM_EVENTS": 10_000,
+    "STREAM_RESUME_GRACE": 30.0,
     # Server name and version reported in serverInfo.
     "SERVER_NAME": "mcp-platform",
     "SERVER_VERSION": "0.1.0",
@@ -154,6 +164,10 @@ class PlatformSettings:
     TASK_MAX_ACTIVE_PER_PRINCIPAL: int
     TASK_MAX_ACTIVE_PER_TENANT: int
     TASK_LEASE_SECONDS: int
+    TASK_MAX_RUNNING_PER_TENANT: int
+    STREAM_MAX_NOTIFICATIONS: int
+    SESSION_MAX_STREAM_EVENTS: int
+    STREAM_RESUME_GRACE: float
     SERVER_NAME: str
     SERVER_VERSION: str
     TRUSTED_PROXIES: list[str]
@@ -230,6 +244,8 @@ POSITIVE_INTEGERS = (
     "TASK_MAX_ACTIVE_PER_PRINCIPAL",
     "TASK_MAX_ACTIVE_PER_TENANT",
     "TASK_LEASE_SECONDS",
+    "STREAM_MAX_NOTIFICATIONS",
+    "SESSION_MAX_STREAM_EVENTS",
     "DCR_PER_ADDRESS_PER_HOUR",
     "DCR_PER_NETWORK_PER_HOUR",
     "DCR_PLATFORM_PER_HOUR",
@@ -283,6 +299,16 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
         value = getattr(loaded, name)
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             errors.append(Error(f"MCP_PLATFORM[{name!r}] must be an integer > 0.", id="mcp_platform.E008"))
+    running = loaded.TASK_MAX_RUNNING_PER_TENANT
+    if isinstance(running, bool) or not isinstance(running, int) or running < 0:
+        errors.append(
+            Error("MCP_PLATFORM['TASK_MAX_RUNNING_PER_TENANT'] must be an integer >= 0.", id="mcp_platform.E008")
+        )
+    grace = loaded.STREAM_RESUME_GRACE
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not 0 < grace <= 3600:
+        errors.append(
+            Error("MCP_PLATFORM['STREAM_RESUME_GRACE'] must be between 0 and 3600 seconds.", id="mcp_platform.E031")
+        )
     if loaded.TASK_DEFAULT_TTL_MS > loaded.TASK_MAX_TTL_MS:
         errors.append(
             Error("MCP_PLATFORM['TASK_DEFAULT_TTL_MS'] must not exceed TASK_MAX_TTL_MS.", id="mcp_platform.E010")

@@ -12,6 +12,7 @@ import ipaddress
 import json
 import ssl
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,6 +32,8 @@ class Reply:
     body: bytes
     status: int = 200
     headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "application/json"})
+    # Seconds between bytes of the body (0: all at once): a server that drips its answer.
+    drip: float = 0.0
 
 
 def _name(common_name: str) -> x509.Name:
@@ -105,7 +108,16 @@ class DocumentServer:
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(reply.body)))
                 self.end_headers()
-                self.wfile.write(reply.body)
+                if not reply.drip:
+                    self.wfile.write(reply.body)
+                    return
+                for index in range(len(reply.body)):
+                    try:
+                        self.wfile.write(reply.body[index : index + 1])
+                        self.wfile.flush()
+                    except OSError:
+                        return  # the client gave up
+                    time.sleep(reply.drip)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

@@ -2,7 +2,8 @@
 
 It checks credentials as a real API would (bearer, API key in a header or the query, basic, OAuth client
 credentials with tokens it issued), echoes what it received, and misbehaves on request (status codes, big bodies,
-silence, redirects). ``start_rest_api`` runs it; the credentials it accepts are the constants below.
+silence, a body that drips, redirects). ``start_rest_api`` runs it; the credentials it accepts are the constants
+below.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import sys
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 import anyio
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 BEARER_TOKEN = "bearer-token-5f1c9a2e"
@@ -121,6 +123,51 @@ async def silent(request: Request) -> Response:
     raise AssertionError("unreachable")
 
 
+# Open drips per ``key``: how many are being sent now, the most at once, how many ended; and who waits for a change.
+_drips: dict[str, dict[str, int]] = {}
+_drip_waiters: list[anyio.Event] = []
+
+
+def _drip_changed() -> None:
+    while _drip_waiters:
+        _drip_waiters.pop().set()
+
+
+async def drip(request: Request) -> Response:
+    # A slow API (or an endless event stream): one byte every ``every`` seconds, ``n`` of them (never ending when
+    # unset). Each read of it returns within a read timeout; only a deadline on the whole call ends it.
+    every = float(request.query_params.get("every", "2"))
+    count = int(request.query_params.get("n", "0")) or None
+    stats = _drips.setdefault(request.query_params.get("key", ""), {"open": 0, "peak": 0, "done": 0})
+
+    async def bytes_slowly() -> Any:
+        stats["open"] += 1
+        stats["peak"] = max(stats["peak"], stats["open"])
+        _drip_changed()
+        try:
+            sent = 0
+            while count is None or sent < count:
+                yield b"."
+                sent += 1
+                await anyio.sleep(every)
+            stats["done"] += 1
+        finally:
+            stats["open"] -= 1
+            _drip_changed()
+
+    return StreamingResponse(bytes_slowly(), media_type=request.query_params.get("type", "text/plain"))
+
+
+async def drip_stats(request: Request) -> Response:
+    """The drips of ``key``; with ``open_at_least``, once that many are open."""
+    stats = _drips.setdefault(request.query_params.get("key", ""), {"open": 0, "peak": 0, "done": 0})
+    while stats["open"] < int(request.query_params.get("open_at_least", "0")):
+        changed = anyio.Event()
+        _drip_waiters.append(changed)
+        await changed.wait()
+    return JSONResponse(stats)
+
+
 async def echo_authorization(request: Request) -> Response:
     # A careless API that repeats the credential it was sent.
     return PlainTextResponse(f"you sent: {request.headers.get('authorization')} / {request.headers.get('x-api-key')}")
@@ -170,6 +217,8 @@ app = Starlette(
         Route("/status/{code}", status),
         Route("/big", big),
         Route("/silent", silent),
+        Route("/drip", drip, methods=["GET", "POST"]),
+        Route("/drip/stats", drip_stats),
         Route("/echo-authorization", echo_authorization),
         Route("/redirect", redirect),
         Route("/reflect/{shape}/{code:int}", reflect, methods=["GET", "POST"]),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -201,6 +202,8 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
     _sse_open = False
     # GET: following a POST stream (resumed), not holding the session's standalone stream.
     _following_post = False
+    # When this resumed stream last told the stream's runner that it is followed (monotonic seconds).
+    _marked_following = float("-inf")
 
     async def http_request(self, message: dict[str, Any]) -> None:
         # The gateway middleware hands the whole (bounded) body over in this one message.
@@ -515,6 +518,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         await self._open(stream_id, after)
         await send_chunk(self.send, sse.comment("resumed"))
         self._following_post = True
+        await self._mark_following()
         if await self._catch_up():
             return
         await self._pump(self._inbox)
@@ -548,6 +552,14 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
             await self._close_stream()
             return True
         return False
+
+    async def _mark_following(self) -> None:
+        """Tell the process running the resumed stream's requests that a client still follows them (at most once a
+        keep-alive: a busy stream never idles)."""
+        now = time.monotonic()
+        if now - self._marked_following >= platform_settings.SSE_KEEPALIVE:
+            self._marked_following = now
+            await sessions.post_stream_follow(session_id=self.session.id, stream_id=self._stream_id)
 
     async def _close_stream(self) -> None:
         if not self._closed:
@@ -593,6 +605,7 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
     async def _idle(self) -> None:
         await send_chunk(self.send, sse.comment())
         if self._following_post:
+            await self._mark_following()
             await self._catch_up()
         elif not await sessions.standalone_stream_renew(session_id=self.session.id, stream_id=self._stream_id):
             # The session ended (a lost signal), or another GET stream took over after this one's lease lapsed.
@@ -616,4 +629,5 @@ class McpConsumer(SessionStreamMixin, GatewayConsumer):
         if message.get("kind") == "closed":
             await self._close_stream()
         elif "seq" in message:
+            await self._mark_following()
             await self._write_stored(int(message["seq"]), message["payload"], bool(message.get("final")))

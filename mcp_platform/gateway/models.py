@@ -46,6 +46,9 @@ class StreamEvent(models.Model):
     # Only on a POST stream's opening event (seq 0): when the process running its requests last proved alive (a
     # lease renewed with each keep-alive); NULL once a resumer found it lapsed and ended the stream in its place.
     run_seen_at = models.DateTimeField(null=True, blank=True)
+    # Only on a POST stream's opening event: when a client resuming the stream (GET with Last-Event-ID) last proved
+    # alive. A request whose own connection closed and that nobody follows within the grace is cancelled.
+    followed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

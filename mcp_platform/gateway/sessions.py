@@ -242,6 +242,26 @@ async def post_stream_renew(*, session_id: str, stream_id: str) -> bool:
     return renewed == 1
 
 
+async def post_stream_follow(*, session_id: str, stream_id: str) -> None:
+    """A client follows the POST stream (resumed it): its requests still have someone to answer."""
+    await StreamEvent.objects.filter(session_id=session_id, stream_id=stream_id, seq=0).aupdate(
+        followed_at=timezone.now()
+    )
+
+
+async def post_stream_followed(*, session_id: str, stream_id: str, within: float) -> bool:
+    """Whether a resuming client followed the stream in the last ``within`` seconds."""
+    since = timezone.now() - timedelta(seconds=within)
+    return await StreamEvent.objects.filter(
+        session_id=session_id, stream_id=stream_id, seq=0, followed_at__gte=since
+    ).aexists()
+
+
+async def session_stream_event_count(*, session_id: str) -> int:
+    """How many events the session's streams store."""
+    return await StreamEvent.objects.filter(session_id=session_id).acount()
+
+
 def _answered_ids(events: list[StreamEvent]) -> set[tuple[str, str | int]]:
     answered: set[tuple[str, str | int]] = set()
     for event in events:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import secrets
+import time
 from typing import Any, Protocol
 
 from mcp_core import jsonrpc, sse
@@ -23,10 +25,22 @@ from mcp_platform.gateway import groups
 from mcp_platform.gateway.control import request_key, session_control
 from mcp_platform.gateway.mailbox import mailbox, send_to_group
 from mcp_platform.gateway.responses import Headers, Send, send_chunk, send_empty, send_json, start_sse, wire_error
-from mcp_platform.gateway.sessions import new_token, post_stream_open, post_stream_renew, stream_event_append
+from mcp_platform.gateway.sessions import (
+    new_token,
+    post_stream_followed,
+    post_stream_open,
+    post_stream_renew,
+    session_stream_event_count,
+    stream_event_append,
+)
 from mcp_platform.observe.calls import CallInfo, observed_call
 
 logger = logging.getLogger(__name__)
+
+PROGRESS = "notifications/progress"
+LOG_MESSAGE = "notifications/message"
+# How many notifications a stream stores between two counts of its session's stored events.
+SESSION_COUNT_EVERY = 100
 
 # Runs detached from their HTTP response are kept referenced here until they finish (routing, not state).
 _running: set[asyncio.Task[Any]] = set()
@@ -34,6 +48,8 @@ _running: set[asyncio.Task[Any]] = set()
 
 class Sink(Protocol):
     async def message(self, payload: bytes) -> None: ...
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None: ...
 
     async def response(self, payload: bytes | None) -> None: ...
 
@@ -72,6 +88,14 @@ class PostStream:
         self._keepalive: asyncio.Task[None] | None = None
         self._runs: set[asyncio.Task[Any]] = set()
         self.done = asyncio.Event()
+        # The bounds on what the stream stores (``STREAM_MAX_NOTIFICATIONS``, ``SESSION_MAX_STREAM_EVENTS``): the
+        # notifications stored so far, whether the session was full when last counted, the latest progress held
+        # back per token, and how many other notifications were dropped.
+        self._notifications = 0
+        self._session_full = False
+        self._held_progress: dict[str, bytes] = {}
+        self._dropped = 0
+        self._detached_at: float | None = None
 
     def adopt(self, run: asyncio.Task[Any]) -> None:
         """A run answering on this stream: cancelled if the stream is ended in this process's place."""
@@ -79,8 +103,53 @@ class PostStream:
         run.add_done_callback(self._runs.discard)
 
     def detach(self) -> None:
-        """The client went away: keep storing events for a resumption, stop writing to the socket."""
+        """The client went away: keep storing events for a resumption, stop writing to the socket. Unless a client
+        resumes the stream within ``STREAM_RESUME_GRACE``, its requests are cancelled (``_keep_alive``)."""
         self._attached = False
+        if self._detached_at is None:
+            self._detached_at = time.monotonic()
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        """A notification of a running request: stored and sent while the bounds allow; past them progress is held
+        back (the latest per token, written before the last response) and anything else dropped and counted."""
+        async with self._lock:
+            if self._mode == "done":
+                return
+            if self._mode == "json":
+                await self._open_sse()
+            payload = jsonrpc.encode_notification(method, params)
+            if await self._room_for_notification():
+                self._notifications += 1
+                await self._event(payload, final=False)
+            elif method == PROGRESS:
+                self._held_progress[json.dumps(params.get("progressToken"))] = payload
+            else:
+                self._dropped += 1
+
+    async def _room_for_notification(self) -> bool:
+        if self._session_full or self._notifications >= platform_settings.STREAM_MAX_NOTIFICATIONS:
+            return False
+        # The session's stored events are counted now and then (not per event): the session bound may be passed
+        # by at most that many events per stream open at once. A full session stays full (events only expire).
+        if self._notifications % SESSION_COUNT_EVERY == 0:
+            stored = await session_stream_event_count(session_id=self._session_id)
+            self._session_full = stored >= platform_settings.SESSION_MAX_STREAM_EVENTS
+        return not self._session_full
+
+    async def _write_held_back(self) -> None:
+        """Before the last response: the latest progress held back, and one log message saying what was dropped."""
+        for payload in self._held_progress.values():
+            await self._event(payload, final=False)
+        self._held_progress.clear()
+        if self._dropped:
+            text = (
+                f"{self._dropped} notifications of this request were dropped: a request stream keeps at most "
+                f"{platform_settings.STREAM_MAX_NOTIFICATIONS} (and a session "
+                f"{platform_settings.SESSION_MAX_STREAM_EVENTS} events)"
+            )
+            params = {"level": "warning", "logger": "mcp-platform", "data": text}
+            await self._event(jsonrpc.encode_notification(LOG_MESSAGE, params), final=False)
+            self._dropped = 0
 
     async def message(self, payload: bytes) -> None:
         async with self._lock:
@@ -103,6 +172,8 @@ class PostStream:
                 if last:
                     await self._finish_json()
                 return
+            if last:
+                await self._write_held_back()
             if payload is not None or last:
                 # A last request that was cancelled still stores the stream's end (an empty event, never sent),
                 # so a resumer stops there instead of waiting for the lease to lapse.
@@ -194,6 +265,27 @@ class PostStream:
                     return
                 if self._attached:
                     await send_chunk(self._send, sse.comment())
+                elif await self._abandoned():
+                    self._abandon()
+
+    async def _abandoned(self) -> bool:
+        """The client left and nobody resumed the stream within the grace: its requests have no one to answer."""
+        grace = platform_settings.STREAM_RESUME_GRACE
+        if self._detached_at is None or time.monotonic() - self._detached_at < grace:
+            return False
+        try:
+            followed = await post_stream_followed(session_id=self._session_id, stream_id=self._stream_id, within=grace)
+        except Exception:
+            logger.warning("could not tell whether stream %s is followed", self._stream_id, exc_info=True)
+            return False
+        return not followed
+
+    def _abandon(self) -> None:
+        """Cancel the requests (an upstream call hears notifications/cancelled); their end is stored as usual."""
+        if self._runs:
+            logger.info("stream %s: the client left and did not resume; cancelling its requests", self._stream_id)
+        for run in list(self._runs):
+            run.cancel()
 
     async def _lost(self) -> None:
         """A resumer found the lease lapsed and answered the requests in this process's place: stop them."""
@@ -217,6 +309,9 @@ class SessionSink:
     async def message(self, payload: bytes) -> None:
         await send_to_group(self._group, {"kind": "message", "payload": payload.decode()})
 
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self.message(jsonrpc.encode_notification(method, params))
+
     async def response(self, payload: bytes | None) -> None:
         if payload is not None:
             await self.message(payload)
@@ -234,7 +329,7 @@ class SinkOutbound:
         self._session_id = session_id
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
-        await self._sink.message(jsonrpc.encode_notification(method, params))
+        await self._sink.notify(method, params)
 
     async def release(self) -> None:
         await self._sink.release()

@@ -28,7 +28,7 @@ from mcp_platform.conf import platform_settings
 from mcp_platform.gateway import groups
 from mcp_platform.gateway.identity import server_identity
 from mcp_platform.gateway.mailbox import mailbox, send_to_group
-from mcp_platform.jobs import services
+from mcp_platform.jobs import capacity, services
 from mcp_platform.jobs.models import ToolRun
 from mcp_platform.jobs.progress import ProgressRecorder
 from mcp_platform.jobs.services import Claim
@@ -161,8 +161,10 @@ async def _run_call(run: ToolRun) -> TaskOutcome | None:
 
 async def tool_run_execute(*, tenant_id: int, run_id: str, generation: int) -> Claim | None:
     """Run start ``generation`` of the run and store its outcome; the refusal when it is not ours to run
-    (``Claim.STALE``, ``Claim.BUSY``: nothing to do)."""
-    claimed = await sync_to_async(services.tool_run_claim)(tenant_id=tenant_id, run_id=run_id, generation=generation)
+    (``Claim.STALE``, ``Claim.BUSY``: nothing to do; ``Claim.WAIT``: the tenant runs as many as it may, try again)."""
+    claimed = await sync_to_async(services.tool_run_claim)(
+        tenant_id=tenant_id, run_id=run_id, generation=generation, running_limit=capacity.running_limit()
+    )
     if isinstance(claimed, Claim):
         return claimed
     outcome = await _run_call(claimed)

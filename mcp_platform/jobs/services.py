@@ -227,6 +227,8 @@ class Claim(enum.Enum):
     # A worker claimed this start already (a duplicate or redelivered message): it runs it, or, once its lease
     # lapses, the sweep starts the run anew.
     BUSY = "busy"
+    # The tenant already has as many runs holding a lease as it may: the start stays queued, to be tried again.
+    WAIT = "wait"
 
 
 # How often a run is started anew after the worker running it stopped renewing its lease, before it fails: a
@@ -248,16 +250,31 @@ def _locked_start(tenant_id: int, run_id: str, generation: int) -> QuerySet[Tool
     return _this_start(tenant_id, run_id, generation).select_for_update(of=("self",))
 
 
-def tool_run_claim(*, tenant_id: int, run_id: str, generation: int) -> ToolRun | Claim:
+def tool_run_claim(
+    *, tenant_id: int, run_id: str, generation: int, running_limit: int | None = None
+) -> ToolRun | Claim:
     """Take the lease on start ``generation`` of a working run. Each start is claimed once: a duplicate or
-    redelivered message finds it claimed (a lapsed lease is the sweep's to act on, with a new start)."""
+    redelivered message finds it claimed (a lapsed lease is the sweep's to act on, with a new start).
+
+    With ``running_limit``, at most that many of the tenant's runs hold a lease at once (over all workers: a dead
+    worker's lease lapses, and its run stops counting); past it the start stays queued (``Claim.WAIT``), its
+    queueing time renewed so the sweep leaves it to the caller's next try."""
     with transaction.atomic():
+        if running_limit is not None:
+            # Serialises the count and the claim of one tenant's runs (creation takes the same lock first).
+            Tenant.objects.select_for_update().filter(pk=tenant_id).first()
         run = _locked_start(tenant_id, run_id, generation).select_related("tenant").first()
         if run is None:
             return Claim.STALE
         now = timezone.now()
         if run.lease_until is not None:
             return Claim.BUSY
+        if running_limit is not None:
+            running = ToolRun.objects.filter(tenant_id=tenant_id, status=ToolRun.Status.WORKING, lease_until__gt=now)
+            if running.count() >= running_limit:
+                run.scheduled_at = now
+                run.save(update_fields=["scheduled_at"])
+                return Claim.WAIT
         run.lease_until = now + _lease()
         run.attempts += 1
         run.save(update_fields=["lease_until", "attempts", "updated_at"])

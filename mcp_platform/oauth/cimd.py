@@ -7,19 +7,24 @@ when its Cache-Control lifetime (bounded by ``CIMD_METADATA_MIN/MAX_AGE_SECONDS`
 - the fetch, under the outbound door's address policy (``mcp_platform.outbound``): only to globally routable
   addresses unless ``OUTBOUND_ALLOWED_NETWORKS`` or ``CIMD_ALLOWED_NETWORKS`` names the network (loopback for
   tests and local development), always to the address that was checked (no second DNS lookup to rebind), https
-  only, no redirects, bounded time and size, optional extra CA (``CIMD_CA_BUNDLE``). It stays a blocking fetch
-  (DOT calls it from a synchronous view), so it uses the door's policy functions rather than its async client;
+  only, no redirects, one deadline for the whole fetch (however slowly the server sends), bounded size, optional
+  extra CA (``CIMD_CA_BUNDLE``). It stays a blocking fetch (DOT calls it from a synchronous view), so it uses the
+  door's policy functions rather than its async client;
 - the document must also pass what dynamic registration accepts (grant types, redirect URIs, name);
 - first sights count against the same per-address hourly limit as registrations.
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import ssl
+import threading
 import time
 from typing import Any
 
 import urllib3
+import urllib3.connection
 from oauth2_provider.cimd import CIMDError, SafeMetadataFetcher, _validate_client_id_url
 from oauth2_provider.settings import oauth2_settings
 
@@ -50,6 +55,40 @@ def _tls_context() -> ssl.SSLContext:
     return context
 
 
+class _RememberedSocketConnection(urllib3.connection.HTTPSConnection):
+    """Keeps its socket at hand: http.client lets go of it once a response that ends with the connection began."""
+
+    opened_sock: Any = None
+
+    def connect(self) -> None:
+        super().connect()
+        self.opened_sock = self.sock
+
+
+class _DeadlinePool(urllib3.HTTPSConnectionPool):
+    """A connection pool whose connections can all be shut from another thread (the fetch's deadline)."""
+
+    ConnectionCls = _RememberedSocketConnection
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._opened: list[Any] = []
+        self.was_shut = False
+
+    def _new_conn(self) -> Any:
+        connection = super()._new_conn()
+        self._opened.append(connection)
+        return connection
+
+    def shut(self) -> None:
+        self.was_shut = True
+        for connection in self._opened:
+            sock = getattr(connection, "opened_sock", None)
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+
 class PlatformMetadataFetcher(SafeMetadataFetcher):
     """``CIMD_METADATA_FETCHER``: DOT's document checks (status, JSON type, size, Cache-Control) on our fetch."""
 
@@ -61,14 +100,15 @@ class PlatformMetadataFetcher(SafeMetadataFetcher):
         headers = {"Host": parsed.netloc, "Accept": "application/json"}
         context = _tls_context()
         # One deadline for all addresses: a host with many addresses must not hold the worker many times over.
-        deadline = time.monotonic() + oauth2_settings.CIMD_FETCH_TIMEOUT_SECONDS
+        timeout = oauth2_settings.CIMD_FETCH_TIMEOUT_SECONDS
+        deadline = time.monotonic() + timeout
         failure: Exception | None = None
         for address in addresses:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
             # Connect to the checked address; TLS (SNI, certificate) and Host still name the URL's host.
-            pool = urllib3.HTTPSConnectionPool(
+            pool = _DeadlinePool(
                 host=address,
                 port=port,
                 timeout=urllib3.Timeout(connect=remaining, read=remaining, total=remaining),
@@ -77,16 +117,26 @@ class PlatformMetadataFetcher(SafeMetadataFetcher):
                 ssl_context=context,
                 server_hostname=parsed.hostname,
             )
+            # urllib3's timeouts bound each read: a server dripping a byte now and then would outlast them all. At
+            # the deadline the connection is shut, which ends whatever read is waiting.
+            watchdog = threading.Timer(remaining, pool.shut)
+            watchdog.daemon = True
+            watchdog.start()
             try:
                 response = pool.urlopen("GET", path, headers=headers, redirect=False, preload_content=False)
                 try:
                     document, max_age = self._read_document(response)
                 finally:
                     response.release_conn()
-            except urllib3.exceptions.HTTPError as exc:
+            except (urllib3.exceptions.HTTPError, CIMDError) as exc:
+                if pool.was_shut:
+                    raise CIMDError(f"could not fetch client_id document within {timeout:g} s") from None
+                if isinstance(exc, CIMDError):
+                    raise
                 failure = exc
                 continue
             finally:
+                watchdog.cancel()
                 pool.close()
             problem = metadata_problem(document)
             if problem:

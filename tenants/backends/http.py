@@ -10,6 +10,7 @@ import re
 import time
 from typing import Any
 
+import anyio
 import httpx
 from uritemplate import URITemplate
 
@@ -257,11 +258,28 @@ def _result(response: httpx.Response, body: bytes, cut: bool, redactor: SecretRe
 async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JSONObject:
     """Make the tool's request and return its result. Raises ``ToolError`` (an isError result) when the request
     cannot be made: arguments that would leave the URL's origin or cannot be a header, a refused address, a
-    timeout, a missing secret or one that cannot be sent, a failed connection."""
+    timeout, a missing secret or one that cannot be sent, a failed connection.
+
+    The tool's timeout bounds the whole call (token fetch, connection, redirects, the full body), not each read:
+    an API that drips a byte now and then (or an endless event stream) must not hold a worker for ever."""
     config = tool.config
     method, url, params, headers = build_request(config, arguments)
-    has_body, body = _body(config, arguments)
     timeout = _timeout(config)
+    with anyio.move_on_after(timeout.read or 0) as deadline:
+        return await _invoke(tool, config, arguments, (method, url, params, headers), timeout)
+    assert deadline.cancelled_caught
+    raise ToolError(f"{method} {_where(httpx.URL(url))} timed out after {timeout.read:g} s")
+
+
+async def _invoke(
+    tool: Tool,
+    config: JSONObject,
+    arguments: JSONObject,
+    built: tuple[str, str, list[tuple[str, str]], dict[str, str]],
+    timeout: httpx.Timeout,
+) -> JSONObject:
+    method, url, params, headers = built
+    has_body, body = _body(config, arguments)
     limit = platform_settings.HTTP_TOOL_MAX_RESULT_BYTES
     client = outbound_client(tenant_id=tool.tenant_id)
     for attempt in range(2):

@@ -1,12 +1,14 @@
 """Getting a document's bytes: by URL through the outbound door (address policy, redirects re-checked, size
-cap), or from a file, both capped at ``MAX_DOCUMENT_BYTES``."""
+cap, one deadline for the whole fetch), or from a file, both capped at ``MAX_DOCUMENT_BYTES``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import httpx
 
+from mcp_platform.conf import platform_settings
 from mcp_platform.outbound import OutboundResponseTooLarge, build_outbound_client, outbound_client, read_capped
 from tenants.openapi.document import MAX_DOCUMENT_BYTES, OpenApiError
 from tenants.openapi.servers import is_web_url
@@ -20,11 +22,16 @@ async def document_fetch(
     if not is_web_url(url):
         raise OpenApiError(f"{url!r} is not an http(s) URL")
     client = client or outbound_client(tenant_id=tenant_id)
+    seconds = platform_settings.OUTBOUND_READ_TIMEOUT
     try:
-        async with client.stream("GET", url, headers={"Accept": "application/json, application/yaml"}) as response:
-            if response.status_code != 200:
-                raise OpenApiError(f"{url}: the server answered {response.status_code}")
-            return await read_capped(response, max_bytes)
+        # One deadline for the whole fetch: a server that drips its body must not hold the request for ever.
+        with anyio.move_on_after(seconds):
+            headers = {"Accept": "application/json, application/yaml"}
+            async with client.stream("GET", url, headers=headers) as response:
+                if response.status_code != 200:
+                    raise OpenApiError(f"{url}: the server answered {response.status_code}")
+                return await read_capped(response, max_bytes)
+        raise OpenApiError(f"{url}: timed out after {seconds:g} s")
     except OutboundResponseTooLarge:
         raise OpenApiError(f"{url}: the document is larger than {max_bytes} bytes") from None
     except httpx.HTTPError as exc:

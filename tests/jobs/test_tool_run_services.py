@@ -193,6 +193,27 @@ def test_a_start_is_claimed_once(alice: Caller, django_capture_on_commit_callbac
     assert second is Claim.BUSY
 
 
+def test_a_start_past_the_tenants_running_limit_waits_queued_and_another_tenants_start_does_not(
+    alice: Caller, django_capture_on_commit_callbacks: Any
+) -> None:
+    first, second = (create(alice, django_capture_on_commit_callbacks) for _ in range(2))
+    other_tenant = TenantFactory(slug="globex")
+    bob = Caller(tenant_id=other_tenant.pk, principal="user:2", session_id="", protocol_version="2026-07-28")
+    others = create(bob, django_capture_on_commit_callbacks)
+
+    def claim(run: ToolRun) -> ToolRun | Claim:
+        return services.tool_run_claim(tenant_id=run.tenant_id, run_id=run.pk, generation=1, running_limit=1)
+
+    assert isinstance(claim(first), ToolRun)
+    assert claim(second) is Claim.WAIT
+    assert isinstance(claim(others), ToolRun)
+    second.refresh_from_db()
+    assert (second.status, second.lease_until, second.attempts) == (ToolRun.Status.WORKING, None, 0)
+    # The first run's lease lapses (its worker died): it stops counting, and the waiting start is claimed.
+    ToolRun.objects.filter(pk=first.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    assert isinstance(claim(second), ToolRun)
+
+
 def test_stale_messages_find_nothing_to_do(alice: Caller, django_capture_on_commit_callbacks: Any) -> None:
     run = create(alice, django_capture_on_commit_callbacks)
     other_tenant = TenantFactory(slug="globex")

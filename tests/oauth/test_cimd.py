@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
@@ -116,6 +117,17 @@ def test_redirects_are_not_followed(acme, browser, documents, loopback_documents
 def test_oversized_documents_are_refused(acme, browser, documents, loopback_documents_trusted):
     client_id = documents.client_document(DOCUMENT, [REDIRECT], client_uri="https://app.example/" + "a" * 9000)
     _refused_as_unknown(_authorize_page(browser, client_id))
+
+
+def test_a_document_that_drips_is_given_up_at_the_fetch_deadline(
+    acme, browser, documents, loopback_documents_trusted, settings
+):
+    # One byte every 0.2 s: each read returns within the read timeout; only a deadline on the fetch ends it.
+    client_id = documents.client_document(DOCUMENT, [REDIRECT])
+    documents.replies[DOCUMENT].drip = 0.2
+    started = time.monotonic()
+    _refused_as_unknown(_authorize_page(browser, client_id))
+    assert time.monotonic() - started < settings.OAUTH2_PROVIDER["CIMD_FETCH_TIMEOUT_SECONDS"] + 2
 
 
 def test_plain_http_client_ids_are_not_documents(acme, browser):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -22,6 +23,8 @@ from tenants import services
 from tenants.backends import http_auth
 from tenants.catalog import TenantCatalog
 from tenants.models import Tenant, Tool
+from tenants.openapi.document import OpenApiError
+from tenants.openapi.fetching import document_fetch_once
 from tenants.secrets import secret_set
 from tests import rest_api
 from tests.rest_api import RestApi, start_rest_api
@@ -290,7 +293,53 @@ def test_a_timeout_is_an_error_with_a_clear_message(tenant: Tenant, api: RestApi
     http_tool(tenant, "silent", {"url": api.base + "/silent", "timeout": 0.5})
     result = call(tenant, "silent")
     assert result["isError"] is True
-    assert text(result) == f"GET {api.base}/silent timed out after 0.5 s waiting for the response"
+    assert text(result) == f"GET {api.base}/silent timed out after 0.5 s"
+
+
+def test_the_timeout_bounds_the_whole_call_not_each_read_of_a_dripping_body(
+    tenant: Tenant, api: RestApi, loopback_allowed: None
+) -> None:
+    # One byte every 0.4 s: each read returns well within the 1 s timeout, so only a deadline on the call ends it.
+    http_tool(tenant, "drip", {"url": api.base + "/drip?every=0.4", "timeout": 1})
+    started = time.monotonic()
+    result = call(tenant, "drip")
+    elapsed = time.monotonic() - started
+    assert result["isError"] is True
+    assert text(result) == f"GET {api.base}/drip timed out after 1 s"
+    assert elapsed < 3, elapsed
+
+
+def test_the_timeout_bounds_the_token_fetch_of_client_credentials_too(
+    tenant: Tenant, api: RestApi, loopback_allowed: None
+) -> None:
+    auth = {
+        "type": "client_credentials",
+        "secret": "oauth",
+        "client_id": "x",
+        "token_url": api.base + "/drip?every=0.4",
+    }
+    http_tool(tenant, "oauth_drip", {"url": api.base + "/auth/oauth", "auth": auth, "timeout": 1})
+    secret_set(tenant=tenant, name="oauth", value=rest_api.CLIENT_SECRET)
+    started = time.monotonic()
+    result = call(tenant, "oauth_drip")
+    elapsed = time.monotonic() - started
+    assert result["isError"] is True
+    assert text(result) == f"GET {api.base}/auth/oauth timed out after 1 s"
+    assert elapsed < 3, elapsed
+
+
+def test_an_openapi_document_that_drips_is_given_up_after_the_outbound_timeout(
+    tenant: Tenant, api: RestApi, settings: Any
+) -> None:
+    settings.MCP_PLATFORM = {
+        **settings.MCP_PLATFORM,
+        "OUTBOUND_ALLOWED_NETWORKS": ["127.0.0.1/32"],
+        "OUTBOUND_READ_TIMEOUT": 1.0,
+    }
+    started = time.monotonic()
+    with pytest.raises(OpenApiError, match=r"/drip\?every=0.4: timed out after 1 s"):
+        async_to_sync(document_fetch_once)(api.base + "/drip?every=0.4", tenant_id=tenant.pk)
+    assert time.monotonic() - started < 3
 
 
 def test_a_refused_address_is_an_error_naming_the_refusal(tenant: Tenant, api: RestApi) -> None:

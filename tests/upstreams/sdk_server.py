@@ -110,6 +110,18 @@ def build(name: str, extra_resources: list[str] | tuple[str, ...] = ()) -> MCPSe
             raise
         return "never"
 
+    @server.tool(description="A hostile tool: send count log messages (0: until cancelled), then say how many.")
+    async def flood_logs(label: str, count: int, ctx: Context) -> str:
+        sent = 0
+        try:
+            while count == 0 or sent < count:
+                await ctx.info(f"{label} {sent}")
+                sent += 1
+        except asyncio.CancelledError:
+            CANCELLED.append(label)
+            raise
+        return f"sent {sent} log messages"
+
     @server.tool(description="Labels of the calls that were cancelled.")
     def cancelled_calls() -> list[str]:
         return list(CANCELLED)
