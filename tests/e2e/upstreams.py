@@ -14,7 +14,10 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
+
+import httpx2
 
 from tests.e2e.live import (
     PYTHON,
@@ -40,6 +43,10 @@ class UpstreamServer:
     transport: str = "streamable-http"
     # Refuse the 2026-07-28 era (server/discover), so clients hold a 2025-11-25 session with it.
     handshake_only: bool = False
+    # Refuse subscriptions/listen (-32601) as FastMCP 4.2.3 does; announce list changes on GET streams only.
+    no_listen: bool = False
+    # Publish notifications/tools/list_changed every millisecond on its listen streams.
+    flood: bool = False
     port: int = 0
     process: ManagedProcess | None = None
     starts: int = 0
@@ -58,11 +65,32 @@ class UpstreamServer:
         argv += ["--transport", self.transport]
         if self.handshake_only:
             argv.append("--handshake-only")
+        if self.no_listen:
+            argv.append("--no-listen")
+        if self.flood:
+            argv.append("--flood")
         self.starts += 1
         self.process = ManagedProcess.start(
             f"upstream-{self.port}-{self.starts}", argv, dict(os.environ), self.directory
         )
         wait_for_port(self.process, self.port)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def grow(self, name: str) -> None:
+        """Add the tool ``name`` and announce it on every listen and GET stream (no MCP call involved)."""
+        async with httpx2.AsyncClient() as http:
+            (await http.post(f"{self.base}/grow", params={"name": name})).raise_for_status()
+
+    async def stats(self) -> dict[str, Any]:
+        """Open listen and GET streams, notifications published, and JSON-RPC methods received by name."""
+        async with httpx2.AsyncClient() as http:
+            answer = await http.get(f"{self.base}/stats")
+            answer.raise_for_status()
+            stats: dict[str, Any] = answer.json()
+            return stats
 
     def kill(self) -> None:
         if self.process is not None:
@@ -77,15 +105,21 @@ class UpstreamServer:
 
 
 def upstream_server(
-    stack: ExitStack, directory: Path, transport: str = "streamable-http", *, handshake_only: bool = False
+    stack: ExitStack,
+    directory: Path,
+    transport: str = "streamable-http",
+    *,
+    handshake_only: bool = False,
+    no_listen: bool = False,
+    flood: bool = False,
 ) -> UpstreamServer:
-    server = UpstreamServer(directory, transport, handshake_only)
+    server = UpstreamServer(directory, transport, handshake_only, no_listen, flood)
     server.start()
     stack.callback(server.stop)
     return server
 
 
-def federation_platform(stack: ExitStack, tmp: Path) -> LiveServer:
+def federation_platform(stack: ExitStack, tmp: Path, extra_env: dict[str, str] | None = None) -> LiveServer:
     """One embedded platform (``manage.py serve``) with loopback upstreams allowed and a quick circuit breaker."""
     pki = live_pki(tmp)
     env = base_env(tmp / "var", secrets.token_urlsafe(32), pki)
@@ -94,6 +128,7 @@ def federation_platform(stack: ExitStack, tmp: Path) -> LiveServer:
             "MCP_OUTBOUND_ALLOWED_NETWORKS": "127.0.0.1/32",
             "MCP_UPSTREAM_CIRCUIT_FAILURES": str(CIRCUIT_FAILURES),
             "MCP_UPSTREAM_CIRCUIT_COOLDOWN": str(CIRCUIT_COOLDOWN_SECONDS),
+            **(extra_env or {}),
         }
     )
     run_command([str(PYTHON), "manage.py", "migrate", "--noinput"], env)
