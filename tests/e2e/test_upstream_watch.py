@@ -45,7 +45,8 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServ
 
 
 async def open_streams(platform: LiveServer, slug: str, kind: str) -> float:
-    """The platform's count of open SSE streams of ``kind`` (``get``, ``listen``) for the tenant."""
+    """The platform's count of open SSE streams of ``kind`` (``get``, ``listen``) for the tenant (every process of
+    the host's)."""
     async with httpx2.AsyncClient() as http:
         text = (await http.get(f"{platform.web_urls[0]}/metrics")).text
     for family in text_string_to_metric_families(text):
@@ -74,7 +75,7 @@ class Heard:
 
 
 @asynccontextmanager
-async def listening(platform: LiveServer, slug: str) -> AsyncIterator[tuple[Client, Heard]]:
+async def listening(platform: LiveServer, slug: str, *, web: int = 0) -> AsyncIterator[tuple[Client, Heard]]:
     """Both clients on the tenant, their streams open on the platform; the 2026-07-28 client and what they heard."""
     heard = Heard()
 
@@ -82,7 +83,7 @@ async def listening(platform: LiveServer, slug: str) -> AsyncIterator[tuple[Clie
         if isinstance(message, types.ToolListChangedNotification):
             heard.get.set()
 
-    endpoint = platform.endpoint(slug)
+    endpoint = platform.endpoint(slug, web=web)
     async with (
         Client(endpoint, mode="auto", cache=None, read_timeout_seconds=REQUEST_TIMEOUT) as modern,
         Client(endpoint, mode="legacy", cache=None, read_timeout_seconds=REQUEST_TIMEOUT, message_handler=on_message),
