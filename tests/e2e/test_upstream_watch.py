@@ -44,11 +44,11 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServ
         yield federation_platform(stack, tmp / "platform"), upstreams
 
 
-async def open_streams(platform: LiveServer, slug: str, kind: str) -> float:
+async def open_streams(platform: LiveServer, slug: str, kind: str, web: int = 0) -> float:
     """The platform's count of open SSE streams of ``kind`` (``get``, ``listen``) for the tenant (every process of
     the host's)."""
     async with httpx2.AsyncClient() as http:
-        text = (await http.get(f"{platform.web_urls[0]}/metrics")).text
+        text = (await http.get(f"{platform.web_urls[web]}/metrics")).text
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == "mcp_open_streams" and sample.labels == {"tenant": slug, "kind": kind}:
@@ -97,7 +97,7 @@ async def listening(platform: LiveServer, slug: str, *, web: int = 0) -> AsyncIt
 
         group.start_soon(drain)
         for kind in ("get", "listen"):
-            await eventually(lambda k=kind: open_streams(platform, slug, k), what=f"the tenant's {kind} stream")
+            await eventually(lambda k=kind: open_streams(platform, slug, k, web), what=f"the tenant's {kind} stream")
         yield modern, heard
         group.cancel_scope.cancel()
 
