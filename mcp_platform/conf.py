@@ -115,6 +115,21 @@ DEFAULTS: dict[str, Any] = {
     # Proxied calls, reads and prompt renders on an established Streamable HTTP session take the lean path
     # (tenants.upstream_lean) instead of the SDK client; off: every request goes through the SDK.
     "UPSTREAM_LEAN_CALLS": True,
+    # An upstream's list_changed notifications: its catalog is re-read at most once per this interval (seconds;
+    # one refresh running and one pending, however many arrive). More than LIST_CHANGED_LIMIT notifications within
+    # LIST_CHANGED_WINDOW seconds disconnect it, and its changes are not listened to again for the cool-down.
+    "UPSTREAM_REFRESH_MIN_INTERVAL": 1.0,
+    "UPSTREAM_LIST_CHANGED_LIMIT": 60,
+    "UPSTREAM_LIST_CHANGED_WINDOW": 10.0,
+    "UPSTREAM_LIST_CHANGED_COOLDOWN": 300.0,
+    # One process of the deployment watches every enabled upstream from start-up (a lease in Redis, or a file lock
+    # on embedded defaults); this is how often it (and every process holding upstream connections) reads which
+    # upstreams exist, and the lease lives three times as long.
+    "UPSTREAM_WATCH": True,
+    "UPSTREAM_WATCH_CHECK": 2.0,
+    # Embedded defaults (in-memory channel layer): how often the serving process reads the revisions of the tenants
+    # it serves, to announce catalog changes another process (a command) made. 0: never.
+    "CATALOG_REVISION_CHECK": 1.0,
     # The outbound door (mcp_platform.outbound): non-public networks every request the platform makes on a
     # tenant's behalf may reach (on-premises APIs, local development, tests: e.g. ["127.0.0.1/32"]). Empty: only
     # globally routable addresses. Platform staff can widen it for one tenant (Tenant.outbound_allowed_networks).
@@ -185,6 +200,13 @@ class PlatformSettings:
     UPSTREAM_CIRCUIT_COOLDOWN: float
     UPSTREAM_CALL_TIMEOUT: float
     UPSTREAM_LEAN_CALLS: bool
+    UPSTREAM_REFRESH_MIN_INTERVAL: float
+    UPSTREAM_LIST_CHANGED_LIMIT: int
+    UPSTREAM_LIST_CHANGED_WINDOW: float
+    UPSTREAM_LIST_CHANGED_COOLDOWN: float
+    UPSTREAM_WATCH: bool
+    UPSTREAM_WATCH_CHECK: float
+    CATALOG_REVISION_CHECK: float
     OUTBOUND_ALLOWED_NETWORKS: list[str]
     OUTBOUND_CONNECT_TIMEOUT: float
     OUTBOUND_READ_TIMEOUT: float
@@ -252,6 +274,7 @@ POSITIVE_INTEGERS = (
     "DCR_PER_NETWORK_UNDER_LOAD",
     "DCR_UNUSED_CLIENT_LIFETIME",
     "UPSTREAM_CIRCUIT_FAILURES",
+    "UPSTREAM_LIST_CHANGED_LIMIT",
     "OUTBOUND_MAX_RESPONSE_BYTES",
     "HTTP_TOOL_MAX_RESULT_BYTES",
     "METRICS_MAX_TOOLS_PER_TENANT",
@@ -281,6 +304,14 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
                 "MCP_PLATFORM['METRICS_FOLD_SECONDS'] must be above 0 and at most 60 seconds.", id="mcp_platform.E014"
             )
         )
+    for name in ("UPSTREAM_LIST_CHANGED_WINDOW", "UPSTREAM_WATCH_CHECK"):
+        value = getattr(loaded, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600:
+            errors.append(Error(f"MCP_PLATFORM[{name!r}] must be between 0 and 3600 seconds.", id="mcp_platform.E031"))
+    for name in ("UPSTREAM_REFRESH_MIN_INTERVAL", "UPSTREAM_LIST_CHANGED_COOLDOWN", "CATALOG_REVISION_CHECK"):
+        value = getattr(loaded, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 86400:
+            errors.append(Error(f"MCP_PLATFORM[{name!r}] must be between 0 and 86400 seconds.", id="mcp_platform.E047"))
     for name in ("TENANT_CACHE_TTL", "SESSION_CACHE_TTL"):
         ttl = getattr(loaded, name)
         if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 <= ttl <= 300:

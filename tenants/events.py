@@ -56,6 +56,7 @@ def _publish_on_commit(tenant_id: int, message: dict[str, Any]) -> None:
     Tenant.objects.filter(pk=tenant_id).update(revision=F("revision") + 1)
 
     def after_commit() -> None:
+        revision_check.committed_here(tenant_id)
         tenant_cache.forget(tenant_id)
         # Receivers route by group (one channel per process hears many groups), so the message names it.
         _publish(group, {**message, "group": group})
@@ -83,3 +84,48 @@ def _publish(group: str, message: dict[str, Any]) -> None:
     task = loop.create_task(_send(group, message))
     _pending_sends.add(task)
     task.add_done_callback(_pending_sends.discard)
+
+
+class RevisionCheck:
+    """Embedded defaults (the in-memory channel layer reaches no other process): the serving process reads the
+    revisions of the tenants it serves every ``CATALOG_REVISION_CHECK`` seconds, and a revision that moved without a
+    commit here (a command, another process) is announced to this process's listeners as a change of every list.
+    One indexed query of at most ``tenants.cache.MAX_TENANTS`` rows per interval."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, int] = {}
+        self._here: set[int] = set()
+        self.announced = 0
+
+    def committed_here(self, tenant_id: int) -> None:
+        # Its listeners heard this commit already: the next check takes the new revision without announcing it.
+        self._here.add(tenant_id)
+
+    async def check(self) -> None:
+        ids = tenant_cache.tenant_ids()
+        here, self._here = self._here, set()
+        current = {
+            pk: revision async for pk, revision in Tenant.objects.filter(pk__in=ids).values_list("pk", "revision")
+        }
+        for tenant_id, revision in current.items():
+            before = self._seen.get(tenant_id)
+            self._seen[tenant_id] = revision
+            if before is not None and before != revision and tenant_id not in here:
+                self.announced += 1
+                tenant_cache.forget(tenant_id)
+                group = catalog_group(tenant_id)
+                for kind in CATALOG_KINDS:
+                    await _send(group, {"type": "catalog.changed", "kind": kind, "group": group})
+        for tenant_id in set(self._seen) - set(current):
+            del self._seen[tenant_id]
+
+    async def run(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.check()
+            except Exception:
+                logger.exception("could not check the tenants' revisions")
+
+
+revision_check = RevisionCheck()

@@ -117,7 +117,12 @@ class UpstreamConnection:
     left in one task, while calls come from many."""
 
     def __init__(
-        self, target: UpstreamTarget, *, on_list_changed: Callable[[str], None] | None = None, mode: str = "auto"
+        self,
+        target: UpstreamTarget,
+        *,
+        on_list_changed: Callable[[str], None] | None = None,
+        mode: str = "auto",
+        listen: bool = True,
     ) -> None:
         self.target = target
         # The SDK's negotiation: "auto" (2026-07-28 if the upstream offers it, else the handshake), "legacy" (the
@@ -127,6 +132,14 @@ class UpstreamConnection:
         self.transport = ""
         self.protocol_version = ""
         self._on_list_changed = on_list_changed
+        # Whether to hold a stream for the upstream's list changes (off while it is muted for flooding): 2026-07-28's
+        # subscriptions/listen, or, when the upstream does not offer it, a handshake-era session's GET stream.
+        self._listen_wanted = listen and on_list_changed is not None
+        # Set when the list-change stream ended (or there is none) while the connection stays open: a watch
+        # reconnects then.
+        self.listen_ended = asyncio.Event()
+        self.listen_kind = ""
+        self._headers: dict[str, str] = {}
         self._client: Client | None = None
         self._secrets: list[str] = []
         self._ready = asyncio.Event()
@@ -144,6 +157,7 @@ class UpstreamConnection:
     async def open(self) -> None:
         """Connect (Streamable HTTP, then HTTP+SSE when that is refused). Raises ``UpstreamFailure``."""
         headers, self._secrets = await auth_headers(self.target)
+        self._headers = headers
         self._owner = asyncio.get_running_loop().create_task(self._hold(headers), name=f"upstream {self.target.name}")
         await self._ready.wait()
         if self._client is None:
@@ -153,6 +167,16 @@ class UpstreamConnection:
     @property
     def alive(self) -> bool:
         return self._client is not None and self._owner is not None and not self._owner.done()
+
+    async def watch_ended(self) -> None:
+        """Wait until the connection closes or stops hearing the upstream's list changes."""
+        if self._owner is None:
+            return
+        ended = asyncio.ensure_future(self.listen_ended.wait())
+        try:
+            await asyncio.wait({self._owner, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ended.cancel()
 
     @property
     def lean(self) -> LeanPath | None:
@@ -243,7 +267,10 @@ class UpstreamConnection:
             # Handshake era: logs flow only after the level is set; the downstream side filters by its own level.
             with contextlib.suppress(MCPError):
                 await client.session.set_logging_level("debug")  # type: ignore[attr-defined]  # deprecated
-        if client.protocol_version >= "2026" and self._on_list_changed is not None:
+        if client.protocol_version < "2026":
+            # Handshake era: list changes arrive on the session's GET stream, which the SDK opens and reopens.
+            self.listen_kind = "session" if self._listen_wanted else ""
+        if client.protocol_version >= "2026" and self._listen_wanted:
             # 2026-07-28: list changes arrive only on a subscriptions/listen stream. Calls wait until the upstream
             # acknowledged it (bounded), or a change a first call causes would be announced before anyone listens.
             acknowledged = asyncio.Event()
@@ -256,6 +283,8 @@ class UpstreamConnection:
                 await self._closing.wait()
                 listening.cancel()
         else:
+            if not self.listen_kind:
+                self.listen_ended.set()  # nothing to hear list changes on
             self._ready.set()
             await self._closing.wait()
 
@@ -265,16 +294,40 @@ class UpstreamConnection:
             async with client.listen(
                 tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
             ) as subscription:
+                self.listen_kind = "listen"
                 acknowledged.set()
                 async for event in subscription:
                     kind = LISTEN_EVENTS.get(type(event))
                     if kind is not None:
                         self._on_list_changed(kind)
-        except (MCPError, SubscriptionLost, ListenNotSupportedError) as exc:
-            # Without the stream, the scheduled refresh still brings changes in.
-            logger.info("upstream %s: no list_changed stream (%s)", self.target.name, exc)
+        except MCPError as exc:
+            if exc.error.code != types.METHOD_NOT_FOUND:
+                logger.info("upstream %s: no list_changed stream (%s)", self.target.name, exc)
+            else:
+                # A 2026-07-28 upstream without subscriptions/listen (FastMCP answers -32601) may still announce
+                # changes the older way: on a handshake-era session's GET stream.
+                await self._listen_in_session(acknowledged)
+        except (SubscriptionLost, ListenNotSupportedError) as exc:
+            logger.info("upstream %s: the list_changed stream ended (%s)", self.target.name, exc)
         finally:
+            self.listen_kind = ""
             acknowledged.set()
+            self.listen_ended.set()
+
+    async def _listen_in_session(self, acknowledged: asyncio.Event) -> None:
+        """Hold an initialize-handshake session with the upstream for its GET stream's list_changed notifications
+        (``_on_message``); it ends with the connection, or when the upstream refuses it."""
+        try:
+            async with self._client_for("streamable-http", self._headers, mode="legacy", remember_session=False):
+                self.listen_kind = "session"
+                acknowledged.set()
+                await self._closing.wait()
+        except Exception as exc:
+            logger.info(
+                "upstream %s: no subscriptions/listen and no session to hear list changes on (%s)",
+                self.target.name,
+                describe_error(exc, self._secrets),
+            )
 
     def _lean_path(self, client: Client, headers: dict[str, str]) -> LeanPath:
         http = LeanHttpClient(
@@ -298,7 +351,9 @@ class UpstreamConnection:
         if session_id:
             self._session_id = session_id
 
-    def _client_for(self, transport: str, headers: dict[str, str]) -> Client:
+    def _client_for(
+        self, transport: str, headers: dict[str, str], *, mode: str | None = None, remember_session: bool = True
+    ) -> Client:
         timeout = httpx2.Timeout(CONNECT_TIMEOUT, read=READ_TIMEOUT)
         server: Any
         if transport == "sse":
@@ -315,7 +370,8 @@ class UpstreamConnection:
             server = sse_client(self.target.url, headers=headers, httpx_client_factory=factory)
         else:
             http = upstream_http_client(tenant_id=self.target.tenant_id, headers=headers, timeout=timeout)
-            http.event_hooks["response"].append(self._remember_session)
+            if remember_session:
+                http.event_hooks["response"].append(self._remember_session)
             server = _owning(streamable_http_client(self.target.url, http_client=http), http)
         return Client(
             server,
@@ -323,7 +379,7 @@ class UpstreamConnection:
             log_level="debug",
             read_timeout_seconds=READ_TIMEOUT,
             client_info=types.Implementation(name="mcp-platform-upstream", version="1"),
-            mode=self.mode,
+            mode=mode or self.mode,
             logging_callback=self.relay.on_log,
             message_handler=self._on_message,
             elicitation_callback=self.relay.on_elicit,

@@ -14,7 +14,10 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
+
+import httpx2
 
 from tests.e2e.live import (
     PYTHON,
@@ -41,6 +44,10 @@ class UpstreamServer:
     transport: str = "streamable-http"
     # Refuse the 2026-07-28 era (server/discover), so clients hold a 2025-11-25 session with it.
     handshake_only: bool = False
+    # Refuse subscriptions/listen (-32601) as FastMCP 4.2.3 does; announce list changes on GET streams only.
+    no_listen: bool = False
+    # Publish notifications/tools/list_changed every millisecond on its listen streams.
+    flood: bool = False
     port: int = 0
     # Extra resources it lists, at these URIs (``--resource``).
     resources: tuple[str, ...] = ()
@@ -63,11 +70,32 @@ class UpstreamServer:
             argv.append("--handshake-only")
         for uri in self.resources:
             argv += ["--resource", uri]
+        if self.no_listen:
+            argv.append("--no-listen")
+        if self.flood:
+            argv.append("--flood")
         self.starts += 1
         self.process = ManagedProcess.start(
             f"upstream-{self.port}-{self.starts}", argv, dict(os.environ), self.directory
         )
         wait_for_port(self.process, self.port)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def grow(self, name: str) -> None:
+        """Add the tool ``name`` and announce it on every listen and GET stream (no MCP call involved)."""
+        async with httpx2.AsyncClient() as http:
+            (await http.post(f"{self.base}/grow", params={"name": name})).raise_for_status()
+
+    async def stats(self) -> dict[str, Any]:
+        """Open listen and GET streams, notifications published, and JSON-RPC methods received by name."""
+        async with httpx2.AsyncClient() as http:
+            answer = await http.get(f"{self.base}/stats")
+            answer.raise_for_status()
+            stats: dict[str, Any] = answer.json()
+            return stats
 
     def kill(self) -> None:
         if self.process is not None:
@@ -88,8 +116,10 @@ def upstream_server(
     *,
     handshake_only: bool = False,
     resources: tuple[str, ...] = (),
+    no_listen: bool = False,
+    flood: bool = False,
 ) -> UpstreamServer:
-    server = UpstreamServer(directory, transport, handshake_only, resources=resources)
+    server = UpstreamServer(directory, transport, handshake_only, no_listen, flood, resources=resources)
     server.start()
     stack.callback(server.stop)
     return server

@@ -5,8 +5,14 @@
 ``--handshake-only`` answers ``server/discover`` with -32601, as a server of the handshake era does: clients fall
 back to ``initialize`` (2025-11-25), and the server's questions become server-to-client requests in the session.
 
+``--no-listen`` answers ``subscriptions/listen`` with -32601, as FastMCP 4.2.3 does: a 2026-07-28 server that
+announces list changes only on a handshake-era session's GET stream. ``--flood`` publishes
+``notifications/tools/list_changed`` to its listen streams every millisecond while any is open.
+
 It records the Authorization header of every HTTP request it receives (tool ``seen_authorization``) and the calls
-that were cancelled (tool ``cancelled_calls``), so tests can check what the platform forwarded.
+that were cancelled (tool ``cancelled_calls``), so tests can check what the platform forwarded. Outside MCP,
+``POST /grow?name=X`` adds a tool and announces it on every listen stream and handshake-era GET stream, and
+``GET /stats`` says how many listen and GET streams are open and how many notifications were published.
 """
 
 from __future__ import annotations
@@ -14,10 +20,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from collections import Counter
 from typing import Annotated, Any, TypedDict
 
 import uvicorn
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
+from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp.shared.subscriptions import ServerEvent, ToolsListChanged
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     LOG_LEVEL_META_KEY,
@@ -27,10 +36,55 @@ from mcp_types import (
     TextContent,
 )
 from pydantic import BaseModel
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 SEEN_AUTHORIZATION: list[str] = []
 CANCELLED: list[str] = []
 ANSWERS: list[str] = []
+METHODS: Counter[str] = Counter()
+LIST_CHANGED_EVENT = b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n\n'
+
+
+class CountingBus(InMemorySubscriptionBus):
+    """The SDK's in-memory bus, counting its open listen streams and what it published; floods when asked."""
+
+    def __init__(self, *, flood: bool = False) -> None:
+        super().__init__()
+        self.listeners = 0
+        self.published = 0
+        self._flood = flood
+        self._flooding: asyncio.Task[None] | None = None
+
+    async def publish(self, event: ServerEvent) -> None:
+        self.published += 1
+        await super().publish(event)
+
+    def subscribe(self, listener: Any) -> Any:
+        unsubscribe = super().subscribe(listener)
+        self.listeners += 1
+        if self._flood and self._flooding is None:
+            self._flooding = asyncio.get_running_loop().create_task(self._flood_forever())
+        done = False
+
+        def counted() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                self.listeners -= 1
+            unsubscribe()
+
+        return counted
+
+    async def _flood_forever(self) -> None:
+        while True:
+            if self.listeners:
+                await self.publish(ToolsListChanged())
+            await asyncio.sleep(0.001)
+
+
+# Handshake-era GET streams open now: each takes one more SSE event (a notification) between the SDK's own.
+GET_STREAMS: set[Any] = set()
 
 
 class NameForm(BaseModel):
@@ -56,10 +110,29 @@ def ask_for_roots() -> ListRoots:
     return ListRoots()
 
 
-def build(name: str, extra_resources: list[str] | tuple[str, ...] = ()) -> MCPServer:
-    server = MCPServer(name, instructions="Federation test upstream")
+def build(name: str, bus: CountingBus | None = None, extra_resources: list[str] | tuple[str, ...] = ()) -> MCPServer:
+    bus = bus or CountingBus()
+    server = MCPServer(name, instructions="Federation test upstream", subscriptions=bus)
     for uri in extra_resources:  # listed as given, even a URI that does not parse (hostile upstreams)
         server.resource(uri, name=f"extra{len(uri)}", description="An extra resource.")(lambda: "extra")
+
+    @server.custom_route("/grow", methods=["POST"])
+    async def grow_now(request: Request) -> Response:
+        name = request.query_params["name"]
+
+        def grown() -> str:
+            return f"I am {name}"
+
+        server.add_tool(grown, name=name, description=f"Grown tool {name}")
+        await bus.publish(ToolsListChanged())
+        for inject in list(GET_STREAMS):
+            await inject(LIST_CHANGED_EVENT)
+        return JSONResponse({"added": name})
+
+    @server.custom_route("/stats", methods=["GET"])
+    async def stats(request: Request) -> Response:
+        counts = {"listeners": bus.listeners, "published": bus.published, "get_streams": len(GET_STREAMS)}
+        return JSONResponse({**counts, "methods": dict(METHODS)})
 
     @server.tool(description="Say the text back.")
     def echo(text: str) -> str:
@@ -174,8 +247,41 @@ def recording(app: Any) -> Any:
     return asgi
 
 
-def handshake_only(app: Any) -> Any:
-    """``app`` without the 2026-07-28 era: ``server/discover`` is a method it does not know."""
+def announcing_get_streams(app: Any) -> Any:
+    """``app`` whose handshake-era GET streams also carry what ``/grow`` announces, between the SDK's events."""
+
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or [])
+        if scope["type"] != "http" or scope["method"] != "GET" or b"mcp-session-id" not in headers:
+            await app(scope, receive, send)
+            return
+        lock = asyncio.Lock()
+        streaming = False
+
+        async def locked_send(message: Any) -> None:
+            nonlocal streaming
+            async with lock:
+                await send(message)
+            if message["type"] == "http.response.start" and message["status"] == 200:
+                streaming = True
+                GET_STREAMS.add(inject)
+
+        async def inject(data: bytes) -> None:
+            async with lock:
+                if streaming:
+                    await send({"type": "http.response.body", "body": data, "more_body": True})
+
+        try:
+            await app(scope, receive, locked_send)
+        finally:
+            GET_STREAMS.discard(inject)
+
+    return asgi
+
+
+def inspecting(app: Any, refused: frozenset[str] = frozenset()) -> Any:
+    """``app`` counting the JSON-RPC methods posted to it (``METHODS``) and answering those in ``refused`` with
+    -32601 (Method not found), as a server that does not implement them."""
 
     async def asgi(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -191,7 +297,9 @@ def handshake_only(app: Any) -> Any:
             request = json.loads(body)
         except ValueError:
             request = None
-        if isinstance(request, dict) and request.get("method") == "server/discover":
+        if isinstance(request, dict) and isinstance(request.get("method"), str):
+            METHODS[request["method"]] += 1
+        if isinstance(request, dict) and request.get("method") in refused:
             error = {"code": -32601, "message": "Method not found"}
             payload = json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "error": error}).encode()
             headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
@@ -212,6 +320,11 @@ def handshake_only(app: Any) -> Any:
     return asgi
 
 
+def handshake_only(app: Any) -> Any:
+    """``app`` without the 2026-07-28 era: ``server/discover`` is a method it does not know."""
+    return inspecting(app, frozenset({"server/discover"}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
@@ -219,11 +332,18 @@ def main() -> None:
     parser.add_argument("--name", default="federation-upstream")
     parser.add_argument("--handshake-only", action="store_true")
     parser.add_argument("--resource", action="append", default=[], help="Also list a resource at this URI.")
+    parser.add_argument("--no-listen", action="store_true")
+    parser.add_argument("--flood", action="store_true")
     options = parser.parse_args()
-    server = build(options.name, options.resource)
+    server = build(options.name, CountingBus(flood=options.flood), options.resource)
     app = server.sse_app() if options.transport == "sse" else server.streamable_http_app()
+    app = announcing_get_streams(app)
+    refused = set()
     if options.handshake_only:
-        app = handshake_only(app)
+        refused.add("server/discover")
+    if options.no_listen:
+        refused.add("subscriptions/listen")
+    app = inspecting(app, frozenset(refused))
     config = uvicorn.Config(recording(app), host="127.0.0.1", port=options.port, log_level="warning")
     uvicorn.Server(config).run()
 

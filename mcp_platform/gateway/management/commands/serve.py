@@ -9,6 +9,7 @@ lives. ``--workers N`` runs N server processes on one socket (production topolog
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import signal
@@ -126,12 +127,18 @@ class Command(BaseCommand):
             self.stdout.write(f"Serving MCP on {where} ({options['server']}, {workers} processes)")
             self.stdout.flush()
             sys.exit(self._supervise(options))
-        on_loop = None
+        from mcp_platform.gateway.background import start_background
+
+        on_loop = start_background
         if settings.CELERY_EMBEDDED_WORKER and not options["no_worker"]:
             from mcp_platform.jobs.loop import use_loop
 
             start_embedded_worker()
-            on_loop = use_loop
+
+            def on_loop(loop: asyncio.AbstractEventLoop) -> None:
+                use_loop(loop)
+                start_background(loop)
+
             self.stdout.write("Embedded Celery worker started (memory broker).")
 
         from channels.routing import get_default_application
