@@ -143,6 +143,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         client still sends until it closes, ``LINGER_BYTES`` have come or ``LINGER_SECONDS`` have passed."""
         self.lingering = True
         self._cancel_header_timer()
+        # The request being answered can send nothing more (the write side is shut): tell it as a lost connection
+        # would, so a response still on its way is dropped and the application hears the client left.
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
         self._unset_keepalive_if_required()
         transport = self._socket_transport
         if transport.can_write_eof():
