@@ -46,7 +46,7 @@ class UpstreamPool:
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, _Slot]] = (
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[int, str], _Slot]] = (
             weakref.WeakKeyDictionary()
         )
         self._breakers: dict[int, _Breaker] = {}
@@ -57,7 +57,7 @@ class UpstreamPool:
     def set_refresher(self, refresher: Refresher) -> None:
         self._refresher = refresher
 
-    def _slots(self) -> dict[int, _Slot]:
+    def _slots(self) -> dict[tuple[int, str], _Slot]:
         return self._loops.setdefault(asyncio.get_running_loop(), {})
 
     async def connection(self, target: UpstreamTarget) -> UpstreamConnection:
@@ -67,7 +67,7 @@ class UpstreamPool:
         """
         assert target.upstream_id is not None
         self._check_circuit(target)
-        slot = self._slots().setdefault(target.upstream_id, _Slot())
+        slot = self._slots().setdefault(_key(target), _Slot())
         current = slot.connection
         if current is not None and current.alive and current.target.revision == target.revision:
             return current
@@ -93,7 +93,7 @@ class UpstreamPool:
     async def discard(self, connection: UpstreamConnection) -> None:
         """Forget ``connection`` (it broke); the next call opens a new one."""
         assert connection.target.upstream_id is not None
-        slot = self._slots().get(connection.target.upstream_id)
+        slot = self._slots().get(_key(connection.target))
         if slot is not None and slot.connection is connection:
             slot.connection = None
         await connection.close()
@@ -149,7 +149,7 @@ class UpstreamPool:
             "consecutive_failures": 0,
             "circuit_open_until": None,
         }
-        if connection is not None:
+        if connection is not None and not connection.target.for_tools:
             fields.update(transport=connection.transport, protocol_version=connection.protocol_version)
         await _record(target, **fields)
 
@@ -180,6 +180,12 @@ class UpstreamPool:
         task = asyncio.get_running_loop().create_task(run())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _key(target: UpstreamTarget) -> tuple[int, str]:
+    # An upstream's main connection and, beside it, the session its imperatively asking tools are called in.
+    assert target.upstream_id is not None
+    return target.upstream_id, target.mode
 
 
 async def _record(target: UpstreamTarget, **fields: object) -> None:

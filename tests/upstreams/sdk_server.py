@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import uuid
 from typing import Annotated, Any, TypedDict
 
 import uvicorn
@@ -24,12 +25,14 @@ from mcp_types import (
     ListRootsResult,
     SamplingMessage,
     TextContent,
+    ToolAnnotations,
 )
 from pydantic import BaseModel
 
 SEEN_AUTHORIZATION: list[str] = []
 CANCELLED: list[str] = []
 ANSWERS: list[str] = []
+READS: list[int] = []
 
 
 class NameForm(BaseModel):
@@ -120,7 +123,9 @@ def build(name: str) -> MCPServer:
         ANSWERS.append(f"{label}:accept")
         return f"hello {form.name}"
 
-    @server.tool(description="The answers received: ask_name's as label:action, haiku:topic, roots:label.")
+    @server.tool(
+        description="The answers received: ask_name's as label:action, haiku:topic, roots:label, url:label:action."
+    )
     def answers_received() -> list[str]:
         return list(ANSWERS)
 
@@ -133,6 +138,38 @@ def build(name: str) -> MCPServer:
     async def roots(listed: Annotated[ListRootsResult, Resolve(ask_for_roots)], label: str = "") -> str:
         ANSWERS.append(f"roots:{label}")
         return ", ".join(str(root.uri) for root in listed.roots)
+
+    # Questions asked imperatively, inside the tool: a server-to-client request, so only a session (2025-11-25)
+    # carries them; on a 2026-07-28 connection the SDK refuses them (NoBackChannelError).
+    @server.tool(description="Ask the user for their name, imperatively (no annotations: not safe to repeat).")
+    async def ask_name_now(label: str, ctx: Context) -> str:
+        ANSWERS.append(f"started:{label}")
+        answer = await ctx.elicit("What is your name?", NameForm)
+        ANSWERS.append(f"{label}:{answer.action}")
+        return f"hello {answer.data.name}" if answer.action == "accept" and answer.data else answer.action
+
+    @server.tool(
+        description="Ask the client's model for a haiku, imperatively.", annotations=ToolAnnotations(readOnlyHint=True)
+    )
+    async def haiku_now(topic: str, ctx: Context) -> str:
+        text = TextContent(type="text", text=f"A haiku on {topic}")
+        sampled = await ctx.session.create_message([SamplingMessage(role="user", content=text)], max_tokens=50)
+        ANSWERS.append(f"haiku_now:{topic}")
+        return sampled.content.text if isinstance(sampled.content, TextContent) else "?"
+
+    @server.tool(description="Send the user to a URL to connect an account (URL-mode elicitation, a new id each run).")
+    async def connect_account(label: str, ctx: Context) -> str:
+        elicitation_id = uuid.uuid4().hex
+        answer = await ctx.elicit_url(
+            "Connect your account", f"https://accounts.example/connect/{elicitation_id}", elicitation_id
+        )
+        ANSWERS.append(f"url:{label}:{answer.action}")
+        return f"connect: {answer.action}"
+
+    @server.resource("notes://clock", description="A new value on every read.")
+    def clock() -> str:
+        READS.append(1)
+        return f"read {len(READS)}"
 
     @server.resource("notes://readme", description="The readme.")
     def readme() -> str:
