@@ -204,15 +204,15 @@ class UpstreamConnection:
         answer = await self.client.call_tool(name, arguments, progress_callback=progress)
         return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
 
-    async def read_resource(self, uri: str) -> list[JSONObject]:
-        """The contents of ``uri``. Raises as ``call_tool``."""
+    async def read_resource(self, uri: str) -> JSONObject:
+        """The ``resources/read`` result of ``uri`` (``contents``, and the upstream's cache hints if it gave any).
+        Raises as ``call_tool``."""
         if self._lean is not None:
             result = await self._lean.request("resources/read", {"uri": uri})
             if result is not None:
-                contents: list[JSONObject] = result.get("contents", [])
-                return contents
+                return result
         answer = await self.client.read_resource(uri, cache_mode="bypass")
-        return [c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in answer.contents]
+        return answer.model_dump(by_alias=True, mode="json", exclude_none=True, exclude_unset=True)
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> JSONObject:
         """The ``prompts/get`` result. Raises as ``call_tool``."""

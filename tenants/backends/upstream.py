@@ -295,11 +295,11 @@ async def template_read(template: ResourceTemplate, uri: str, ctx: ToolContext) 
 
 
 async def _read(item: Resource | ResourceTemplate, uri: str, ctx: ToolContext) -> list[JSONObject]:
-    async def send(connection: UpstreamConnection) -> list[JSONObject]:
+    async def send(connection: UpstreamConnection) -> JSONObject:
         return await connection.read_resource(uri)
 
     try:
-        contents: list[JSONObject] = await _request(item, ctx, send)
+        result: JSONObject = await _request(item, ctx, send)
     except UpstreamFailure as exc:
         raise InternalError(f"The resource {uri} could not be read: {exc}", http_status=200) from None
     except MCPError as exc:
@@ -308,7 +308,19 @@ async def _read(item: Resource | ResourceTemplate, uri: str, ctx: ToolContext) -
         error = McpError(f"The upstream could not read {uri}: {exc.error.message}")
         error.code = exc.error.code
         raise error from None
+    ttl_ms, scope = _cache_hints_of(result)
+    ctx.limit_cache(ttl_ms, scope)
+    contents: list[JSONObject] = result.get("contents", [])
     return contents
+
+
+def _cache_hints_of(result: JSONObject) -> tuple[int, str]:
+    """The upstream's hints, the missing ones (a handshake-era upstream gives none) as ttlMs 0 and private: it
+    promised nothing, and the platform cannot see its content change, so it promises nothing either."""
+    ttl_ms = result.get("ttlMs")
+    if not isinstance(ttl_ms, int) or isinstance(ttl_ms, bool) or ttl_ms < 0:
+        ttl_ms = 0
+    return ttl_ms, ("public" if result.get("cacheScope") == "public" else "private")
 
 
 async def prompt_render(prompt: Prompt, arguments: dict[str, str], ctx: ToolContext) -> JSONObject:
