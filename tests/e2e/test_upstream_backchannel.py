@@ -42,6 +42,13 @@ def platform(federation: tuple[LiveServer, UpstreamServer, UpstreamServer]) -> L
 
 
 @pytest.fixture(scope="module")
+def sdk_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A platform whose upstream requests all go through the SDK client (no lean path)."""
+    with ExitStack() as stack:
+        yield federation_platform(stack, tmp_path_factory.mktemp("sdk-platform"), MCP_UPSTREAM_LEAN_CALLS="false")
+
+
+@pytest.fixture(scope="module")
 def handshake_upstream(federation: tuple[LiveServer, UpstreamServer, UpstreamServer]) -> UpstreamServer:
     return federation[2]
 
@@ -195,9 +202,11 @@ async def test_a_handshake_upstreams_url_elicitation_is_answered_once_in_both_er
     assert received.count(f"url:{label}:accept") == 1, received
 
 
+@pytest.mark.parametrize("path", ["lean", "sdk"])
 async def test_a_handshake_upstreams_roots_request_answered_by_retry_leaves_no_error_on_the_upstream(
-    platform: LiveServer, handshake_upstream: UpstreamServer
+    platform: LiveServer, sdk_platform: LiveServer, handshake_upstream: UpstreamServer, path: str
 ) -> None:
+    platform = platform if path == "lean" else sdk_platform
     slug = await tenant_with(platform, handshake_upstream)
     answerer = Answerer()
     assert handshake_upstream.process is not None
@@ -205,10 +214,13 @@ async def test_a_handshake_upstreams_roots_request_answered_by_retry_leaves_no_e
     before = len(log.read_text(errors="replace"))
     with anyio.fail_after(TEST_DEADLINE):
         async with answerer.client(platform, slug, "2026-07-28") as client:
-            assert text_of(await client.call_tool("up_roots", {"label": "clean"})) == "file:///work/project"
-            # A call after it: the upstream has handled everything the first one left behind.
-            await answers_received(client)
-    assert answerer.asked == ["roots"]
+            assert text_of(await client.call_tool("up_roots", {"label": path})) == "file:///work/project"
+            assert text_of(await client.call_tool("up_roots_now", {"label": path})) == "file:///work/project"
+            # A call after them: the upstream has handled everything their first rounds left behind.
+            received = await answers_received(client)
+    assert answerer.asked == ["roots", "roots"]
+    # The first round ended by cancellation, not by an error answer the upstream's tool would fail (and log) on.
+    assert f"roots_failed:{path}" not in received and received.count(f"roots_now:{path}") == 1, received
     written = log.read_text(errors="replace")[before:]
     assert "Internal Server Error" not in written and "Traceback" not in written, written
 

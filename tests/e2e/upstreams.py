@@ -85,8 +85,9 @@ def upstream_server(
     return server
 
 
-def federation_platform(stack: ExitStack, tmp: Path) -> LiveServer:
-    """One embedded platform (``manage.py serve``) with loopback upstreams allowed and a quick circuit breaker."""
+def federation_platform(stack: ExitStack, tmp: Path, **settings: str) -> LiveServer:
+    """One embedded platform (``manage.py serve``) with loopback upstreams allowed and a quick circuit breaker
+    (``settings``: more environment, e.g. ``MCP_UPSTREAM_LEAN_CALLS="false"``)."""
     pki = live_pki(tmp)
     env = base_env(tmp / "var", secrets.token_urlsafe(32), pki)
     env.update(
@@ -94,6 +95,7 @@ def federation_platform(stack: ExitStack, tmp: Path) -> LiveServer:
             "MCP_OUTBOUND_ALLOWED_NETWORKS": "127.0.0.1/32",
             "MCP_UPSTREAM_CIRCUIT_FAILURES": str(CIRCUIT_FAILURES),
             "MCP_UPSTREAM_CIRCUIT_COOLDOWN": str(CIRCUIT_COOLDOWN_SECONDS),
+            **settings,
         }
     )
     run_command([str(PYTHON), "manage.py", "migrate", "--noinput"], env)

@@ -18,6 +18,8 @@ from typing import Annotated, Any, TypedDict
 
 import uvicorn
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     LOG_LEVEL_META_KEY,
@@ -165,6 +167,16 @@ def build(name: str) -> MCPServer:
         )
         ANSWERS.append(f"url:{label}:{answer.action}")
         return f"connect: {answer.action}"
+
+    @server.tool(description="The client's roots, asked imperatively; records whether the question failed.")
+    async def roots_now(label: str, ctx: Context) -> str:
+        try:
+            listed = await ctx.session.list_roots()
+        except MCPError as exc:
+            ANSWERS.append(f"roots_failed:{label}")
+            raise ToolError(f"the roots request failed: {exc}") from exc
+        ANSWERS.append(f"roots_now:{label}")
+        return ", ".join(str(root.uri) for root in listed.roots)
 
     @server.resource("notes://clock", description="A new value on every read.")
     def clock() -> str:
