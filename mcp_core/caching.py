@@ -39,3 +39,10 @@ def with_cache_hints(method: str, result: JSONObject, hints: CacheHints) -> JSON
     if method not in CACHEABLE_METHODS:
         return result
     return {"ttlMs": hints.ttl_ms, "cacheScope": hints.scope, **result}
+
+
+def narrowest(*hints: CacheHints) -> CacheHints:
+    """The shortest life and the most private scope of ``hints``: what a result built from several sources may
+    promise (never longer, never wider, than any of them)."""
+    private = any(hint.scope == "private" for hint in hints)
+    return CacheHints(ttl_ms=min(hint.ttl_ms for hint in hints), scope="private" if private else "public")

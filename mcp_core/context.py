@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from mcp_core.caching import CacheHints, narrowest
 from mcp_core.errors import ClientRequestFailed, MissingClientCapability
 from mcp_core.mrtr import InputLedger
 from mcp_core.tasks import ContinueAsTask
@@ -85,6 +86,11 @@ class ToolContext(Protocol):
         """The client's filesystem roots. Raises ``ClientRequestFailed``."""
         ...
 
+    def limit_cache(self, ttl_ms: int, scope: str) -> None:
+        """Say the source of this result promised no longer a life than ``ttl_ms`` and no wider sharing than
+        ``scope``: the result's cache hints (2026-07-28) become at most these. Successive limits add up."""
+        ...
+
     async def release_connection(self) -> None:
         """Say the tool will be quiet for a while: the transport may close the client's stream and let it
         reconnect later for the rest (SSE polling). Does nothing where the transport cannot resume."""
@@ -125,6 +131,8 @@ class RequestContext:
     ledger: InputLedger | None = None
     # Whether ``continue_as_task`` turns this call into a task (a tool that continues as a task by itself).
     may_continue_as_task: bool = False
+    # What the result's source allowed (``limit_cache``): applied to the result's cache hints by its handler.
+    cache_limit: CacheHints | None = None
     _last_progress: float | None = None
 
     @property
@@ -207,6 +215,10 @@ class RequestContext:
     ) -> JSONObject:
         self.require("sampling")
         return await self._ask("sampling/createMessage", {"messages": messages, "maxTokens": max_tokens, **params}, key)
+
+    def limit_cache(self, ttl_ms: int, scope: str) -> None:
+        limit = CacheHints(ttl_ms=ttl_ms, scope=scope)
+        self.cache_limit = limit if self.cache_limit is None else narrowest(self.cache_limit, limit)
 
     async def release_connection(self) -> None:
         await self.outbound.release()

@@ -52,7 +52,15 @@ class Answer:
     result: JSONObject
 
 
+# What a URL-mode elicitation's identity leaves out: its id (and the URL, which usually carries it) are new on every
+# run of the tool, so a replay asks "the same" question under a new id; its answer (``{action}``) carries no data.
+URL_ELICITATION_PER_RUN = frozenset({"elicitationId", "url"})
+
+
 def question_digest(method: str, params: JSONObject) -> str:
+    """What identifies a question across the runs of one call (an answer on file applies only to the same one)."""
+    if method == "elicitation/create" and params.get("mode") == "url":
+        params = {name: value for name, value in params.items() if name not in URL_ELICITATION_PER_RUN}
     body = json.dumps({"method": method, "params": params}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(body.encode()).hexdigest()
 

@@ -383,6 +383,11 @@ class Upstream(models.Model):
         STREAMABLE_HTTP = "streamable-http", "Streamable HTTP"
         SSE = "sse", "HTTP+SSE (2024-11-05)"
 
+    class SessionMode(models.TextChoices):
+        AUTO = "auto", "Automatic: 2026-07-28, and a session for the tools found to need one"
+        STATELESS = "stateless", "Stateless 2026-07-28 only (where offered)"
+        SESSION = "session", "Handshake session (2025-11-25) for everything"
+
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="upstreams")
     name = models.CharField(max_length=64, validators=[upstream_name_validator])
     url = models.URLField(max_length=2048, help_text="The upstream's MCP endpoint (Streamable HTTP or /sse).")
@@ -404,6 +409,20 @@ class Upstream(models.Model):
         blank=True,
         help_text='Upstream items not to serve, by the upstream\'s names: e.g. ["tools:delete_repo", "prompts:triage", '
         '"resources:notes://readme", "resource_templates:topic"]; a refresh removes them and keeps them out.',
+    )
+    session_mode = models.CharField(
+        max_length=16,
+        choices=SessionMode.choices,
+        default=SessionMode.AUTO,
+        help_text="How the platform speaks to the upstream. A tool that asks the user or the client's model while it "
+        "runs (ctx.elicit, sampling, roots as server-to-client requests) needs a handshake session: automatic mode "
+        "notices the upstream's refusal on 2026-07-28 and calls that tool in a session from then on.",
+    )
+    session_tools = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The upstream's tools (by its names) called in a handshake session in automatic mode: added when "
+        "the upstream refuses a tool's question for want of a back-channel; remove a name to try it stateless again.",
     )
     # Bumped whenever what the connection depends on (URL, auth, enabled) changes: pooled sessions are keyed by it.
     revision = models.PositiveBigIntegerField(default=0, editable=False)

@@ -62,7 +62,7 @@ class UpstreamForm(forms.ModelForm):
 
     class Meta:
         model = Upstream
-        fields = ("tenant", "name", "url", "prefix", "enabled", "excluded")
+        fields = ("tenant", "name", "url", "prefix", "enabled", "excluded", "session_mode", "session_tools")
         field_classes = {"url": forms.CharField}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -80,8 +80,14 @@ class UpstreamForm(forms.ModelForm):
             self.fields[
                 "prefix"
             ].help_text = "Prepended to its tools', templates' and prompts' names; empty: the name and _."
+        if "session_mode" in self.fields:
+            # A form that does not send it (an older page, a script) keeps the upstream's mode.
+            self.fields["session_mode"].required = False
         self.stored: Upstream | None = None
         self.report = ""
+
+    def clean_session_mode(self) -> str:
+        return str(self.cleaned_data.get("session_mode") or self.instance.session_mode)
 
     def auth(self) -> dict[str, Any] | None:
         data = self.cleaned_data
@@ -115,6 +121,7 @@ class UpstreamForm(forms.ModelForm):
                 prefix=cleaned.get("prefix") or None,
                 auth=self.auth(),
                 actor=self.actor,
+                session_mode=cleaned["session_mode"],
             )
             self.report = str(report)
         except ValidationError as exc:
@@ -141,6 +148,7 @@ class UpstreamAdmin(TenantScopedAdmin):
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         return [
             (None, {"fields": ["tenant", "name", "url", "prefix", "enabled", "excluded"]}),
+            ("Session", {"fields": ["session_mode", "session_tools"]}),
             (
                 "Authentication",
                 {"fields": ["auth_type", "auth_secret", "auth_header", "client_id", "token_url", "scope"]},
@@ -169,7 +177,9 @@ class UpstreamAdmin(TenantScopedAdmin):
             return
         stored = Upstream.objects.get(pk=obj.pk)
         data = {
-            f: form.cleaned_data[f] for f in form.changed_data if f in ("name", "url", "prefix", "enabled", "excluded")
+            f: form.cleaned_data[f]
+            for f in form.changed_data
+            if f in ("name", "url", "prefix", "enabled", "excluded", "session_mode", "session_tools")
         }
         auth = form.auth()
         if auth != stored.auth:

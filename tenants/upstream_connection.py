@@ -65,10 +65,29 @@ class UpstreamTarget:
     url: str
     auth: JSONObject | None
     revision: int
+    # The SDK's negotiation: "auto" (2026-07-28 if the upstream offers it, else the handshake) or "legacy" (a
+    # 2025-11-25 session: what a tool that asks imperatively needs, see ``Upstream.session_mode``).
+    mode: str = "auto"
+    # A session held beside the upstream's main connection for the tools that need one (automatic mode): its era
+    # is not the upstream's, so it is not recorded as such.
+    for_tools: bool = False
 
     @classmethod
-    def of(cls, upstream: Upstream) -> UpstreamTarget:
-        return cls(upstream.pk, upstream.tenant_id, upstream.name, upstream.url, upstream.auth, upstream.revision)
+    def of(cls, upstream: Upstream, *, session: bool = False) -> UpstreamTarget:
+        """The target of ``upstream``'s connection; with ``session``, of the handshake session its tools that ask
+        imperatively are called in (the main connection already is one in session mode)."""
+        always = upstream.session_mode == "session"
+        mode = "legacy" if always or session else "auto"
+        return cls(
+            upstream.pk,
+            upstream.tenant_id,
+            upstream.name,
+            upstream.url,
+            upstream.auth,
+            upstream.revision,
+            mode,
+            session and not always,
+        )
 
 
 def upstream_http_client(*, tenant_id: int, headers: dict[str, str], timeout: httpx2.Timeout) -> httpx2.AsyncClient:
@@ -121,13 +140,13 @@ class UpstreamConnection:
         target: UpstreamTarget,
         *,
         on_list_changed: Callable[[str], None] | None = None,
-        mode: str = "auto",
+        mode: str | None = None,
         listen: bool = True,
     ) -> None:
         self.target = target
         # The SDK's negotiation: "auto" (2026-07-28 if the upstream offers it, else the handshake), "legacy" (the
-        # initialize handshake only).
-        self.mode = mode
+        # initialize handshake only); the target's unless given.
+        self.mode = mode or target.mode
         # What was negotiated, kept after the connection closes (upstream_add reports it).
         self.transport = ""
         self.protocol_version = ""
@@ -209,15 +228,15 @@ class UpstreamConnection:
         answer = await self.client.call_tool(name, arguments, progress_callback=progress)
         return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
 
-    async def read_resource(self, uri: str) -> list[JSONObject]:
-        """The contents of ``uri``. Raises as ``call_tool``."""
+    async def read_resource(self, uri: str) -> JSONObject:
+        """The ``resources/read`` result of ``uri`` (``contents``, and the upstream's cache hints if it gave any).
+        Raises as ``call_tool``."""
         if self._lean is not None:
             result = await self._lean.request("resources/read", {"uri": uri})
             if result is not None:
-                contents: list[JSONObject] = result.get("contents", [])
-                return contents
+                return result
         answer = await self.client.read_resource(uri, cache_mode="bypass")
-        return [c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in answer.contents]
+        return answer.model_dump(by_alias=True, mode="json", exclude_none=True, exclude_unset=True)
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> JSONObject:
         """The ``prompts/get`` result. Raises as ``call_tool``."""

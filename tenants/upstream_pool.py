@@ -59,7 +59,7 @@ class UpstreamPool:
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, _Slot]] = (
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[int, str], _Slot]] = (
             weakref.WeakKeyDictionary()
         )
         self._breakers: dict[int, _Breaker] = {}
@@ -75,7 +75,7 @@ class UpstreamPool:
     def set_refresher(self, refresher: Refresher) -> None:
         self._refresher = refresher
 
-    def _slots(self) -> dict[int, _Slot]:
+    def _slots(self) -> dict[tuple[int, str], _Slot]:
         return self._loops.setdefault(asyncio.get_running_loop(), {})
 
     async def connection(self, target: UpstreamTarget) -> UpstreamConnection:
@@ -85,7 +85,7 @@ class UpstreamPool:
         """
         assert target.upstream_id is not None
         self._check_circuit(target)
-        slot = self._slots().setdefault(target.upstream_id, _Slot())
+        slot = self._slots().setdefault(_key(target), _Slot())
         current = slot.connection
         if current is not None and current.alive and current.target.revision == target.revision:
             return current
@@ -116,7 +116,7 @@ class UpstreamPool:
     async def discard(self, connection: UpstreamConnection) -> None:
         """Forget ``connection`` (it broke); the next call opens a new one."""
         assert connection.target.upstream_id is not None
-        slot = self._slots().get(connection.target.upstream_id)
+        slot = self._slots().get(_key(connection.target))
         if slot is not None and slot.connection is connection:
             slot.connection = None
         await connection.close()
@@ -179,7 +179,7 @@ class UpstreamPool:
             "consecutive_failures": 0,
             "circuit_open_until": None,
         }
-        if connection is not None:
+        if connection is not None and not connection.target.for_tools:
             fields.update(transport=connection.transport, protocol_version=connection.protocol_version)
         await _record(target, **fields)
 
@@ -249,11 +249,11 @@ class UpstreamPool:
             f"{cooldown:g} s"
         )
         logger.warning("upstream %s %s", upstream_id, error)
-        slot = self._slots().get(upstream_id)
-        connection = slot.connection if slot is not None else None
-        if connection is not None:
-            slot.connection = None  # type: ignore[union-attr]
-            self._spawn(connection.close())
+        for key, slot in self._slots().items():
+            connection = slot.connection
+            if key[0] == upstream_id and connection is not None:
+                slot.connection = None
+                self._spawn(connection.close())
         self._spawn(_record_id(upstream_id, last_error=error, last_error_at=datetime.now(UTC)))
 
     # ---- upstreams removed or changed elsewhere -----------------------------------------------------------
@@ -271,7 +271,7 @@ class UpstreamPool:
         while True:
             await asyncio.sleep(platform_settings.UPSTREAM_WATCH_CHECK)
             slots = self._slots()
-            ids = set(slots) | set(self._refreshes)
+            ids = {upstream_id for upstream_id, _ in slots} | set(self._refreshes)
             if not ids:
                 self._sweepers.pop(asyncio.get_running_loop(), None)
                 return
@@ -288,14 +288,17 @@ class UpstreamPool:
             async for pk, revision in Upstream.objects.filter(pk__in=ids, enabled=True).values_list("pk", "revision")
         }
         slots = self._slots()
-        for upstream_id in ids:
-            revision = current.get(upstream_id)
-            slot = slots.get(upstream_id)
-            if slot is not None and slot.connection is not None and slot.connection.target.revision != revision:
+        for key, slot in list(slots.items()):
+            if key[0] not in ids:
+                continue
+            revision = current.get(key[0])
+            if slot.connection is not None and slot.connection.target.revision != revision:
                 connection, slot.connection = slot.connection, None
                 await connection.close()
             if revision is None:
-                slots.pop(upstream_id, None)
+                slots.pop(key, None)
+        for upstream_id in ids:
+            if upstream_id not in current:
                 state = self._refreshes.pop(upstream_id, None)
                 if state is not None and state.task is not None:
                     state.task.cancel()
@@ -307,6 +310,12 @@ class UpstreamPool:
         task = asyncio.get_running_loop().create_task(run())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _key(target: UpstreamTarget) -> tuple[int, str]:
+    # An upstream's main connection and, beside it, the session its imperatively asking tools are called in.
+    assert target.upstream_id is not None
+    return target.upstream_id, target.mode
 
 
 async def _record(target: UpstreamTarget, **fields: object) -> None:

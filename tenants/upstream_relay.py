@@ -61,6 +61,8 @@ _current: ContextVar[UpstreamCall | None] = ContextVar("upstream_call", default=
 # How long a refusal is held back (see ``UpstreamCall.hold_refusal``): longer than an upstream keeps waiting on a
 # request whose tasks/result was cancelled; the connection's read timeout.
 HOLD_REFUSAL_SECONDS = 300.0
+# How long a question's refusal waits for its call's cancellation to be sent upstream.
+CLOSE_ROUND_SECONDS = 5.0
 
 
 def current_call() -> UpstreamCall | None:
@@ -149,6 +151,11 @@ class Relay:
                 # The upstream task's tasks/result, cancelled just now, stops waiting for this answer; an error that
                 # reached it first would fail the question. Closing the connection ends the wait sooner.
                 await asyncio.sleep(HOLD_REFUSAL_SECONDS)
+            elif call.task is not None and call.task is not asyncio.current_task():
+                # Answered by the SDK in a task of its own: let the call's cancellation reach the upstream first, so
+                # the round ends there as cancelled, not as a failed question its tool logs. (On the lean path the
+                # question is answered in the call's own task, whose cancellation stops the answer being sent.)
+                await asyncio.wait({call.task}, timeout=CLOSE_ROUND_SECONDS)
             return _refused("The question goes to the downstream client first")
 
     async def on_elicit(

@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from tenants.backends.upstream import set_session_marker
 from tenants.bulk_changes import SCHEDULED_REFRESH, SYSTEM, UPSTREAM_NOTICE, Actor
 from tenants.events import CATALOG_KINDS, catalog_changed, tenant_changed
 from tenants.models import Tenant, Upstream
@@ -24,9 +25,12 @@ from tenants.validation import auth_errors, uri_scheme
 logger = logging.getLogger(__name__)
 
 JSONObject = dict[str, Any]
-UPSTREAM_FIELDS = frozenset({"name", "url", "prefix", "auth", "enabled", "excluded"})
-# Changing one of these changes what a connection is: pooled sessions of the old revision are dropped.
-CONNECTION_FIELDS = frozenset({"url", "auth", "enabled"})
+UPSTREAM_FIELDS = frozenset({"name", "url", "prefix", "auth", "enabled", "excluded", "session_mode", "session_tools"})
+# Changing one of these changes what a connection is (or which one a tool takes): pooled sessions of the old
+# revision are dropped.
+CONNECTION_FIELDS = frozenset({"url", "auth", "enabled", "session_mode"})
+# Read with the cached tool definitions (which carry their upstream row): a change makes every process read again.
+CACHED_FIELDS = CONNECTION_FIELDS | {"session_tools"}
 # The HTTP tools' auth shapes, less the API key in the query (an MCP endpoint's URL carries no credentials).
 UPSTREAM_AUTH_TYPES = ("bearer", "header", "basic", "client_credentials")
 
@@ -51,6 +55,8 @@ def upstream_validate(upstream: Upstream) -> None:
         errors.setdefault("auth", []).extend(problems)
     if not isinstance(upstream.excluded, list) or not all(isinstance(e, str) for e in upstream.excluded):
         errors.setdefault("excluded", []).append('Excluded items must be a list such as ["tools:<name>"].')
+    if not isinstance(upstream.session_tools, list) or not all(isinstance(t, str) for t in upstream.session_tools):
+        errors.setdefault("session_tools", []).append('Session tools must be a list of tool names such as ["ask"].')
     if errors:
         raise ValidationError(errors)
 
@@ -75,13 +81,21 @@ def upstream_add(
     prefix: str | None = None,
     auth: JSONObject | None = None,
     actor: Actor = SYSTEM,
+    session_mode: str = Upstream.SessionMode.AUTO,
 ) -> tuple[Upstream, MirrorReport]:
     """Add an upstream and mirror its catalog before returning (prefix: ``<name>_`` when None); ``actor`` added it.
 
     Raises ``ValidationError`` for bad input or items that cannot be stored and ``UpstreamFailure`` when the
     upstream cannot be reached; either way nothing is stored.
     """
-    upstream = Upstream(tenant=tenant, name=name, url=url, prefix=f"{name}_" if prefix is None else prefix, auth=auth)
+    upstream = Upstream(
+        tenant=tenant,
+        name=name,
+        url=url,
+        prefix=f"{name}_" if prefix is None else prefix,
+        auth=auth,
+        session_mode=session_mode,
+    )
     upstream_validate(upstream)
     listing, connection = async_to_sync(upstream_discover)(UpstreamTarget.of(upstream))
     try:
@@ -116,11 +130,29 @@ def upstream_update(*, upstream: Upstream, data: Mapping[str, Any]) -> Upstream:
         upstream.revision += 1
     with transaction.atomic():
         upstream.save()
-        if changed & CONNECTION_FIELDS:
+        if changed & CACHED_FIELDS:
             # Cached tool and prompt definitions carry their upstream row: a new revision makes every process read
             # them again, so calls use the new URL or credentials (a disabled upstream's calls fail, saying so).
             tenant_changed(tenant_id=upstream.tenant_id)
     return upstream
+
+
+def upstream_tool_needs_session(*, upstream: Upstream, remote: str) -> None:
+    """Record that the upstream's tool ``remote`` asks imperatively (its upstream refused a server-to-client request
+    on 2026-07-28): in automatic mode it is called in a handshake session from now on, on every process. ``upstream``
+    (the caller's copy, e.g. a cached row) is updated too, so this process switches at once."""
+    with transaction.atomic():
+        stored = Upstream.objects.select_for_update().filter(pk=upstream.pk).first()
+        if stored is None:
+            return
+        if remote not in stored.session_tools:
+            stored.session_tools = [*stored.session_tools, remote]
+            # No revision bump: the upstream's connections stay as they are; only which one this tool takes changes.
+            stored.save(update_fields=["session_tools", "updated_at"])
+            # Cached tool definitions carry their upstream row: every process reads them again.
+            tenant_changed(tenant_id=stored.tenant_id)
+    upstream.session_tools = stored.session_tools
+    logger.info("upstream %s: tool %s needs a session, and is called in one from now on", upstream.name, remote)
 
 
 def upstream_delete(*, upstream: Upstream) -> None:
@@ -171,4 +203,9 @@ async def _refresh_quietly(upstream_id: int) -> None:
     await upstream_refresh(upstream_id, actor=UPSTREAM_NOTICE)
 
 
+async def _mark_session_tool(upstream: Upstream, remote: str) -> None:
+    await sync_to_async(upstream_tool_needs_session)(upstream=upstream, remote=remote)
+
+
 upstream_pool.set_refresher(_refresh_quietly)
+set_session_marker(_mark_session_tool)

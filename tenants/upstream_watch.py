@@ -69,7 +69,7 @@ class UpstreamWatcher:
         rows = [
             row
             async for row in Upstream.objects.filter(enabled=True).only(
-                "pk", "tenant_id", "name", "url", "auth", "revision"
+                "pk", "tenant_id", "name", "url", "auth", "revision", "session_mode"
             )
         ]
         wanted = {row.pk: UpstreamTarget.of(row) for row in rows}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_core.caching import narrowest
 from mcp_core.env import Env
 from mcp_core.errors import InvalidParams, ResourceNotFound
 from mcp_core.features.listing import list_page
@@ -34,11 +35,16 @@ async def list_resource_templates(params: JSONObject | None, env: Env) -> JSONOb
 async def read_resource(params: JSONObject | None, env: Env) -> JSONObject:
     """Raises ResourceNotFound (-32002; -32602 in the stateless era) when nothing has that URI."""
     uri = _uri(params)
-    contents = await env.catalog.read_resource(uri, env.request_context({}))
+    ctx = env.request_context({})
+    contents = await env.catalog.read_resource(uri, ctx)
     if contents is None:
         if env.stateless:
             raise InvalidParams("Resource not found", data={"uri": uri})
         raise ResourceNotFound("Resource not found", data={"uri": uri})
+    if env.stateless and ctx.cache_limit is not None:
+        # The contents came from a source with hints of its own (an upstream): never promise more than it did.
+        hints = narrowest(env.cache, ctx.cache_limit)
+        return {"ttlMs": hints.ttl_ms, "cacheScope": hints.scope, "contents": contents}
     return {"contents": contents}
 
 

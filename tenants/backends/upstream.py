@@ -15,6 +15,8 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
@@ -38,6 +40,11 @@ JSONObject = dict[str, Any]
 TRANSPORT_CODES = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT})
 TRANSPORT_ERRORS = frozenset(
     {(INVALID_REQUEST, "Session terminated"), (INTERNAL_ERROR, "Server returned an error response")}
+)
+# How upstreams say a tool's server-to-client request has no way to the client on a 2026-07-28 connection.
+BACK_CHANNEL_REFUSALS = (
+    "no back-channel for server-initiated requests",
+    "via server-initiated requests is unavailable",
 )
 
 
@@ -69,10 +76,16 @@ async def _upstream_of(item: Tool | Resource | ResourceTemplate | Prompt) -> Ups
 
 
 async def _request(
-    item: Tool | Resource | ResourceTemplate | Prompt, ctx: ToolContext, send: Any, *, bounded: bool = True
+    item: Tool | Resource | ResourceTemplate | Prompt,
+    ctx: ToolContext,
+    send: Any,
+    *,
+    bounded: bool = True,
+    session: bool = False,
 ) -> Any:
-    """``await send(connection)`` over the pooled session, counting transport failures against the circuit;
-    within ``UPSTREAM_CALL_TIMEOUT`` when ``bounded`` (else ``send`` bounds itself).
+    """``await send(connection)`` over the pooled session (with ``session``, the handshake session the upstream's
+    imperatively asking tools take), counting transport failures against the circuit; within
+    ``UPSTREAM_CALL_TIMEOUT`` when ``bounded`` (else ``send`` bounds itself).
 
     Raises ``UpstreamFailure`` (unreachable, broken, circuit open) and ``MCPError`` (the upstream's own error).
     """
@@ -83,7 +96,7 @@ async def _request(
     outcome = "aborted"
     try:
         with spans.span(f"upstream {operation}", client=True, attributes={"mcp.method.name": operation}):
-            result = await _request_upstream(upstream, ctx, send, bounded=bounded)
+            result = await _request_upstream(upstream, ctx, send, bounded=bounded, session=session)
         outcome = "ok"
         return result
     except MCPError:
@@ -103,8 +116,8 @@ async def _request(
         )
 
 
-async def _request_upstream(upstream: Upstream, ctx: ToolContext, send: Any, *, bounded: bool) -> Any:
-    target = UpstreamTarget.of(upstream)
+async def _request_upstream(upstream: Upstream, ctx: ToolContext, send: Any, *, bounded: bool, session: bool) -> Any:
+    target = UpstreamTarget.of(upstream, session=session)
     connection = await upstream_pool.connection(target)
     try:
         with connection.relay.call(ctx) as call:
@@ -161,8 +174,76 @@ def _is_transport_error(exc: BaseException) -> bool:
     return isinstance(exc, httpx2.TransportError | OSError | TimeoutError | UpstreamFailure)
 
 
+# ``mark(upstream, remote)`` records that the upstream's tool ``remote`` needs a session (persisted, every process
+# follows); set by tenants.upstream_services, which this module cannot import (it sits below the catalog cache).
+SessionMarker = Callable[[Upstream, str], Awaitable[None]]
+_session_marker: list[SessionMarker] = []
+
+
+def set_session_marker(mark: SessionMarker) -> None:
+    _session_marker[:] = [mark]
+
+
+def _refuses_back_channel(text: str) -> bool:
+    """Whether an upstream's error says a tool asked a server-to-client question it cannot send on a 2026-07-28
+    connection (the SDK's ``NoBackChannelError``; FastMCP's refusal of elicitation there)."""
+    text = text.lower()
+    return any(sign in text for sign in BACK_CHANNEL_REFUSALS)
+
+
+def _refusal_in(result: JSONObject) -> bool:
+    if not result.get("isError"):
+        return False
+    texts = [block.get("text", "") for block in result.get("content", []) if isinstance(block, dict)]
+    return any(isinstance(text, str) and _refuses_back_channel(text) for text in texts)
+
+
+def _safe_to_repeat(tool: Tool) -> bool:
+    # What ran upstream before its question may have acted: only a tool that says so is called a second time.
+    annotations = tool.config["remote"].get("annotations") or {}
+    return bool(annotations.get("readOnlyHint") or annotations.get("idempotentHint"))
+
+
+def _needs_session(tool: Tool, upstream: Upstream) -> bool:
+    return upstream.session_mode == Upstream.SessionMode.SESSION or (
+        upstream.session_mode == Upstream.SessionMode.AUTO and tool.config["remote"]["name"] in upstream.session_tools
+    )
+
+
 async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JSONObject:
-    """The upstream tool's result, or an isError result saying why the upstream could not answer."""
+    """The upstream tool's result, or an isError result saying why the upstream could not answer.
+
+    In automatic mode, a tool whose upstream refuses its question on 2026-07-28 (no back-channel) is recorded as
+    needing a session and called in one from then on; this call is repeated there when the tool says that is safe
+    (readOnlyHint or idempotentHint), else it fails saying so and a retry works."""
+    try:
+        upstream = await _upstream_of(tool)
+    except UpstreamFailure as exc:
+        return error_result(f"The upstream tool {tool.name} could not be called: {exc}")
+    session = _needs_session(tool, upstream)
+    result = await _tool_call(tool, arguments, ctx, session=session)
+    if session or upstream.session_mode != Upstream.SessionMode.AUTO or not isinstance(result, _Refusal):
+        return result.answer if isinstance(result, _Refusal) else result
+    for mark in _session_marker:
+        await mark(upstream, tool.config["remote"]["name"])
+    if _safe_to_repeat(tool):
+        repeated = await _tool_call(tool, arguments, ctx, session=True)
+        return repeated.answer if isinstance(repeated, _Refusal) else repeated
+    return error_result(
+        f"The upstream tool {tool.name} asks questions while it runs, which its upstream {upstream.name!r} "
+        "answers only in a session (the upstream's session mode). The platform calls it in a session from now on: "
+        "call it again."
+    )
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    """The upstream refused the tool's question for want of a back-channel; ``answer`` is what the client gets."""
+
+    answer: JSONObject
+
+
+async def _tool_call(tool: Tool, arguments: JSONObject, ctx: ToolContext, *, session: bool) -> JSONObject | _Refusal:
     remote = tool.config["remote"]["name"]
 
     async def progress(progress: float, total: float | None, message: str | None) -> None:
@@ -191,14 +272,15 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JS
         )
 
     try:
-        result: JSONObject = await _request(tool, ctx, send, bounded=False)
+        result: JSONObject = await _request(tool, ctx, send, bounded=False, session=session)
     except UpstreamFailure as exc:
         return error_result(f"The upstream tool {tool.name} could not be called: {exc}")
     except MCPError as exc:
         _raise_missing_capability(exc, ctx)
-        return error_result(f"The upstream refused the call to {tool.name}: {exc.error.message}")
+        refused = error_result(f"The upstream refused the call to {tool.name}: {exc.error.message}")
+        return _Refusal(refused) if _refuses_back_channel(exc.error.message) else refused
     result.setdefault("content", [])
-    return result
+    return _Refusal(result) if _refusal_in(result) else result
 
 
 async def resource_read(resource: Resource, ctx: ToolContext) -> list[JSONObject]:
@@ -213,11 +295,11 @@ async def template_read(template: ResourceTemplate, uri: str, ctx: ToolContext) 
 
 
 async def _read(item: Resource | ResourceTemplate, uri: str, ctx: ToolContext) -> list[JSONObject]:
-    async def send(connection: UpstreamConnection) -> list[JSONObject]:
+    async def send(connection: UpstreamConnection) -> JSONObject:
         return await connection.read_resource(uri)
 
     try:
-        contents: list[JSONObject] = await _request(item, ctx, send)
+        result: JSONObject = await _request(item, ctx, send)
     except UpstreamFailure as exc:
         raise InternalError(f"The resource {uri} could not be read: {exc}", http_status=200) from None
     except MCPError as exc:
@@ -226,7 +308,19 @@ async def _read(item: Resource | ResourceTemplate, uri: str, ctx: ToolContext) -
         error = McpError(f"The upstream could not read {uri}: {exc.error.message}")
         error.code = exc.error.code
         raise error from None
+    ttl_ms, scope = _cache_hints_of(result)
+    ctx.limit_cache(ttl_ms, scope)
+    contents: list[JSONObject] = result.get("contents", [])
     return contents
+
+
+def _cache_hints_of(result: JSONObject) -> tuple[int, str]:
+    """The upstream's hints, the missing ones (a handshake-era upstream gives none) as ttlMs 0 and private: it
+    promised nothing, and the platform cannot see its content change, so it promises nothing either."""
+    ttl_ms = result.get("ttlMs")
+    if not isinstance(ttl_ms, int) or isinstance(ttl_ms, bool) or ttl_ms < 0:
+        ttl_ms = 0
+    return ttl_ms, ("public" if result.get("cacheScope") == "public" else "private")
 
 
 async def prompt_render(prompt: Prompt, arguments: dict[str, str], ctx: ToolContext) -> JSONObject:

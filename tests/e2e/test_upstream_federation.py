@@ -94,7 +94,7 @@ async def test_added_upstream_items_are_served_under_the_prefix(platform: LiveSe
             assert tools["up_echo"].description == "Say the text back."
             assert tools["up_weather"].output_schema is not None
             resources = [r.uri for r in (await client.list_resources()).resources]
-            assert resources == ["notes://readme"]
+            assert resources == ["notes://clock", "notes://readme"]
             templates = [t.name for t in (await client.list_resource_templates()).resource_templates]
             assert templates == ["up_topic_note"]
             prompts = [p.name for p in (await client.list_prompts()).prompts]

@@ -125,9 +125,11 @@ def upstream_server(
     return server
 
 
-def federation_platform(stack: ExitStack, tmp: Path, extra_env: dict[str, str] | None = None) -> LiveServer:
+def federation_platform(
+    stack: ExitStack, tmp: Path, extra_env: dict[str, str] | None = None, **settings: str
+) -> LiveServer:
     """One embedded platform (``manage.py serve``) with loopback upstreams allowed and a quick circuit breaker
-    (and ``extra_env``)."""
+    (``extra_env`` and ``settings``: more environment, e.g. ``MCP_UPSTREAM_LEAN_CALLS="false"``)."""
     pki = live_pki(tmp)
     env = base_env(tmp / "var", secrets.token_urlsafe(32), pki)
     env.update(
@@ -136,6 +138,7 @@ def federation_platform(stack: ExitStack, tmp: Path, extra_env: dict[str, str] |
             "MCP_UPSTREAM_CIRCUIT_FAILURES": str(CIRCUIT_FAILURES),
             "MCP_UPSTREAM_CIRCUIT_COOLDOWN": str(CIRCUIT_COOLDOWN_SECONDS),
             **(extra_env or {}),
+            **settings,
         }
     )
     run_command([str(PYTHON), "manage.py", "migrate", "--noinput"], env)

@@ -62,6 +62,14 @@ AUDIENCE_SCHEMA = {"type": "object", "properties": {"audience": {"type": "string
 BRIEFING = {"name": "briefing", "arguments": [{"name": "topic", "required": True}]}
 
 
+async def connect(ctx: Any) -> str:
+    # A new elicitation id (and URL) on every run, as a URL-mode flow is started afresh each time.
+    runs.append("connect")
+    flow = f"flow-{len(runs)}"
+    answer = await ctx.elicit_url("Connect your account", f"https://accounts.example/{flow}", flow)
+    return f"connect: {answer['action']}"
+
+
 def catalog() -> MemoryCatalog:
     found = MemoryCatalog()
     for name, fn in (
@@ -69,6 +77,7 @@ def catalog() -> MemoryCatalog:
         ("two_rounds", two_rounds),
         ("all_at_once", all_at_once),
         ("swallows", swallows),
+        ("connect", connect),
     ):
         found.add_tool({"name": name, "description": name, "inputSchema": {"type": "object"}}, fn)
     found.add_prompt_function(BRIEFING, briefing)
@@ -126,6 +135,22 @@ async def test_the_retry_replays_the_tool_with_the_answer():
     assert result["resultType"] == "complete"
     assert result["content"] == [{"type": "text", "text": "Hello, Ada!"}]
     assert runs == ["greet", "greet"], "the tool runs again from the start"
+
+
+async def test_a_url_elicitation_asked_again_under_a_new_id_takes_the_answer_given_to_the_first():
+    runs.clear()
+    capabilities = {"elicitation": {"form": {}, "url": {}}}
+    first = await dispatch("tools/call", {"name": "connect"}, env(capabilities=capabilities))
+    assert first["inputRequests"]["input-1"]["params"]["elicitationId"] == "flow-1"
+    retry = {
+        "name": "connect",
+        "inputResponses": {"input-1": {"action": "accept"}},
+        "requestState": first["requestState"],
+    }
+    result = await dispatch("tools/call", retry, env(capabilities=capabilities))
+    assert result["resultType"] == "complete", result
+    assert result["content"] == [{"type": "text", "text": "connect: accept"}]
+    assert runs == ["connect", "connect"]
 
 
 async def test_answers_of_earlier_rounds_travel_in_the_state_and_keys_follow_call_order():

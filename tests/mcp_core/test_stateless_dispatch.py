@@ -46,7 +46,8 @@ def env(**kwargs: Any) -> Env:
     kwargs.setdefault("outbound", RecordingOutbound())
     kwargs.setdefault("cache", CacheHints(ttl_ms=30_000, scope="public"))
     server = ServerIdentity("srv", "2.0", title="Server", instructions="Be kind.")
-    return Env(version=V, catalog=catalog(), server=server, **kwargs)
+    kwargs.setdefault("catalog", catalog())
+    return Env(version=V, server=server, **kwargs)
 
 
 async def test_discover_advertises_both_eras_and_validates_as_a_discover_result():
@@ -78,6 +79,31 @@ async def test_list_results_carry_cache_hints_and_calls_do_not():
     called = await dispatch("tools/call", {"name": "chatty"}, env())
     assert called["resultType"] == "complete"
     assert "ttlMs" not in called and "cacheScope" not in called
+
+
+class ProxyingCatalog(MemoryCatalog):
+    """Reads whose contents come from a source with cache hints of its own (as an upstream's do)."""
+
+    def __init__(self, ttl_ms: int, scope: str) -> None:
+        super().__init__()
+        self.limit = (ttl_ms, scope)
+
+    async def read_resource(self, uri: str, ctx: Any) -> list[dict[str, Any]] | None:
+        ctx.limit_cache(*self.limit)
+        return [{"uri": uri, "text": "from the source"}]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ((0, "public"), (0, "public")),
+        ((5_000, "private"), (5_000, "private")),
+        ((90_000, "public"), (30_000, "public")),
+    ],
+)
+async def test_a_read_promises_no_longer_life_nor_wider_sharing_than_its_source(source, expected):
+    result = await dispatch("resources/read", {"uri": "x://y"}, env(catalog=ProxyingCatalog(*source)))
+    assert (result["ttlMs"], result["cacheScope"]) == expected
 
 
 async def test_no_log_messages_without_a_log_level():

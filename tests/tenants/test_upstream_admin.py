@@ -141,3 +141,28 @@ def test_a_new_prefix_saved_in_the_admin_renames_the_mirrored_items_at_once(
     names = set(Tool.objects.filter(tenant=tenant).values_list("name", flat=True))
     assert "kb.echo" in names and "docs_echo" not in names and "kb.fail" not in names
     assert tenant.prompts.filter(name="kb.greet").exists()
+
+
+@LOOPBACK_ALLOWED
+def test_the_session_mode_and_session_tools_are_chosen_in_the_admin(
+    admin_client: Any, tenant: Tenant, upstream: UpstreamServer
+) -> None:
+    response = admin_client.post(
+        reverse("admin:tenants_upstream_add"), upstream_form(tenant, upstream.url, session_mode="session")
+    )
+    assert response.status_code == 302, re.findall(r"errorlist[^>]*>(.*?)</ul>", response.content.decode(), re.S)
+    stored = Upstream.objects.get(tenant=tenant)
+    assert stored.session_mode == "session" and stored.protocol_version == "2025-11-25"
+    revision = stored.revision
+    form = upstream_form(tenant, upstream.url, session_mode="auto", session_tools='["ask_name_now"]')
+    del form["tenant"]
+
+    response = admin_client.post(reverse("admin:tenants_upstream_change", args=[stored.pk]), form)
+
+    assert response.status_code == 302, re.findall(r"errorlist[^>]*>(.*?)</ul>", response.content.decode(), re.S)
+    stored.refresh_from_db()
+    assert (stored.session_mode, stored.session_tools) == ("auto", ["ask_name_now"])
+    assert stored.revision == revision + 1, "a new mode is a new connection"
+    form["session_tools"] = '{"not": "a list"}'
+    response = admin_client.post(reverse("admin:tenants_upstream_change", args=[stored.pk]), form)
+    assert response.status_code == 200 and "list of tool names" in response.content.decode()

@@ -69,10 +69,11 @@ async def test_lean_answers_are_the_sdk_clients_answers(connection: UpstreamConn
         "celsius": 21.5,
     }
     assert (await connection.call_tool("fail", {}))["isError"] is True
-    assert await connection.read_resource("notes://readme") == [
-        c.model_dump(by_alias=True, mode="json", exclude_none=True)
-        for c in (await client.read_resource("notes://readme")).contents
-    ]
+    read = await connection.read_resource("notes://readme")
+    sdk_read = await client.read_resource("notes://readme", cache_mode="bypass")
+    assert read["contents"] == [c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in sdk_read.contents]
+    if connection.protocol_version >= "2026":
+        assert (read["ttlMs"], read["cacheScope"]) == (sdk_read.ttl_ms, sdk_read.cache_scope) == (0, "private")
     prompt = await connection.get_prompt("greet", {"name": "Ada"})
     assert prompt["messages"][0]["content"]["text"] == "Please greet Ada."
 

@@ -20,12 +20,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import uuid
 from collections import Counter
 from typing import Annotated, Any, TypedDict
 
 import uvicorn
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ServerEvent, ToolsListChanged
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
@@ -34,6 +37,7 @@ from mcp_types import (
     ListRootsResult,
     SamplingMessage,
     TextContent,
+    ToolAnnotations,
 )
 from pydantic import BaseModel
 from starlette.requests import Request
@@ -85,6 +89,7 @@ class CountingBus(InMemorySubscriptionBus):
 
 # Handshake-era GET streams open now: each takes one more SSE event (a notification) between the SDK's own.
 GET_STREAMS: set[Any] = set()
+READS: list[int] = []
 
 
 class NameForm(BaseModel):
@@ -208,7 +213,9 @@ def build(name: str, bus: CountingBus | None = None, extra_resources: list[str] 
         ANSWERS.append(f"{label}:accept")
         return f"hello {form.name}"
 
-    @server.tool(description="The answers received: ask_name's as label:action, haiku:topic, roots:label.")
+    @server.tool(
+        description="The answers received: ask_name's as label:action, haiku:topic, roots:label, url:label:action."
+    )
     def answers_received() -> list[str]:
         return list(ANSWERS)
 
@@ -221,6 +228,48 @@ def build(name: str, bus: CountingBus | None = None, extra_resources: list[str] 
     async def roots(listed: Annotated[ListRootsResult, Resolve(ask_for_roots)], label: str = "") -> str:
         ANSWERS.append(f"roots:{label}")
         return ", ".join(str(root.uri) for root in listed.roots)
+
+    # Questions asked imperatively, inside the tool: a server-to-client request, so only a session (2025-11-25)
+    # carries them; on a 2026-07-28 connection the SDK refuses them (NoBackChannelError).
+    @server.tool(description="Ask the user for their name, imperatively (no annotations: not safe to repeat).")
+    async def ask_name_now(label: str, ctx: Context) -> str:
+        ANSWERS.append(f"started:{label}")
+        answer = await ctx.elicit("What is your name?", NameForm)
+        ANSWERS.append(f"{label}:{answer.action}")
+        return f"hello {answer.data.name}" if answer.action == "accept" and answer.data else answer.action
+
+    @server.tool(
+        description="Ask the client's model for a haiku, imperatively.", annotations=ToolAnnotations(readOnlyHint=True)
+    )
+    async def haiku_now(topic: str, ctx: Context) -> str:
+        text = TextContent(type="text", text=f"A haiku on {topic}")
+        sampled = await ctx.session.create_message([SamplingMessage(role="user", content=text)], max_tokens=50)
+        ANSWERS.append(f"haiku_now:{topic}")
+        return sampled.content.text if isinstance(sampled.content, TextContent) else "?"
+
+    @server.tool(description="Send the user to a URL to connect an account (URL-mode elicitation, a new id each run).")
+    async def connect_account(label: str, ctx: Context) -> str:
+        elicitation_id = uuid.uuid4().hex
+        answer = await ctx.elicit_url(
+            "Connect your account", f"https://accounts.example/connect/{elicitation_id}", elicitation_id
+        )
+        ANSWERS.append(f"url:{label}:{answer.action}")
+        return f"connect: {answer.action}"
+
+    @server.tool(description="The client's roots, asked imperatively; records whether the question failed.")
+    async def roots_now(label: str, ctx: Context) -> str:
+        try:
+            listed = await ctx.session.list_roots()
+        except MCPError as exc:
+            ANSWERS.append(f"roots_failed:{label}")
+            raise ToolError(f"the roots request failed: {exc}") from exc
+        ANSWERS.append(f"roots_now:{label}")
+        return ", ".join(str(root.uri) for root in listed.roots)
+
+    @server.resource("notes://clock", description="A new value on every read.")
+    def clock() -> str:
+        READS.append(1)
+        return f"read {len(READS)}"
 
     @server.resource("notes://readme", description="The readme.")
     def readme() -> str:

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tenants.bulk_changes import Actor
-from tenants.models import Tenant
+from tenants.models import Tenant, Upstream
 from tenants.upstream_connection import UpstreamFailure
 from tenants.upstream_services import upstream_add
 
@@ -25,6 +25,13 @@ class Command(BaseCommand):
         parser.add_argument("url", help="The upstream's MCP endpoint (Streamable HTTP, or a 2024-11-05 /sse URL).")
         parser.add_argument("--prefix", default=None, help="Prepended to its item names (default: <name>_).")
         parser.add_argument("--bearer-secret", default=None, help="A tenant secret sent as the bearer token.")
+        parser.add_argument(
+            "--session-mode",
+            default=Upstream.SessionMode.AUTO,
+            choices=Upstream.SessionMode.values,
+            help="auto (2026-07-28, and a handshake session for the tools found to ask imperatively), stateless "
+            "(never a session) or session (a handshake session for everything).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         tenant = Tenant.objects.filter(slug=options["tenant"]).first()
@@ -40,6 +47,7 @@ class Command(BaseCommand):
                 prefix=options["prefix"],
                 auth=auth,
                 actor=Actor("manage.py upstream_add"),
+                session_mode=options["session_mode"],
             )
         except ValidationError as exc:
             raise CommandError(f"upstream {options['name']!r} was not added: {' '.join(exc.messages)}") from None
