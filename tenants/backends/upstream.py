@@ -198,12 +198,6 @@ def _refusal_in(result: JSONObject) -> bool:
     return any(isinstance(text, str) and _refuses_back_channel(text) for text in texts)
 
 
-def _safe_to_repeat(tool: Tool) -> bool:
-    # What ran upstream before its question may have acted: only a tool that says so is called a second time.
-    annotations = tool.config["remote"].get("annotations") or {}
-    return bool(annotations.get("readOnlyHint") or annotations.get("idempotentHint"))
-
-
 def _needs_session(tool: Tool, upstream: Upstream) -> bool:
     return upstream.session_mode == Upstream.SessionMode.SESSION or (
         upstream.session_mode == Upstream.SessionMode.AUTO and tool.config["remote"]["name"] in upstream.session_tools
@@ -214,8 +208,8 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JS
     """The upstream tool's result, or an isError result saying why the upstream could not answer.
 
     In automatic mode, a tool whose upstream refuses its question on 2026-07-28 (no back-channel) is recorded as
-    needing a session and called in one from then on; this call is repeated there when the tool says that is safe
-    (readOnlyHint or idempotentHint), else it fails saying so and a retry works."""
+    needing a session and called in one from then on; this call fails saying so, and the client's retry works (the
+    platform never repeats it: what the tool did before its question may not happen twice behind the user)."""
     try:
         upstream = await _upstream_of(tool)
     except UpstreamFailure as exc:
@@ -226,9 +220,6 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JS
         return result.answer if isinstance(result, _Refusal) else result
     for mark in _session_marker:
         await mark(upstream, tool.config["remote"]["name"])
-    if _safe_to_repeat(tool):
-        repeated = await _tool_call(tool, arguments, ctx, session=True)
-        return repeated.answer if isinstance(repeated, _Refusal) else repeated
     return error_result(
         f"The upstream tool {tool.name} asks questions while it runs, which its upstream {upstream.name!r} "
         "answers only in a session (the upstream's session mode). The platform calls it in a session from now on: "
