@@ -32,7 +32,7 @@ from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.streams import SessionSink, start_run
 from mcp_platform.oauth.resource import principal_label
 from mcp_platform.oauth.throttling import asgi_client_address
-from mcp_platform.observe.calls import HTTP_SSE
+from mcp_platform.observe.calls import HTTP_SSE, CallInfo
 from mcp_platform.quotas.check import oauth_client_id
 from tenants.events import catalog_group
 from tenants.models import Tenant
@@ -142,14 +142,10 @@ class LegacyMessagesConsumer(GatewayConsumer):
             raise TransportError("Session not found", http_status=404)
         messages, _ = jsonrpc.decode(self._body, allow_batch=False)
         requests = [m for m in messages if isinstance(m, jsonrpc.Request)]
-        # Counted before the 202, so a refusal is this POST's answer (429, Retry-After), not an event on the stream.
-        if not await rate_limits_admit(
-            self.send,
-            tenant=tenant,
-            client_id=oauth_client_id(self.scope),
-            client_address=asgi_client_address(self.scope),
-            requests=requests,
-            observe=lambda request: call_info(
+
+        def info_of(request: jsonrpc.Request) -> CallInfo:
+            # What the activity log and metrics record of one call on this session, refused or run.
+            return call_info(
                 tenant_id=tenant.pk,
                 tenant_slug=tenant.slug,
                 request=request,
@@ -159,7 +155,16 @@ class LegacyMessagesConsumer(GatewayConsumer):
                 transport=HTTP_SSE,
                 headers=scope_headers(self.scope),
                 keep_arguments=tenant.activity_record_arguments,
-            ),
+            )
+
+        # Counted before the 202, so a refusal is this POST's answer (429, Retry-After), not an event on the stream.
+        if not await rate_limits_admit(
+            self.send,
+            tenant=tenant,
+            client_id=oauth_client_id(self.scope),
+            client_address=asgi_client_address(self.scope),
+            requests=requests,
+            observe=info_of,
         ):
             return
         await send_body(self.send, 202, b"Accepted", content_type="text/plain")
@@ -181,17 +186,7 @@ class LegacyMessagesConsumer(GatewayConsumer):
                     client_address=asgi_client_address(self.scope),
                     granted=granted_scopes(self.scope),
                 )
-                info = call_info(
-                    tenant_id=tenant.pk,
-                    tenant_slug=tenant.slug,
-                    request=message,
-                    principal=principal,
-                    client_info=session.client_info,
-                    protocol_version=session.protocol_version,
-                    transport=HTTP_SSE,
-                    headers=scope_headers(self.scope),
-                    keep_arguments=tenant.activity_record_arguments,
-                )
+                info = info_of(message)
                 start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk, info=info)
             elif not isinstance(message, jsonrpc.Invalid):
                 await deliver_client_messages(tenant_id=tenant.pk, session=session, messages=[message])
