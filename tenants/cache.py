@@ -104,9 +104,10 @@ class TenantCache:
         for slug in [slug for slug, entry in self._entries.items() if entry.tenant.id == tenant_id]:
             del self._entries[slug]
 
-    def tenant_ids(self) -> set[int]:
-        """The tenants this process serves (cached), for the revision check of embedded defaults."""
-        return {entry.tenant.id for entry in self._entries.values()}
+    def tenant_revisions(self) -> dict[int, int]:
+        """The tenants this process serves (cached) and the revision each was read at, for the revision check of
+        embedded defaults."""
+        return {entry.tenant.id: entry.tenant.revision for entry in self._entries.values()}
 
     def clear(self) -> None:
         self._entries.clear()

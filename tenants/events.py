@@ -102,15 +102,17 @@ class RevisionCheck:
         self._here.add(tenant_id)
 
     async def check(self) -> None:
-        ids = tenant_cache.tenant_ids()
+        cached = tenant_cache.tenant_revisions()
         here, self._here = self._here, set()
         current = {
-            pk: revision async for pk, revision in Tenant.objects.filter(pk__in=ids).values_list("pk", "revision")
+            pk: revision async for pk, revision in Tenant.objects.filter(pk__in=cached).values_list("pk", "revision")
         }
         for tenant_id, revision in current.items():
-            before = self._seen.get(tenant_id)
+            # A tenant checked for the first time is compared with the revision it was cached at: a change made
+            # between its caching and this check is a change its listeners have not heard.
+            before = self._seen.get(tenant_id, cached[tenant_id])
             self._seen[tenant_id] = revision
-            if before is not None and before != revision and tenant_id not in here:
+            if before != revision and tenant_id not in here:
                 self.announced += 1
                 tenant_cache.forget(tenant_id)
                 group = catalog_group(tenant_id)
