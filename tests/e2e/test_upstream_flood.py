@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -115,6 +116,20 @@ def report(label: str, before: Usage, after: Usage, lists: int, slowest: float) 
     return share
 
 
+async def flood_window(
+    platform: LiveServer, upstream: UpstreamServer, calm: str
+) -> tuple[Usage, Usage, dict[str, Any], int, float]:
+    """The web process's usage before and after ``WINDOW_SECONDS`` of calls to the calm tenant during the flood,
+    the upstream's stats at the end, the catalog refreshes it saw in the window, and the slowest calm call."""
+    web = platform.processes[0]
+    lists_before = (await upstream.stats())["methods"].get("tools/list", 0)
+    before = Usage.of(web.popen.pid)
+    slowest = await calm_calls_during(platform, calm, WINDOW_SECONDS)
+    after = Usage.of(web.popen.pid)
+    stats = await upstream.stats()
+    return before, after, stats, stats["methods"].get("tools/list", 0) - lists_before, slowest
+
+
 async def test_a_flooding_upstream_is_disconnected_with_a_clear_error_and_the_process_stays_well(
     muting: tuple[LiveServer, UpstreamServer],
 ) -> None:
@@ -124,12 +139,7 @@ async def test_a_flooding_upstream_is_disconnected_with_a_clear_error_and_the_pr
         flooded, calm = await tenants(platform, upstream)
         async with client(platform, flooded) as connected:
             assert text_of(await connected.call_tool("up_echo", {"text": "hi"})) == "echo: hi"
-        lists_before = (await upstream.stats())["methods"].get("tools/list", 0)
-        before = Usage.of(web.popen.pid)
-        slowest = await calm_calls_during(platform, calm, WINDOW_SECONDS)
-        after = Usage.of(web.popen.pid)
-        stats = await upstream.stats()
-        lists = stats["methods"].get("tools/list", 0) - lists_before
+        before, after, stats, lists, slowest = await flood_window(platform, upstream, calm)
         share = report("flood, muted", before, after, lists, slowest)
 
         # Disconnected, and not listened to again during the cool-down.
@@ -167,12 +177,7 @@ async def test_refreshes_on_a_flood_are_bounded_and_deleting_the_upstream_ends_i
         async with client(platform, flooded) as connected:
             assert text_of(await connected.call_tool("up_echo", {"text": "hi"})) == "echo: hi"
         await eventually(lambda: listeners_are(upstream, 2), what="the platform listening for both tenants")
-        lists_before = (await upstream.stats())["methods"].get("tools/list", 0)
-        before = Usage.of(web.popen.pid)
-        slowest = await calm_calls_during(platform, calm, WINDOW_SECONDS)
-        after = Usage.of(web.popen.pid)
-        stats = await upstream.stats()
-        lists = stats["methods"].get("tools/list", 0) - lists_before
+        before, after, stats, lists, slowest = await flood_window(platform, upstream, calm)
         share = report("flood of two upstream rows, coalesced", before, after, lists, slowest)
         assert stats["listeners"] == 2, stats
         # One refresh a second for each of the two rows, however many notifications arrive.
