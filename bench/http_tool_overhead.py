@@ -51,7 +51,7 @@ async def _measure(base: str, calls: int) -> None:
     import httpx
 
     from mcp_core.context import RequestContext
-    from mcp_platform.outbound import outbound_clients_close
+    from mcp_infra.outbound import outbound_clients_close
     from tenants.backends import http
     from tenants.models import Tool
 

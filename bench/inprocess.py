@@ -100,8 +100,8 @@ async def open_session(app: Any) -> str:
 
 
 async def run(args: argparse.Namespace) -> JSONObject:
+    from mcp_infra.serving.servers import freeze_start_up_heap
     from mcp_platform.asgi import application
-    from mcp_platform.servers import freeze_start_up_heap
 
     session = await open_session(application) if args.era == HANDSHAKE else None
     params = {"name": args.tool, "arguments": TOOL_ARGUMENTS[args.tool]}

@@ -55,11 +55,11 @@ def _best_per_item(rounds: int, items: list[Any], body: Callable[[Any], None]) -
 
 def main(argv: list[str]) -> None:
     _setup()
+    from mcp_infra.telemetry.tally import request_tally
     from mcp_platform.observe import calls
     from mcp_platform.observe.calls import CallInfo, CallRecord, observed_call, register_hook, unregister_hook
     from mcp_platform.telemetry.hooks import MetricsHook, RequestLogHook
     from mcp_platform.telemetry.streams import OpenStreamsMiddleware
-    from mcp_platform.telemetry.tally import request_tally
 
     iterations = int(argv[0]) if argv else ITERATIONS
     for hook in list(calls._hooks):

@@ -170,9 +170,9 @@ async def _measure_clients(url: str, seconds: float) -> None:
     import httpx2
     import orjson
 
-    from mcp_platform.outbound_httpx2 import outbound_httpx2_client
-    from mcp_platform.outbound_lean import LeanHttpClient
-    from tenants.upstream_connection import UpstreamConnection, UpstreamTarget
+    from mcp_infra.outbound.httpx2 import outbound_httpx2_client
+    from mcp_infra.outbound.lean import LeanHttpClient
+    from tenants.federation.connection import UpstreamConnection, UpstreamTarget
 
     connection = UpstreamConnection(UpstreamTarget(None, 0, "peer", url, None, 1))
     await connection.open()

@@ -8,12 +8,12 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcp_platform.settings")
 django_asgi_app = get_asgi_application()
 
+from mcp_infra.telemetry.spans import tracing_on  # noqa: E402
 from mcp_platform.gateway.consumer import McpConsumer  # noqa: E402
 from mcp_platform.gateway.legacy_sse import LegacyMessagesConsumer, LegacySseConsumer  # noqa: E402
 from mcp_platform.gateway.limits import RequestLimitsMiddleware  # noqa: E402
 from mcp_platform.gateway.middleware import GatewayMiddleware  # noqa: E402
 from mcp_platform.gateway.routing import TenantEndpointRouter  # noqa: E402
-from mcp_platform.telemetry.spans import tracing_on  # noqa: E402
 from mcp_platform.telemetry.streams import OpenStreamsMiddleware  # noqa: E402
 
 # HTTP only: Django refuses any other scope type (lifespan, websocket), as Channels' ProtocolTypeRouter would.

@@ -96,7 +96,7 @@ if _env_bool("MCP_PROXY_SSL_HEADER", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # Not "daphne": its app config installs a Twisted reactor in every process at start-up, and ``manage.py serve``
-# starts whichever server is chosen (see mcp_platform/servers.py).
+# starts whichever server is chosen (see mcp_infra/serving/servers.py).
 INSTALLED_APPS = [
     "tenants.admin_app.PlatformAdminConfig",
     "django.contrib.auth",
@@ -162,7 +162,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     # Django's PostgreSQL backend plus a check, before each use, that the server has not ended the connection.
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        DATABASES["default"]["ENGINE"] = "mcp_platform.postgresql"
+        DATABASES["default"]["ENGINE"] = "mcp_infra.postgresql"
     DATABASES["default"].setdefault("OPTIONS", {})
     # The test database follows the configured one, so runs against different databases never share it.
     _test_name = os.environ.get("TEST_DATABASE_NAME") or f"test_{DATABASES['default']['NAME']}"
@@ -231,7 +231,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
     },
     "refresh-upstream-catalogs": {
-        "task": "tenants.tasks.upstreams_refresh",
+        "task": "tenants.federation.tasks.upstreams_refresh",
         "schedule": float(os.environ.get("MCP_UPSTREAM_REFRESH_SECONDS", "300")),
     },
     "purge-expired-oauth-rows": {
@@ -351,7 +351,7 @@ LOGGING = {
     },
 }
 
-# Platform settings: read through mcp_platform.conf.platform_settings (defaults live there).
+# Platform settings: read through mcp_infra.conf.platform_settings (defaults live there).
 MCP_PLATFORM = {
     "PUBLIC_BASE_URL": os.environ.get("MCP_PUBLIC_BASE_URL", ""),
     "ALLOWED_HOSTS": _env_list("MCP_ALLOWED_HOSTS", ALLOWED_HOSTS),

@@ -1,7 +1,7 @@
-"""What an admin save or delete changed, as the activity log records it: who, what, the changed fields before and
-after (secret values never; ``mcp_platform.activity.services`` redacts them). Called from ``TenantScopedAdmin``, so
-every scoped admin class and inline is audited without a line of its own. Bulk changes (an OpenAPI import, an
-upstream refresh) go into the admin's history (``LogEntry``) here, one entry per row, as the admin's own edits do."""
+"""What an admin save or delete changed: who, what, the changed fields before and after, sent as ``admin_changed``
+for the activity log to record (which redacts secret values). Called from ``TenantScopedAdmin``, so every scoped
+admin class and inline is audited without a line of its own. Bulk changes (an OpenAPI import, an upstream refresh)
+go into the admin's history (``LogEntry``) here, one entry per row, as the admin's own edits do."""
 
 from __future__ import annotations
 
@@ -16,12 +16,17 @@ from django.contrib.admin.models import CHANGE as CHANGE_FLAG
 from django.contrib.auth import get_user_model
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
+from django.dispatch import Signal
 from django.http import HttpRequest
 
 from tenants.bulk_changes import CHANGE, CREATE, DELETE, BulkChange
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
+
+# One admin change to a tenant's rows. Keyword arguments: tenant_id, user_id, action (create, change or delete),
+# object_type, object_repr, object_id, before, after (field values; may hold secrets: receivers redact).
+admin_changed = Signal()
 
 
 def _safe(value: Any) -> Any:
@@ -46,12 +51,11 @@ def _record(
     before: Mapping[str, Any] | None,
     after: Mapping[str, Any] | None,
 ) -> None:
-    from mcp_platform.activity.services import activity_admin_change_record
-
     if tenant_id is None:
         return  # platform staff's rows (users, unbound clients): not any tenant's log
     user_id = getattr(request.user, "pk", None)
-    activity_admin_change_record(
+    admin_changed.send(
+        sender=type(obj),
         tenant_id=tenant_id,
         user_id=user_id,
         action=action,

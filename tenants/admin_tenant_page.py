@@ -11,7 +11,7 @@ from django.db.models import Model
 from django.http import HttpRequest
 from django.urls import reverse
 
-from mcp_platform.oauth.resource import MCP, SSE, base_url_from_request, endpoint_url
+from mcp_infra.addresses import MCP, SSE, base_url_from_request, endpoint_url
 from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool
 
 GLANCE_NAMES = 8  # names listed per kind; the link shows the rest

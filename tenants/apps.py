@@ -14,9 +14,13 @@ class TenantsConfig(AppConfig):
     def ready(self) -> None:
         # Importing the built-in modules runs their @python_tool / @python_resource_template decorators; importing
         # the upstream services wires the upstream pool's list_changed notifications to catalog refreshes.
-        from tenants import upstream_services  # noqa: F401
+        from mcp_infra.outbound import register_tenant_networks
         from tenants.admin_audit import bulk_change_history
         from tenants.builtin import bench, conformance, conformance_tasks, demo  # noqa: F401
         from tenants.bulk_changes import catalog_bulk_changed
+        from tenants.federation import services  # noqa: F401
+        from tenants.selectors import tenant_outbound_networks
 
         catalog_bulk_changed.connect(bulk_change_history, dispatch_uid="tenants-admin-history")
+        # The outbound door sits below the tenants app: it is told how to read a tenant's allowed networks.
+        register_tenant_networks(tenant_outbound_networks)

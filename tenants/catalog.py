@@ -13,7 +13,7 @@ from mcp_core.context import ToolContext
 from mcp_core.tasks import TaskSupport
 from mcp_core.text import storable
 from mcp_core.uritemplate import UriTemplate
-from mcp_platform.telemetry import spans
+from mcp_infra.telemetry import spans
 from tenants import selectors
 from tenants.backends import prompt_render, resource_read, template_read, tool_continues_as_task, tool_invoke
 from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool

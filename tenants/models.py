@@ -61,7 +61,7 @@ class Tenant(models.Model):
         choices=[("public", "Public (shared caches allowed)"), ("private", "Private (per authorization)")],
         help_text="2026-07-28 cache hint: who may share a cached copy. Empty: the platform default.",
     )
-    # Widening of the outbound door for this tenant's requests (mcp_platform.outbound); set by platform staff only.
+    # Widening of the outbound door for this tenant's requests (mcp_infra.outbound); set by platform staff only.
     outbound_allowed_networks = models.JSONField(
         default=list,
         blank=True,
@@ -370,7 +370,7 @@ class PythonFunctionGrant(models.Model):
 
 # ---- Upstream MCP servers (federation) ---------------------------------------------------------------------
 # An MCP server the platform connects to as a client; its tools, resources, templates and prompts are mirrored
-# into the tenant's catalog (rows with ``upstream`` set) and calls to them are proxied (tenants.backends.upstream).
+# into the tenant's catalog (rows with ``upstream`` set) and calls to them are proxied (tenants.federation.backend).
 
 UPSTREAM_NAME_PATTERN = r"^[A-Za-z0-9_\-]{1,64}$"
 upstream_name_validator = RegexValidator(

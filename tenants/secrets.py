@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from mcp_platform.conf import decode_secret_key, platform_settings
+from mcp_infra.conf import decode_secret_key, platform_settings
 from tenants.models import Secret, Tenant
 
 NONCE_BYTES = 12

@@ -225,3 +225,9 @@ def prompt_get(*, tenant: Tenant, name: str) -> Prompt | None:
 async def aprompt_get(*, tenant: Tenant, name: str) -> Prompt | None:
     found = Prompt.objects.select_related("upstream").filter(tenant_id=tenant.pk, name=name)
     return await found.afirst() if _possible_name(name) else None
+
+
+async def tenant_outbound_networks(tenant_id: int) -> tuple[str, ...]:
+    """The extra networks platform staff allowed ``tenant_id``'s outbound requests (the outbound door reads them)."""
+    networks = await Tenant.objects.filter(pk=tenant_id).values_list("outbound_allowed_networks", flat=True).afirst()
+    return tuple(networks or ())

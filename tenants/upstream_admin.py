@@ -2,7 +2,7 @@
 change its URL, authentication, prefix and exclusions, refresh it now, and see its health and last error.
 
 Mirrored items are edited in the tool, template and prompt admins: a changed name, title, description or enabled
-flag is an override that refreshes keep (see ``tenants.upstream_mirror``).
+flag is an override that refreshes keep (see ``tenants.federation.mirror``).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from django.utils import timezone
 
 from tenants.admin_scoping import TenantScopedAdmin
 from tenants.bulk_changes import SYSTEM, Actor
-from tenants.models import Upstream
-from tenants.upstream_connection import UpstreamFailure
-from tenants.upstream_services import (
+from tenants.federation.connection import UpstreamFailure
+from tenants.federation.services import (
     upstream_add,
     upstream_delete,
     upstream_refresh,
     upstream_update,
     upstream_validate,
 )
+from tenants.models import Upstream
 
 AUTH_CHOICES = [
     ("", "None"),

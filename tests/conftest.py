@@ -10,8 +10,8 @@ from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 
+from mcp_infra.conf import platform_settings
 from mcp_platform.activity.hook import activity_writer
-from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.session_cache import session_cache
 from tenants.cache import tenant_cache
 from tests.process_marks import RUN_MARK, kill_all, new_mark, wait_until_none_marked

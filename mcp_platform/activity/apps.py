@@ -12,12 +12,19 @@ class ActivityConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from mcp_platform.activity.hook import activity_hook, bulk_change_recorded, tool_run_recorded
-        from mcp_platform.conf import platform_settings
+        from mcp_infra.conf import platform_settings
+        from mcp_platform.activity.hook import (
+            activity_hook,
+            admin_change_recorded,
+            bulk_change_recorded,
+            tool_run_recorded,
+        )
         from mcp_platform.jobs.signals import tool_run_ended
         from mcp_platform.observe.calls import register_hook
+        from tenants.admin_audit import admin_changed
         from tenants.bulk_changes import catalog_bulk_changed
 
+        admin_changed.connect(admin_change_recorded, dispatch_uid="activity-admin-changes")
         # Bulk changes to a catalog are admin changes: recorded whatever ``ACTIVITY_LOG`` says of calls.
         catalog_bulk_changed.connect(bulk_change_recorded, dispatch_uid="activity-bulk-changes")
         if platform_settings.ACTIVITY_LOG:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import logging
 from functools import cache
+from typing import Any
 
+from mcp_infra.conf import platform_settings
 from mcp_platform.activity.rows import CallRow, call_row
 from mcp_platform.activity.writer import BufferedWriter
-from mcp_platform.conf import platform_settings
 from mcp_platform.gateway.observing import principal_parts
 from mcp_platform.jobs.models import ToolRun
 from mcp_platform.observe.calls import CANCELLED, ERROR, CallInfo, CallRecord, classify
@@ -123,3 +124,32 @@ def bulk_change_recorded(sender: object, *, change: BulkChange, **kwargs: object
         activity_bulk_change_record(change=change)
     except Exception:
         logger.exception("could not record the %s of %s in the activity log", change.operation, change.source)
+
+
+def admin_change_recorded(
+    sender: object,
+    *,
+    tenant_id: int,
+    user_id: int | None,
+    action: str,
+    object_type: str,
+    object_repr: str,
+    object_id: str,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    **kwargs: object,
+) -> None:
+    """``admin_changed`` receiver: one row per admin save or delete, written in the admin's request (secret values
+    redacted by the service)."""
+    from mcp_platform.activity.services import activity_admin_change_record
+
+    activity_admin_change_record(
+        tenant_id=tenant_id,
+        user_id=user_id,
+        action=action,
+        object_type=object_type,
+        object_repr=object_repr,
+        object_id=object_id,
+        before=before,
+        after=after,
+    )

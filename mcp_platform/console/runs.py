@@ -23,15 +23,15 @@ from mcp_core.dispatch import dispatch
 from mcp_core.env import Env
 from mcp_core.errors import ClientRequestFailed, McpError, error_to_wire
 from mcp_core.versions import V2025_11_25
-from mcp_platform.conf import platform_settings
-from mcp_platform.gateway import groups
-from mcp_platform.gateway.identity import server_identity
-from mcp_platform.gateway.mailbox import mailbox, send_to_group
+from mcp_infra.conf import platform_settings
+from mcp_infra.messaging import groups
+from mcp_infra.messaging.mailbox import mailbox, send_to_group
 from mcp_platform.gateway.observing import call_info
 from mcp_platform.jobs.models import RunOrigin
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.observe.calls import ADMIN_CONSOLE, CallInfo, observed_call
 from tenants.cache import tenant_cache
+from tenants.identity import server_identity
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)

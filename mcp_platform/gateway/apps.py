@@ -21,14 +21,14 @@ class _NudgeHandler:
 
 
 async def listen_for_nudges(tenant_id: int, on_nudge: Callable[[], None]) -> None:
-    from mcp_platform.gateway.mailbox import mailbox
+    from mcp_infra.messaging.mailbox import mailbox
     from tenants.events import catalog_group
 
     await mailbox().subscribe(catalog_group(tenant_id), _NudgeHandler(on_nudge))
 
 
 async def stop_listening_for_nudges(tenant_id: int, on_nudge: Callable[[], None]) -> None:
-    from mcp_platform.gateway.mailbox import mailbox
+    from mcp_infra.messaging.mailbox import mailbox
     from tenants.events import catalog_group
 
     await mailbox().unsubscribe(catalog_group(tenant_id), _NudgeHandler(on_nudge))
@@ -40,7 +40,7 @@ class GatewayConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from mcp_platform.conf import platform_settings
+        from mcp_infra.conf import platform_settings
         from tenants.cache import tenant_cache
 
         tenant_cache.configure(

@@ -8,9 +8,9 @@ import asyncio
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
-from mcp_platform.conf import platform_settings
+from mcp_infra.conf import platform_settings
 from tenants.events import revision_check
-from tenants.upstream_watch import upstream_watcher
+from tenants.federation.watch import upstream_watcher
 
 # Held so the tasks are not garbage-collected; they run until the loop ends.
 _tasks: set[asyncio.Task[None]] = set()

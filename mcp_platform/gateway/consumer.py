@@ -30,13 +30,13 @@ from mcp_core.versions import (
     at_least,
     header_version_acceptable,
 )
-from mcp_platform.conf import platform_settings
-from mcp_platform.gateway import groups, sessions
+from mcp_infra.conf import platform_settings
+from mcp_infra.messaging import groups
+from mcp_infra.messaging.mailbox import Inbox, send_to_group
+from mcp_platform.gateway import sessions
 from mcp_platform.gateway.base import GatewayConsumer
 from mcp_platform.gateway.control import request_key, session_control
-from mcp_platform.gateway.identity import server_identity
 from mcp_platform.gateway.listen import serve_listen
-from mcp_platform.gateway.mailbox import Inbox, send_to_group
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.observing import call_info
@@ -62,6 +62,7 @@ from mcp_platform.observe.calls import HTTP_SSE, STREAMABLE_HTTP, CallInfo, hook
 from mcp_platform.quotas.check import oauth_client_id, rate_limits_check_requests
 from tenants.cache import tenant_cache
 from tenants.events import catalog_group
+from tenants.identity import server_identity
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_platform.gateway.mailbox import mailbox, send_to_group
+from mcp_infra.messaging.mailbox import mailbox, send_to_group
 
 logger = logging.getLogger(__name__)
 

@@ -18,11 +18,11 @@ from mcp_core import jsonrpc, sse
 from mcp_core.errors import InvalidRequest, McpError, TransportError, error_to_wire
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.session import SessionState, SessionStateError
-from mcp_platform.gateway import groups, sessions
+from mcp_infra.messaging import groups
+from mcp_infra.messaging.mailbox import Inbox
+from mcp_platform.gateway import sessions
 from mcp_platform.gateway.base import GatewayConsumer
 from mcp_platform.gateway.consumer import deliver_client_messages, rate_limits_admit, scope_headers, session_env
-from mcp_platform.gateway.identity import server_identity
-from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.observing import call_info
@@ -35,6 +35,7 @@ from mcp_platform.oauth.throttling import asgi_client_address
 from mcp_platform.observe.calls import HTTP_SSE, CallInfo
 from mcp_platform.quotas.check import oauth_client_id
 from tenants.events import catalog_group
+from tenants.identity import server_identity
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)

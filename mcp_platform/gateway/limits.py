@@ -1,7 +1,7 @@
 """ASGI middleware in front of every path: header size (431), one ``Host`` (400), a deadline on the request body
 (408), and a refused body read to its end before the refusal goes out, so the client can read it.
 
-The servers differ in what they bound themselves (``mcp_platform.servers``); this layer holds on all of them. A
+The servers differ in what they bound themselves (``mcp_infra.serving.servers``); this layer holds on all of them. A
 response started while the request body is still arriving (a 413, 401 or 404 sent before the body was read) is
 held until the rest of the body is read and discarded, up to ``DRAIN_FACTOR`` times ``MAX_REQUEST_BYTES`` and the
 body deadline: a server that closes a connection with unread data in its buffer resets it, and the client loses
@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
 from mcp_core import jsonrpc
-from mcp_platform.conf import platform_settings
+from mcp_infra.conf import platform_settings
 from mcp_platform.gateway.responses import send_json
 
 Scope = dict[str, Any]

@@ -16,9 +16,9 @@ from typing import Any
 from mcp_core import jsonrpc, sse
 from mcp_core.features.subscriptions import Subscription
 from mcp_core.tasks import TaskSnapshot, TaskStore, detailed_task
-from mcp_platform.conf import platform_settings
-from mcp_platform.gateway import groups
-from mcp_platform.gateway.mailbox import Inbox
+from mcp_infra.conf import platform_settings
+from mcp_infra.messaging import groups
+from mcp_infra.messaging.mailbox import Inbox
 from mcp_platform.gateway.responses import Send, send_chunk, start_sse
 from mcp_platform.gateway.stream_access import StreamAccess
 from tenants.events import catalog_group

@@ -14,7 +14,8 @@ from typing import Any
 
 from mcp_core import http as mcp_http
 from mcp_core import jsonrpc
-from mcp_platform.conf import platform_settings
+from mcp_infra import addresses
+from mcp_infra.conf import platform_settings
 from mcp_platform.gateway.responses import DATABASE_UNREACHABLE, send_error, send_json
 from mcp_platform.oauth import resource
 from mcp_platform.oauth.scopes import arequired_scopes
@@ -107,8 +108,8 @@ class GatewayMiddleware:
             outcome = await resource.aauthenticate(
                 tenant=tenant,
                 authorization=_header(scope, b"authorization"),
-                base_url=resource.base_url_from_scope(scope),
-                endpoint=resource.endpoint_of(scope["path"]),
+                base_url=addresses.base_url_from_scope(scope),
+                endpoint=addresses.endpoint_of(scope["path"]),
             )
             if isinstance(outcome, resource.Challenge):
                 message = "Unauthorized" if outcome.status == 401 else "Forbidden"
@@ -141,9 +142,9 @@ class GatewayMiddleware:
                 # Name everything the client needs, not only what is missing, so a client that asks
                 # for exactly this set keeps what it already had.
                 refusal = resource.challenge(
-                    base_url=resource.base_url_from_scope(scope),
+                    base_url=addresses.base_url_from_scope(scope),
                     slug=tenant.slug,
-                    endpoint=resource.endpoint_of(scope["path"]),
+                    endpoint=addresses.endpoint_of(scope["path"]),
                     error="insufficient_scope",
                     description=f"This request needs {' '.join(sorted(missing))}.",
                     scopes=principal.scopes | missing,

@@ -54,7 +54,7 @@ def error_headers(exc: BaseException) -> Headers:
 # How soon a client may try again when the database could not be reached (a restart or a failover takes seconds).
 UNAVAILABLE_RETRY_AFTER = 5.0
 # A database that cannot be reached, as Django's ORM raises it and as the gateway's own async PostgreSQL path
-# (``mcp_platform.postgresql.aio``) does.
+# (``mcp_infra.postgresql.aio``) does.
 DATABASE_UNREACHABLE = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 

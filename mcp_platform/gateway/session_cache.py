@@ -20,7 +20,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from mcp_core.session import SessionState
-from mcp_platform.conf import platform_settings
+from mcp_infra.conf import platform_settings
 from mcp_platform.gateway import sessions
 from mcp_platform.gateway.control import session_control
 from mcp_platform.gateway.models import LegacySession

@@ -1,6 +1,6 @@
 """The statements on ``LegacySession`` rows that every handshake-era session runs: create, find, update.
 
-On PostgreSQL they run on the event loop (``mcp_platform.postgresql.aio``): no wait for the ORM's one thread, and
+On PostgreSQL they run on the event loop (``mcp_infra.postgresql.aio``): no wait for the ORM's one thread, and
 about a fifth of the ORM's CPU per statement. On other databases (SQLite on embedded defaults) they go through the
 ORM. Both paths read and write the same columns; the model stays the schema's definition.
 """
@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 
 from mcp_core.session import SessionState
+from mcp_infra.postgresql import aio
 from mcp_platform.gateway.models import LegacySession
-from mcp_platform.postgresql import aio
 
 _TABLE = LegacySession._meta.db_table
 # Every concrete column, in model order: what a row read returns and an insert writes.

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_core.features.subscriptions import LIST_CHANGED, RESOURCE_UPDATED
-from mcp_platform.conf import platform_settings
+from mcp_infra.conf import platform_settings
+from mcp_infra.messaging.mailbox import Inbox
 from mcp_platform.gateway import sessions
-from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.stream_access import StreamAccess
 

@@ -18,7 +18,7 @@ from mcp_core import jsonrpc
 from mcp_core.errors import InternalError, error_to_wire
 from mcp_core.session import SessionEvent, SessionState, next_state
 from mcp_core.text import storable
-from mcp_platform.conf import platform_settings
+from mcp_infra.conf import platform_settings
 from mcp_platform.gateway import session_rows
 from mcp_platform.gateway.models import LegacySession, StreamEvent
 

@@ -24,7 +24,7 @@ from mcp_core.envelope import Envelope, open_envelope
 from mcp_core.errors import ClientRequestFailed, McpError
 from mcp_core.mrtr import InputPolicy
 from mcp_core.request_state import derive_key
-from mcp_platform.conf import platform_settings
+from mcp_infra.conf import platform_settings
 from mcp_platform.gateway.observing import call_info
 from mcp_platform.gateway.responses import (
     Headers,

@@ -20,10 +20,10 @@ from mcp_core import jsonrpc, sse
 from mcp_core.dispatch import dispatch
 from mcp_core.env import Env
 from mcp_core.errors import ClientRequestFailed, McpError
-from mcp_platform.conf import platform_settings
-from mcp_platform.gateway import groups
+from mcp_infra.conf import platform_settings
+from mcp_infra.messaging import groups
+from mcp_infra.messaging.mailbox import mailbox, send_to_group
 from mcp_platform.gateway.control import request_key, session_control
-from mcp_platform.gateway.mailbox import mailbox, send_to_group
 from mcp_platform.gateway.responses import Headers, Send, send_chunk, send_empty, send_json, start_sse, wire_error
 from mcp_platform.gateway.sessions import (
     new_token,

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from celery import shared_task
 
-from mcp_platform.conf import platform_settings
+from mcp_infra.conf import platform_settings
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.sessions import legacy_sessions_purge_idle, stream_events_purge
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_platform.conf import platform_settings
+from mcp_infra.conf import platform_settings
 
 # How soon a start that found its tenant at the limit is tried again (seconds). The start stays queued meanwhile
 # (the run is still working): a later try, the sweep, or another worker runs it once a slot is free.

@@ -24,16 +24,16 @@ from mcp_core.features.tools import run_task_call
 from mcp_core.mrtr import Answer, InputLedger
 from mcp_core.tasks import TaskEvent, TaskOutcome
 from mcp_core.versions import STATELESS_VERSIONS
-from mcp_platform.conf import platform_settings
-from mcp_platform.gateway import groups
-from mcp_platform.gateway.identity import server_identity
-from mcp_platform.gateway.mailbox import mailbox, send_to_group
+from mcp_infra.conf import platform_settings
+from mcp_infra.messaging import groups
+from mcp_infra.messaging.mailbox import mailbox, send_to_group
 from mcp_platform.jobs import capacity, services
 from mcp_platform.jobs.models import ToolRun
 from mcp_platform.jobs.progress import ProgressRecorder
 from mcp_platform.jobs.services import Claim
 from tenants.catalog import TenantCatalog
-from tenants.upstream_tasks import running_task
+from tenants.federation.remote_tasks import running_task
+from tenants.identity import server_identity
 
 logger = logging.getLogger(__name__)
 JSONObject = dict[str, Any]
@@ -91,8 +91,8 @@ def task_env(run: ToolRun, outbound: TaskOutbound | None = None) -> Env:
 
 
 class RunningTask:
-    """``tenants.upstream_tasks.TaskRun`` of this start: what an upstream call followed as the upstream's own task
-    keeps on the run, so the next start (or another worker's) follows the same upstream task."""
+    """``tenants.federation.remote_tasks.TaskRun`` of this start: what an upstream call followed as the upstream's
+    own task keeps on the run, so the next start (or another worker's) follows the same upstream task."""
 
     def __init__(self, run: ToolRun) -> None:
         self._run = run

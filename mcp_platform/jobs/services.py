@@ -33,9 +33,9 @@ from mcp_core.tasks import (
     next_status,
 )
 from mcp_core.text import json_storable
-from mcp_platform.conf import platform_settings
-from mcp_platform.gateway import groups
-from mcp_platform.gateway.mailbox import send_to_group
+from mcp_infra.conf import platform_settings
+from mcp_infra.messaging import groups
+from mcp_infra.messaging.mailbox import send_to_group
 from mcp_platform.jobs import selectors
 from mcp_platform.jobs.models import RunOrigin, ToolRun
 from mcp_platform.jobs.selectors import Caller

@@ -12,9 +12,9 @@ from typing import Any
 from asgiref.sync import sync_to_async
 
 from mcp_core.tasks import TaskListPage, TaskRequest, TaskSnapshot, TaskStatus
-from mcp_platform.conf import platform_settings
-from mcp_platform.gateway import groups
-from mcp_platform.gateway.mailbox import Inbox
+from mcp_infra.conf import platform_settings
+from mcp_infra.messaging import groups
+from mcp_infra.messaging.mailbox import Inbox
 from mcp_platform.jobs import selectors, services
 from mcp_platform.jobs.models import RunOrigin, ToolRun
 from mcp_platform.jobs.selectors import Caller

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
+from mcp_infra.addresses import ENDPOINTS, endpoint_url, tenant_slug_of
 from mcp_platform.oauth.models import TenantApplication
-from mcp_platform.oauth.resource import ENDPOINTS, endpoint_url, tenant_slug_of
 from tenants.models import Tenant
 from tenants.selectors import membership_get, tenant_get_servable
 

@@ -15,11 +15,11 @@ from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import AuthorizationView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error, InvalidClientIdError, InvalidRequestError
 
+from mcp_infra.addresses import base_url_from_request
 from mcp_platform.oauth.audience import AudienceRefused, grant_tenant
 from mcp_platform.oauth.headers import apply_page_policy, form_target
 from mcp_platform.oauth.models import TenantApplication
 from mcp_platform.oauth.presentation import client_face, redirect_host
-from mcp_platform.oauth.resource import base_url_from_request
 from mcp_platform.oauth.validators import pkce_problem
 
 UNKNOWN_CLIENT = (

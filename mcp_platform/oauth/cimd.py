@@ -4,7 +4,7 @@ DOT fetches the document behind an ``https`` client_id on first sight, checks th
 (``client_id`` equals the URL), is public and carries no secret, stores it as an application and re-fetches it
 when its Cache-Control lifetime (bounded by ``CIMD_METADATA_MIN/MAX_AGE_SECONDS``) runs out. This module adds:
 
-- the fetch, under the outbound door's address policy (``mcp_platform.outbound``): only to globally routable
+- the fetch, under the outbound door's address policy (``mcp_infra.outbound``): only to globally routable
   addresses unless ``OUTBOUND_ALLOWED_NETWORKS`` or ``CIMD_ALLOWED_NETWORKS`` names the network (loopback for
   tests and local development), always to the address that was checked (no second DNS lookup to rebind), https
   only, no redirects, one deadline for the whole fetch (however slowly the server sends), bounded size, optional
@@ -28,10 +28,10 @@ import urllib3.connection
 from oauth2_provider.cimd import CIMDError, SafeMetadataFetcher, _validate_client_id_url
 from oauth2_provider.settings import oauth2_settings
 
-from mcp_platform.conf import platform_settings
+from mcp_infra.conf import platform_settings
+from mcp_infra.outbound import OutboundRefused, resolve_checked_sync
 from mcp_platform.oauth.registration import metadata_problem
 from mcp_platform.oauth.throttling import registration_refused
-from mcp_platform.outbound import OutboundRefused, resolve_checked_sync
 
 
 def resolve_fetchable(hostname: str, port: int) -> list[str]:

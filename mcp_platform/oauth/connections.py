@@ -24,9 +24,9 @@ from oauth2_provider.models import (
 )
 from oauth2_provider.scopes import get_scopes_backend
 
+from mcp_infra.addresses import tenant_slug_of
 from mcp_platform.oauth.models import TenantApplication
 from mcp_platform.oauth.presentation import ClientFace, client_face
-from mcp_platform.oauth.resource import tenant_slug_of
 from tenants.models import Tenant
 from tenants.selectors import tenants_by_slug
 

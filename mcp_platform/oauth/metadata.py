@@ -9,7 +9,7 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from oauth2_provider.views import ConnectDiscoveryInfoView, OAuthProtectedResourceMetadataView, OAuthServerMetadataView
 
-from mcp_platform.oauth.resource import base_url_from_request, endpoint_url
+from mcp_infra.addresses import base_url_from_request, endpoint_url
 from mcp_platform.oauth.scopes import SCOPES, ordered
 from tenants.models import Tenant
 from tenants.selectors import tenant_get_servable, tool_scope_vocabulary

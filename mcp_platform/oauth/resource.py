@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Q
-from django.http import HttpRequest
 from django.utils import timezone
 from oauth2_provider.models import AbstractApplication, get_access_token_model, get_refresh_token_model
 from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.www_authenticate import build_bearer_challenge
 
-from mcp_platform.conf import platform_settings
+from mcp_infra.addresses import (
+    MCP,
+    accepted_audiences,
+    metadata_url,
+)
 from mcp_platform.oauth.scopes import SCOPES, ordered
 from tenants.models import Tenant
 
@@ -32,12 +33,6 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 PRINCIPAL_SCOPE_KEY = "mcp.principal"
 # Whom a request on a tenant without authorization acts for: everyone alike.
 ANONYMOUS = "anonymous"
-# A tenant's endpoints, each a protected resource of its own (RFC 9728): Streamable HTTP, and the 2024-11-05
-# transport's stream and the message endpoint it hands out.
-MCP = "mcp"
-SSE = "sse"
-MESSAGES = "messages"
-ENDPOINTS = (MCP, SSE, MESSAGES)
 
 
 @dataclass(frozen=True)
@@ -56,85 +51,6 @@ class Challenge:
 
     status: int
     www_authenticate: str
-
-
-def _scope_header(scope: dict[str, Any], name: bytes) -> str | None:
-    return next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == name), None)
-
-
-def base_url_from_scope(scope: dict[str, Any]) -> str:
-    """The platform's public origin as the client sees it (the Host header was checked before).
-
-    Like Django's ``request.scheme``, it honours ``SECURE_PROXY_SSL_HEADER`` (``MCP_PROXY_SSL_HEADER``), so the
-    gateway and the authorization server agree on the endpoint URLs that tokens are bound to.
-    """
-    if platform_settings.PUBLIC_BASE_URL:
-        return str(platform_settings.PUBLIC_BASE_URL).rstrip("/")
-    host = _scope_header(scope, b"host") or "localhost"
-    scheme = scope.get("scheme", "http")
-    proxy_header = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
-    if proxy_header:
-        meta_name, secure_value = proxy_header
-        forwarded = _scope_header(scope, meta_name.removeprefix("HTTP_").lower().replace("_", "-").encode())
-        if forwarded is not None and forwarded.split(",", 1)[0].strip() == secure_value:
-            scheme = "https"
-    return f"{scheme}://{host}"
-
-
-def base_url_from_request(request: HttpRequest) -> str:
-    if platform_settings.PUBLIC_BASE_URL:
-        return str(platform_settings.PUBLIC_BASE_URL).rstrip("/")
-    return f"{request.scheme}://{request.get_host()}"
-
-
-def base_url_from_headers(headers: Mapping[str, Any]) -> str:
-    """The public origin from an oauthlib request's headers (DOT copies Django's ``META`` into them)."""
-    if platform_settings.PUBLIC_BASE_URL:
-        return str(platform_settings.PUBLIC_BASE_URL).rstrip("/")
-    django_request = HttpRequest()
-    django_request.META = dict(headers)
-    scheme = "https" if headers.get("X_DJANGO_OAUTH_TOOLKIT_SECURE") else "http"
-    return f"{scheme}://{django_request.get_host()}"
-
-
-def endpoint_url(base_url: str, slug: str, endpoint: str = MCP) -> str:
-    """The resource identifier of one of a tenant's endpoints (``MCP``, ``SSE``, ``MESSAGES``): its URL."""
-    return f"{base_url}/t/{slug}/{endpoint}"
-
-
-def tenant_slug_of(resource: str) -> str | None:
-    """The tenant slug in an endpoint URL ``…/t/<slug>/<endpoint>`` of any origin, else None (existence
-    unchecked)."""
-    path = resource.split("://", 1)[-1].partition("/")[2]
-    parts = path.split("/")
-    if len(parts) == 3 and parts[0] == "t" and parts[2] in ENDPOINTS and parts[1]:
-        return parts[1]
-    return None
-
-
-def endpoint_of(path: str) -> str:
-    """Which endpoint a request path ``/t/<slug>/<endpoint>`` is for; anything else counts as ``MCP``."""
-    last = path.rsplit("/", 1)[-1]
-    return last if last in ENDPOINTS else MCP
-
-
-def accepted_audiences(base_url: str, slug: str, endpoint: str) -> frozenset[str]:
-    """The token audiences a request to ``endpoint`` accepts: on the Streamable HTTP endpoint, that endpoint
-    only; on the 2024-11-05 transport (``/sse`` and the ``/messages`` it hands out), a token for either of
-    those or for the tenant's ``/mcp``: they are one MCP server. Never another tenant's."""
-    if endpoint == MCP:
-        return frozenset({endpoint_url(base_url, slug)})
-    return frozenset(endpoint_url(base_url, slug, e) for e in ENDPOINTS)
-
-
-def metadata_url(base_url: str, slug: str, endpoint: str = MCP) -> str:
-    """Where the RFC 9728 metadata of the endpoint a request went to lives (the path-component form).
-
-    The 2024-11-05 transport's resource is the ``/sse`` URL the client connected to (the SDKs check the
-    metadata's ``resource`` against it, for ``/messages`` refusals too), so both of its endpoints point there.
-    """
-    named = MCP if endpoint == MCP else SSE
-    return f"{base_url}/.well-known/oauth-protected-resource/t/{slug}/{named}"
 
 
 def challenge(

@@ -9,7 +9,7 @@ from celery import shared_task
 from django.core.management import call_command
 from oauth2_provider.models import clear_expired
 
-from mcp_platform.conf import platform_settings
+from mcp_infra.conf import platform_settings
 from mcp_platform.oauth.codes import consumed_codes_purge
 from mcp_platform.oauth.registration import dcr_clients_purge_unused
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from django.core.cache import cache
 
-from mcp_platform.conf import platform_settings
+from mcp_infra.conf import platform_settings
 
 WINDOW_SECONDS = 3600
 # A counter outlives its hour a little, so a clock slightly behind another process's still finds it.

@@ -22,8 +22,8 @@ from oauth2_provider.scopes import SettingsScopes, get_scopes_backend
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error, InvalidRequestError
 
+from mcp_infra.addresses import ENDPOINTS, base_url_from_headers, endpoint_url, tenant_slug_of
 from mcp_platform.oauth.codes import authorization_code_consumed, authorization_code_replayed, checksum
-from mcp_platform.oauth.resource import ENDPOINTS, base_url_from_headers, endpoint_url, tenant_slug_of
 from tenants.models import Tenant
 from tenants.selectors import membership_get, tenant_get_servable, tool_scope_vocabulary
 

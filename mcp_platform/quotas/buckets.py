@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from redis.asyncio import Redis
 
-from mcp_platform.telemetry import metrics
+from mcp_infra.telemetry import metrics
 
 logger = logging.getLogger(__name__)
 

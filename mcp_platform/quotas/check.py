@@ -16,11 +16,11 @@ from django.conf import settings
 
 from mcp_core import jsonrpc
 from mcp_core.errors import RateLimited
+from mcp_infra.telemetry import metrics
 from mcp_platform.oauth.resource import PRINCIPAL_SCOPE_KEY, Principal
 from mcp_platform.oauth.throttling import client_groups
 from mcp_platform.quotas.buckets import BucketStore, MemoryBuckets, RedisBuckets
 from mcp_platform.quotas.selectors import LimitConfig, alimit_config
-from mcp_platform.telemetry import metrics
 from tenants.models import NAME_PATTERN, Tenant
 
 KEY_PREFIX = "mcp:ratelimit"

@@ -20,7 +20,7 @@ class TelemetryConfig(AppConfig):
         if getattr(settings, "LOG_FORMAT", "plain") == "json":
             register_hook(RequestLogHook())
         celery_metrics_connect()
-        from mcp_platform.telemetry.spans import tracing_requested
+        from mcp_infra.telemetry.spans import tracing_requested
 
         if tracing_requested():
             # Only now: with tracing off, no opentelemetry module is ever imported.

@@ -8,7 +8,7 @@ from typing import Any
 
 from celery.signals import task_postrun, task_prerun
 
-from mcp_platform.telemetry import metrics
+from mcp_infra.telemetry import metrics
 
 # Start times of the runs in progress in this process (at most the worker's concurrency, each popped at its end).
 _started: dict[str, float] = {}

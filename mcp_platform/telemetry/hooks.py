@@ -11,9 +11,9 @@ import threading
 import time
 from typing import Any
 
+from mcp_infra.telemetry import metrics
+from mcp_infra.telemetry.tally import request_tally
 from mcp_platform.observe.calls import CallInfo, CallRecord
-from mcp_platform.telemetry import metrics
-from mcp_platform.telemetry.tally import request_tally
 
 # Its own logger, so a deployment can route or silence the request lines apart from the rest.
 request_logger = logging.getLogger("mcp_platform.requests")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_platform.telemetry.metrics import OPEN_STREAMS
+from mcp_infra.telemetry.metrics import OPEN_STREAMS
 
 # The gateway middleware's scope key for the resolved tenant (mcp_platform.gateway.middleware.TENANT_SCOPE_KEY;
 # not imported, so telemetry does not depend on the gateway).

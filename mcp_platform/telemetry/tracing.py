@@ -16,8 +16,8 @@ from celery.signals import before_task_publish, task_postrun, task_prerun
 from opentelemetry import context, propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from mcp_infra.telemetry import spans
 from mcp_platform.observe.calls import CallInfo, CallRecord, register_hook, unregister_hook
-from mcp_platform.telemetry import spans
 
 TRACER_NAME = "mcp_platform"
 ERROR_OUTCOMES = frozenset({"error", "tool_error"})

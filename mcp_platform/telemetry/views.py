@@ -22,10 +22,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from mcp_platform.conf import platform_settings
+from mcp_infra.conf import platform_settings
+from mcp_infra.telemetry.tally import request_tally
 from mcp_platform.jobs.selectors import tool_run_status_counts
 from mcp_platform.oauth.throttling import client_address
-from mcp_platform.telemetry.tally import request_tally
 
 # Bounds the scrape-time query (rows of tenant and status).
 TASK_ROWS_LIMIT = 5000

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_core.context import ToolContext
-from tenants.backends import http, python, static, upstream
+from tenants.backends import http, python, static
+from tenants.federation import backend as upstream
 from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tool
 
 JSONObject = dict[str, Any]

@@ -16,9 +16,9 @@ from uritemplate import URITemplate
 
 from mcp_core.context import ToolContext
 from mcp_core.errors import ToolError
-from mcp_platform.conf import platform_settings
-from mcp_platform.outbound import MAX_REDIRECTS, OutboundRefused, OutboundResponseTooLarge, outbound_client, read_capped
-from mcp_platform.telemetry import metrics, tally
+from mcp_infra.conf import platform_settings
+from mcp_infra.outbound import MAX_REDIRECTS, OutboundRefused, OutboundResponseTooLarge, outbound_client, read_capped
+from mcp_infra.telemetry import metrics, tally
 from tenants.backends.http_auth import Credentials, credentials_for, forget_token, header_value_problem
 from tenants.backends.redaction import SecretRedactor
 from tenants.models import Tool

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from mcp_core.errors import ToolError
-from mcp_platform.outbound import OutboundRefused, outbound_client, read_capped
+from mcp_infra.outbound import OutboundRefused, outbound_client, read_capped
 from tenants.secrets import SecretNotFound, SecretUnreadable, asecret_value
 
 AUTH_TYPES = ("bearer", "header", "query", "basic", "client_credentials")

@@ -8,8 +8,8 @@ from pathlib import Path
 import anyio
 import httpx
 
-from mcp_platform.conf import platform_settings
-from mcp_platform.outbound import OutboundResponseTooLarge, build_outbound_client, outbound_client, read_capped
+from mcp_infra.conf import platform_settings
+from mcp_infra.outbound import OutboundResponseTooLarge, build_outbound_client, outbound_client, read_capped
 from tenants.openapi.document import MAX_DOCUMENT_BYTES, OpenApiError
 from tenants.openapi.servers import is_web_url
 

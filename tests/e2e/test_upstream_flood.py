@@ -187,7 +187,7 @@ async def test_refreshes_on_a_flood_are_bounded_and_deleting_the_upstream_ends_i
         assert slowest < CALM_CALL_SECONDS
 
         delete = (
-            "from tenants.upstream_services import upstream_delete; from tenants.models import Upstream; "
+            "from tenants.federation.services import upstream_delete; from tenants.models import Upstream; "
             "upstream_delete(upstream=Upstream.objects.get(tenant=tenant))"
         )
         await platform.amanage("shell", "-c", in_tenant(flooded, delete))

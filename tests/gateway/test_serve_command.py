@@ -8,8 +8,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from mcp_infra.serving.servers import DEFAULT_SERVER, RUNNERS, SERVERS
 from mcp_platform.gateway.management.commands.serve import multi_process_refusal
-from mcp_platform.servers import DEFAULT_SERVER, RUNNERS, SERVERS
 
 POSTGRES = "django.db.backends.postgresql"
 REDIS = "redis://127.0.0.1:6379/0"

@@ -12,9 +12,9 @@ import pytest
 
 from mcp_core.features.subscriptions import parse_listen
 from mcp_core.tasks import RELATED_TASK_KEY, TASKS_EXTENSION, TaskSnapshot, TaskStatus
-from mcp_platform.gateway import groups
+from mcp_infra.messaging import groups
+from mcp_infra.messaging.mailbox import Inbox
 from mcp_platform.gateway.listen import ListenStream
-from mcp_platform.gateway.mailbox import Inbox
 from mcp_platform.jobs import execution
 from mcp_platform.jobs.models import ToolRun
 from tenants.models import Backend

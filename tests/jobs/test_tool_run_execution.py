@@ -13,8 +13,8 @@ from asgiref.sync import sync_to_async
 from mcp_core.context import ToolContext
 from mcp_core.errors import InternalError, ToolError
 from mcp_core.tasks import TaskRequest
-from mcp_platform.gateway import groups
-from mcp_platform.gateway.mailbox import Inbox
+from mcp_infra.messaging import groups
+from mcp_infra.messaging.mailbox import Inbox
 from mcp_platform.jobs import execution, services
 from mcp_platform.jobs.models import ToolRun
 from mcp_platform.jobs.selectors import Caller

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
+from mcp_infra.addresses import base_url_from_scope
 from mcp_platform.gateway.middleware import GatewayMiddleware
-from mcp_platform.oauth.resource import base_url_from_scope
 from tests.factories import MembershipFactory, OAuthClientFactory, TenantFactory, UserFactory, access_token_create
 from tests.gateway.conftest import INIT_PARAMS, request, rpc
 from tests.oauth.conftest import ACME_MCP, BASE

@@ -7,7 +7,7 @@ import os
 
 from prometheus_client import CollectorRegistry, multiprocess
 
-from mcp_platform.telemetry.tally import request_tally
+from mcp_infra.telemetry.tally import request_tally
 from tests.gateway.conftest import conformance  # noqa: F401  (the conformance tenant, for these tests too)
 
 

@@ -14,12 +14,12 @@ from channels.testing import ApplicationCommunicator
 from django.test import AsyncClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from mcp_infra.telemetry import metrics
+from mcp_infra.telemetry.metrics import NameLabels, method_label
+from mcp_infra.telemetry.tally import request_tally
 from mcp_platform.asgi import application
 from mcp_platform.jobs.tasks import tool_runs_purge_expired
-from mcp_platform.telemetry import metrics
 from mcp_platform.telemetry.celery_metrics import task_label
-from mcp_platform.telemetry.metrics import NameLabels, method_label
-from mcp_platform.telemetry.tally import request_tally
 from mcp_platform.telemetry.views import reap_dead_processes
 from tests.gateway.conftest import INIT_PARAMS, http_scope, request, rpc
 from tests.telemetry.conftest import metric_value

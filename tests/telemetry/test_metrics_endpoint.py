@@ -10,8 +10,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from mcp_infra.telemetry import metrics
 from mcp_platform.jobs.models import ToolRun
-from mcp_platform.telemetry import metrics
 from tests.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, Histogram, multiprocess
 
-from mcp_platform.telemetry import metrics
-from mcp_platform.telemetry.tally import RequestTally, histogram_add, request_tally
+from mcp_infra.telemetry import metrics
+from mcp_infra.telemetry.tally import RequestTally, histogram_add, request_tally
 from tests.telemetry.conftest import metric_value
 
 REPO = Path(__file__).resolve().parents[2]
@@ -151,7 +151,7 @@ EXITING_PROCESS = """
 import sys, time, django
 django.setup()
 from mcp_platform.observe.calls import CallInfo, observed_call
-from mcp_platform.telemetry.tally import request_tally
+from mcp_infra.telemetry.tally import request_tally
 
 for number in range(int(sys.argv[1])):
     info = CallInfo(

@@ -21,8 +21,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from mcp_core.env import Env, ServerIdentity
 from mcp_core.features.tools import call_tool
+from mcp_infra.outbound import outbound_clients_close
 from mcp_platform.asgi import application
-from mcp_platform.outbound import outbound_clients_close
 from mcp_platform.telemetry import tracing
 from mcp_platform.telemetry.tracing import TracingMiddleware
 from tenants import services

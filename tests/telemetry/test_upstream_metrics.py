@@ -15,8 +15,8 @@ from django.test import override_settings
 from mcp_core.env import Env, ServerIdentity
 from mcp_core.features.tools import call_tool
 from tenants.catalog import TenantCatalog
+from tenants.federation.services import upstream_add
 from tenants.models import Tenant
-from tenants.upstream_services import upstream_add
 from tests.e2e.upstreams import UpstreamServer, upstream_server
 from tests.factories import TenantFactory
 from tests.support import RecordingOutbound

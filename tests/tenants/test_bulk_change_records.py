@@ -22,9 +22,9 @@ from mcp import Client
 
 from mcp_platform.activity.models import ActivityRecord
 from tenants.admin_audit import SYSTEM_USERNAME
+from tenants.federation.services import upstream_add
+from tenants.federation.tasks import upstream_refresh_one
 from tenants.models import Tenant, Tool
-from tenants.tasks import upstream_refresh_one
-from tenants.upstream_services import upstream_add
 from tests.e2e.upstreams import UpstreamServer, upstream_server
 from tests.tenants.openapi.test_openapi_admin import FIXTURES, IMPORT, keep_only, preview
 

@@ -18,7 +18,7 @@ from django.core.exceptions import ValidationError
 
 from mcp_core.env import Env, ServerIdentity
 from mcp_core.features.tools import call_tool
-from mcp_platform.outbound import outbound_clients_close
+from mcp_infra.outbound import outbound_clients_close
 from tenants import services
 from tenants.backends import http_auth
 from tenants.catalog import TenantCatalog

@@ -20,7 +20,7 @@ from django.db import connection
 from django.test import override_settings
 from django.urls import reverse
 
-from mcp_platform.conf import check_platform_settings
+from mcp_infra.conf import check_platform_settings
 from tenants.models import Secret, Tenant
 from tenants.secrets import SecretNotFound, SecretUnreadable, secret_delete, secret_set, secret_value
 from tests.factories import UserFactory
@@ -289,7 +289,7 @@ def test_only_superusers_widen_a_tenants_outbound_networks(client: Any, admin_cl
 
 
 def test_a_generated_key_on_the_production_path_is_warned_about(settings: Any, tmp_path: Path) -> None:
-    from mcp_platform.conf import check_secret_keys_are_shared
+    from mcp_infra.conf import check_secret_keys_are_shared
 
     generated = new_key()
     (tmp_path / "secrets_encryption_key").write_text(generated)

@@ -8,9 +8,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tenants.bulk_changes import Actor
+from tenants.federation.connection import UpstreamFailure
+from tenants.federation.services import upstream_add
 from tenants.models import Tenant, Upstream
-from tenants.upstream_connection import UpstreamFailure
-from tenants.upstream_services import upstream_add
 
 
 class Command(BaseCommand):

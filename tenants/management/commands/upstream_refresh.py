@@ -9,9 +9,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tenants.bulk_changes import Actor
+from tenants.federation.connection import UpstreamFailure
+from tenants.federation.services import upstream_refresh
 from tenants.models import Upstream
-from tenants.upstream_connection import UpstreamFailure
-from tenants.upstream_services import upstream_refresh
 
 
 class Command(BaseCommand):

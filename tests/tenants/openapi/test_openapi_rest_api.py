@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from mcp_core.env import Env, ServerIdentity
 from mcp_core.features.tools import call_tool
-from mcp_platform.outbound import outbound_clients_close
+from mcp_infra.outbound import outbound_clients_close
 from tenants.catalog import TenantCatalog
 from tenants.models import OpenApiSource, Tenant, Tool
 from tenants.secrets import secret_set

@@ -23,8 +23,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from mcp_platform.processes import end_with_parent, exit_normally_on_sigterm
-from mcp_platform.servers import DEFAULT_SERVER, GRACEFUL_SHUTDOWN_SECONDS, RUNNERS, SERVERS, listening_socket
+from mcp_infra.serving.processes import end_with_parent, exit_normally_on_sigterm
+from mcp_infra.serving.servers import DEFAULT_SERVER, GRACEFUL_SHUTDOWN_SECONDS, RUNNERS, SERVERS, listening_socket
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,310 @@
+"""Mirroring an upstream's catalog: read every page of its tools, resources, templates and prompts, and bring the
+rows that came from it up to date through the services (which bump the revision and send list_changed).
+
+Each mirrored row keeps the upstream's own definition in ``config["remote"]`` and, in ``config["mirrored"]``, the
+values the mirror last wrote to the fields an admin may change (name, title, description, and ``enabled`` for
+tools). A field whose value differs from what the mirror last wrote was changed by an admin: a refresh keeps it.
+
+An item that cannot be stored (a URI that does not parse, a name another item of the tenant holds, a schema nested
+too deeply to check) is skipped and the report says why; the rest of the catalog is mirrored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import models, transaction
+from django.utils import timezone
+
+from tenants import services
+from tenants.bulk_changes import (
+    CHANGE,
+    CREATE,
+    DELETE,
+    SCHEDULED_REFRESH,
+    Actor,
+    BulkChange,
+    BulkItem,
+    bulk_change_announce,
+)
+from tenants.federation.connection import UpstreamConnection
+from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tool, Upstream
+
+JSONObject = dict[str, Any]
+MAX_PAGES = 100
+PROMPT_ARGUMENT_KEYS = ("name", "title", "description", "required")
+TOOL_OVERRIDABLE = ("name", "title", "description", "enabled")
+ENTRY_OVERRIDABLE = ("name", "title", "description")
+
+
+@dataclass
+class Listing:
+    """What an upstream offers, as wire dicts."""
+
+    tools: list[JSONObject] = field(default_factory=list)
+    resources: list[JSONObject] = field(default_factory=list)
+    resource_templates: list[JSONObject] = field(default_factory=list)
+    prompts: list[JSONObject] = field(default_factory=list)
+
+
+@dataclass
+class MirrorReport:
+    created: int = 0
+    updated: int = 0
+    removed: int = 0
+    skipped: list[str] = field(default_factory=list)  # why, item by item
+    # The rows created, changed and deleted, for the admin's history and the activity log (``tenants.bulk_changes``).
+    items: list[BulkItem] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        counts = f"{self.created} added, {self.updated} updated, {self.removed} removed"
+        if not self.skipped:
+            return counts
+        return f"{counts}, {len(self.skipped)} skipped ({' '.join(self.skipped)})"
+
+
+async def listing_fetch(connection: UpstreamConnection) -> Listing:
+    """Every page of every list the upstream declares. Raises what the SDK raises (the caller reports it)."""
+    client = connection.client
+    capabilities = client.server_capabilities
+    listing = Listing()
+
+    async def pages(fetch: Callable[[str | None], Any], key: str) -> list[JSONObject]:
+        items: list[JSONObject] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page = await fetch(cursor)
+            items.extend(i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in getattr(page, key))
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return items
+
+    if capabilities.tools is not None:
+        listing.tools = await pages(lambda c: client.list_tools(cursor=c, cache_mode="bypass"), "tools")
+    if capabilities.resources is not None:
+        listing.resources = await pages(lambda c: client.list_resources(cursor=c, cache_mode="bypass"), "resources")
+        listing.resource_templates = await pages(
+            lambda c: client.list_resource_templates(cursor=c, cache_mode="bypass"), "resource_templates"
+        )
+    if capabilities.prompts is not None:
+        listing.prompts = await pages(lambda c: client.list_prompts(cursor=c, cache_mode="bypass"), "prompts")
+    return listing
+
+
+def local_name(prefix: str, name: str, *, limit: int = 128) -> str:
+    """``prefix + name`` in the catalog's name alphabet (other characters become ``_``)."""
+    return re.sub(r"[^A-Za-z0-9_.\-]", "_", f"{prefix}{name}")[:limit]
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _tool_fields(upstream: Upstream, wire: JSONObject) -> JSONObject:
+    return {
+        "name": local_name(upstream.prefix, wire["name"]),
+        "title": wire.get("title") or "",
+        "description": wire.get("description") or "",
+        "input_schema": wire.get("inputSchema") or {"type": "object"},
+        "output_schema": wire.get("outputSchema"),
+        "annotations": wire.get("annotations"),
+        "icons": wire.get("icons"),
+        "backend": Backend.UPSTREAM,
+        "enabled": True,
+    }
+
+
+def _template_fields(upstream: Upstream, wire: JSONObject) -> JSONObject:
+    return {
+        "name": local_name(upstream.prefix, wire["name"], limit=255),
+        "uri_template": wire["uriTemplate"],
+        "title": wire.get("title") or "",
+        "description": wire.get("description") or "",
+        "mime_type": wire.get("mimeType") or "",
+        "backend": Backend.UPSTREAM,
+    }
+
+
+def _prompt_fields(upstream: Upstream, wire: JSONObject) -> JSONObject:
+    arguments = [{k: a[k] for k in PROMPT_ARGUMENT_KEYS if k in a} for a in wire.get("arguments") or []]
+    return {
+        "name": local_name(upstream.prefix, wire["name"]),
+        "title": wire.get("title") or "",
+        "description": wire.get("description") or "",
+        "arguments": arguments,
+        "backend": Backend.UPSTREAM,
+    }
+
+
+def _resource_fields(wire: JSONObject) -> JSONObject:
+    # The URI is the upstream's (reads are proxied by it); the content is not stored: reads go to the upstream.
+    return {
+        "name": wire["name"],
+        "title": wire.get("title") or "",
+        "description": wire.get("description") or "",
+        "mime_type": wire.get("mimeType") or "",
+        "annotations": wire.get("annotations"),
+    }
+
+
+_SKIPPED = object()
+
+
+def _stored(report: MirrorReport, kind: str, name: str, write: Callable[[], Any]) -> Any:
+    """Run ``write`` (a service call for one item) in a savepoint; what it returned, or ``_SKIPPED`` when it was
+    refused (the item is skipped, and the report says which and why)."""
+    try:
+        with transaction.atomic():
+            return write()
+    except ValidationError as exc:
+        problems = (
+            "; ".join(f"{f}: {' '.join(m)}" for f, m in exc.message_dict.items())
+            if hasattr(exc, "error_dict")
+            else " ".join(exc.messages)
+        )
+        report.skipped.append(f"The upstream's {kind[:-1].replace('_', ' ')} {name!r} cannot be added: {problems}")
+        return _SKIPPED
+
+
+@dataclass(frozen=True)
+class _Kind:
+    key: str
+    model: type[models.Model]
+    fields: Callable[[Upstream, JSONObject], JSONObject]
+    overridable: tuple[str, ...]
+    create: Callable[..., Any]
+    update: Callable[[Any, JSONObject], Any]
+    delete: Callable[[Any], None]
+
+
+KINDS = (
+    _Kind(
+        "tools",
+        Tool,
+        _tool_fields,
+        TOOL_OVERRIDABLE,
+        services.tool_create,
+        lambda row, data: services.tool_update(tool=row, data=data),
+        lambda row: services.tool_delete(tool=row),
+    ),
+    _Kind(
+        "resource_templates",
+        ResourceTemplate,
+        _template_fields,
+        ENTRY_OVERRIDABLE,
+        services.resource_template_create,
+        lambda row, data: services.resource_template_update(template=row, data=data),
+        lambda row: services.resource_template_delete(template=row),
+    ),
+    _Kind(
+        "prompts",
+        Prompt,
+        _prompt_fields,
+        ENTRY_OVERRIDABLE,
+        services.prompt_create,
+        lambda row, data: services.prompt_update(prompt=row, data=data),
+        lambda row: services.prompt_delete(prompt=row),
+    ),
+)
+
+
+def _mirror_kind(upstream: Upstream, kind: _Kind, items: Iterable[JSONObject], report: MirrorReport) -> None:
+    excluded = set(upstream.excluded or [])
+    existing = {row.config["remote"]["name"]: row for row in kind.model.objects.filter(upstream=upstream)}  # type: ignore[attr-defined]
+    seen: set[str] = set()
+    for wire in items:
+        remote_name = wire["name"]
+        if f"{kind.key}:{remote_name}" in excluded or remote_name in seen:
+            continue
+        seen.add(remote_name)
+        desired = kind.fields(upstream, wire)
+        config = {"remote": wire, "mirrored": {f: desired[f] for f in kind.overridable if f in desired}}
+        row = existing.get(remote_name)
+        if row is None:
+            create = partial(kind.create, tenant=upstream.tenant, upstream=upstream, config=config, **desired)
+            created = _stored(report, kind.key, remote_name, create)
+            if created is not _SKIPPED:
+                report.created += 1
+                report.items.append(BulkItem.of(CREATE, created))
+            continue
+        mirrored = row.config.get("mirrored", {})
+        data = {
+            f: value
+            for f, value in desired.items()
+            # A field an admin changed since the last mirror (it differs from what was written then) stays.
+            if not (f in kind.overridable and f in mirrored and not _same(getattr(row, f), mirrored[f]))
+        }
+        data["config"] = config
+        data = {f: value for f, value in data.items() if not _same(getattr(row, f), value)}
+        if data and _stored(report, kind.key, remote_name, partial(kind.update, row, data)) is not _SKIPPED:
+            report.updated += 1
+            report.items.append(BulkItem.of(CHANGE, row))
+    for remote_name, row in existing.items():
+        if remote_name not in seen:
+            report.items.append(BulkItem.of(DELETE, row))
+            kind.delete(row)
+            report.removed += 1
+
+
+def _mirror_resources(upstream: Upstream, items: Iterable[JSONObject], report: MirrorReport) -> None:
+    excluded = set(upstream.excluded or [])
+    existing = {row.uri: row for row in Resource.objects.filter(upstream=upstream)}
+    seen: set[str] = set()
+    for wire in items:
+        uri = wire["uri"]
+        if f"resources:{uri}" in excluded or uri in seen:
+            continue
+        seen.add(uri)
+        desired = _resource_fields(wire)
+        row = existing.get(uri)
+        if row is None:
+            create = partial(services.resource_create, tenant=upstream.tenant, upstream=upstream, uri=uri, text="")
+            created = _stored(report, "resources", uri, partial(create, **desired))
+            if created is not _SKIPPED:
+                report.created += 1
+                report.items.append(BulkItem.of(CREATE, created))
+            continue
+        data = {f: value for f, value in desired.items() if not _same(getattr(row, f), value)}
+        update = partial(services.resource_update, resource=row, data=data)
+        if data and _stored(report, "resources", uri, update) is not _SKIPPED:
+            report.updated += 1
+            report.items.append(BulkItem.of(CHANGE, row))
+    for uri, row in existing.items():
+        if uri not in seen:
+            report.items.append(BulkItem.of(DELETE, row))
+            services.resource_delete(resource=row)
+            report.removed += 1
+
+
+def mirror_apply(
+    *, upstream: Upstream, listing: Listing, actor: Actor = SCHEDULED_REFRESH, operation: str = "upstream refresh"
+) -> MirrorReport:
+    """Bring the rows mirrored from ``upstream`` in line with ``listing``, in one transaction; what changed is
+    announced after commit as ``operation`` by ``actor`` (``tenants.bulk_changes``).
+
+    An item that cannot be stored (e.g. its name is taken by another item of the tenant) is skipped, and
+    ``report.skipped`` says which and why; an item stored before stays as it was.
+    """
+    report = MirrorReport()
+    with transaction.atomic():
+        for kind in KINDS:
+            _mirror_kind(upstream, kind, getattr(listing, kind.key), report)
+        _mirror_resources(upstream, listing.resources, report)
+        Upstream.objects.filter(pk=upstream.pk).update(last_refreshed_at=timezone.now())
+        bulk_change_announce(
+            BulkChange(
+                tenant_id=upstream.tenant_id,
+                operation=operation,
+                source=upstream.name,
+                actor=actor,
+                items=list(report.items),
+            )
+        )
+    return report

@@ -1,0 +1,211 @@
+"""Every write to upstream MCP servers: add (connect, discover and mirror before returning), change, remove, and
+refresh their mirrored catalogs (on their list_changed, on a schedule, on demand).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from asgiref.sync import async_to_sync, sync_to_async
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from tenants.bulk_changes import SCHEDULED_REFRESH, SYSTEM, UPSTREAM_NOTICE, Actor
+from tenants.events import CATALOG_KINDS, catalog_changed, tenant_changed
+from tenants.federation.backend import set_session_marker
+from tenants.federation.connection import UpstreamConnection, UpstreamFailure, UpstreamTarget
+from tenants.federation.mirror import Listing, MirrorReport, listing_fetch, mirror_apply
+from tenants.federation.pool import upstream_pool
+from tenants.models import Tenant, Upstream
+from tenants.validation import auth_errors, uri_scheme
+
+logger = logging.getLogger(__name__)
+
+JSONObject = dict[str, Any]
+UPSTREAM_FIELDS = frozenset({"name", "url", "prefix", "auth", "enabled", "excluded", "session_mode", "session_tools"})
+# Changing one of these changes what a connection is (or which one a tool takes): pooled sessions of the old
+# revision are dropped.
+CONNECTION_FIELDS = frozenset({"url", "auth", "enabled", "session_mode"})
+# Read with the cached tool definitions (which carry their upstream row): a change makes every process read again.
+CACHED_FIELDS = CONNECTION_FIELDS | {"session_tools"}
+# The HTTP tools' auth shapes, less the API key in the query (an MCP endpoint's URL carries no credentials).
+UPSTREAM_AUTH_TYPES = ("bearer", "header", "basic", "client_credentials")
+
+
+def _upstream_auth_errors(auth: Any) -> list[str]:
+    if isinstance(auth, dict) and auth.get("type") == "query":
+        return ['An upstream authenticates with "bearer", "header", "basic" or "client_credentials".']
+    return auth_errors(auth)
+
+
+def upstream_validate(upstream: Upstream) -> None:
+    """Raise ``ValidationError`` unless ``upstream`` may be stored (its reachability is checked by connecting)."""
+    errors: dict[str, list[str]] = {}
+    try:
+        upstream.full_clean()
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
+    if uri_scheme(upstream.url) not in ("http", "https"):
+        errors.setdefault("url", []).append("The URL must start with https:// (or http://).")
+    problems = _upstream_auth_errors(upstream.auth)
+    if problems:
+        errors.setdefault("auth", []).extend(problems)
+    if not isinstance(upstream.excluded, list) or not all(isinstance(e, str) for e in upstream.excluded):
+        errors.setdefault("excluded", []).append('Excluded items must be a list such as ["tools:<name>"].')
+    if not isinstance(upstream.session_tools, list) or not all(isinstance(t, str) for t in upstream.session_tools):
+        errors.setdefault("session_tools", []).append('Session tools must be a list of tool names such as ["ask"].')
+    if errors:
+        raise ValidationError(errors)
+
+
+async def upstream_discover(target: UpstreamTarget) -> tuple[Listing, UpstreamConnection]:
+    """Connect once (not pooled), read everything the upstream offers, close. Raises ``UpstreamFailure``."""
+    connection = UpstreamConnection(target)
+    await connection.open()
+    try:
+        return await listing_fetch(connection), connection
+    except Exception as exc:
+        raise connection.failure(exc) from None
+    finally:
+        await connection.close()
+
+
+def upstream_add(
+    *,
+    tenant: Tenant,
+    name: str,
+    url: str,
+    prefix: str | None = None,
+    auth: JSONObject | None = None,
+    actor: Actor = SYSTEM,
+    session_mode: str = Upstream.SessionMode.AUTO,
+) -> tuple[Upstream, MirrorReport]:
+    """Add an upstream and mirror its catalog before returning (prefix: ``<name>_`` when None); ``actor`` added it.
+
+    Raises ``ValidationError`` for bad input or items that cannot be stored and ``UpstreamFailure`` when the
+    upstream cannot be reached; either way nothing is stored.
+    """
+    upstream = Upstream(
+        tenant=tenant,
+        name=name,
+        url=url,
+        prefix=f"{name}_" if prefix is None else prefix,
+        auth=auth,
+        session_mode=session_mode,
+    )
+    upstream_validate(upstream)
+    listing, connection = async_to_sync(upstream_discover)(UpstreamTarget.of(upstream))
+    try:
+        with transaction.atomic():
+            upstream.transport, upstream.protocol_version = connection.transport, connection.protocol_version
+            upstream.last_ok_at = timezone.now()
+            upstream.save()
+            report = mirror_apply(upstream=upstream, listing=listing, actor=actor, operation="upstream added")
+    except IntegrityError as exc:
+        raise ValidationError(f"Another upstream called {name!r} was added meanwhile.") from exc
+    upstream.refresh_from_db()
+    return upstream, report
+
+
+def upstream_update(*, upstream: Upstream, data: Mapping[str, Any]) -> Upstream:
+    """Change an upstream's settings; a changed prefix or exclusion list takes effect at the next refresh (the
+    admin runs one at once). Raises ``ValidationError``."""
+    unknown = sorted(set(data) - UPSTREAM_FIELDS)
+    if unknown:
+        raise ValidationError({field: ["This field cannot be changed here."] for field in unknown})
+    previous = {field: getattr(upstream, field) for field in data}
+    for field, value in data.items():
+        setattr(upstream, field, value)
+    try:
+        upstream_validate(upstream)
+    except ValidationError:
+        for field, value in previous.items():
+            setattr(upstream, field, value)
+        raise
+    changed = {field for field in data if previous[field] != data[field]}
+    if changed & CONNECTION_FIELDS:
+        upstream.revision += 1
+    with transaction.atomic():
+        upstream.save()
+        if changed & CACHED_FIELDS:
+            # Cached tool and prompt definitions carry their upstream row: a new revision makes every process read
+            # them again, so calls use the new URL or credentials (a disabled upstream's calls fail, saying so).
+            tenant_changed(tenant_id=upstream.tenant_id)
+    return upstream
+
+
+def upstream_tool_needs_session(*, upstream: Upstream, remote: str) -> None:
+    """Record that the upstream's tool ``remote`` asks imperatively (its upstream refused a server-to-client request
+    on 2026-07-28): in automatic mode it is called in a handshake session from now on, on every process. ``upstream``
+    (the caller's copy, e.g. a cached row) is updated too, so this process switches at once."""
+    with transaction.atomic():
+        stored = Upstream.objects.select_for_update().filter(pk=upstream.pk).first()
+        if stored is None:
+            return
+        if remote not in stored.session_tools:
+            stored.session_tools = [*stored.session_tools, remote]
+            # No revision bump: the upstream's connections stay as they are; only which one this tool takes changes.
+            stored.save(update_fields=["session_tools", "updated_at"])
+            # Cached tool definitions carry their upstream row: every process reads them again.
+            tenant_changed(tenant_id=stored.tenant_id)
+    upstream.session_tools = stored.session_tools
+    logger.info("upstream %s: tool %s needs a session, and is called in one from now on", upstream.name, remote)
+
+
+def upstream_delete(*, upstream: Upstream) -> None:
+    """Remove an upstream and everything mirrored from it."""
+    with transaction.atomic():
+        for kind in CATALOG_KINDS:
+            catalog_changed(tenant_id=upstream.tenant_id, kind=kind)
+        upstream.delete()
+
+
+async def upstream_refresh(
+    upstream_id: int, *, pooled: bool = True, actor: Actor = SCHEDULED_REFRESH
+) -> MirrorReport | None:
+    """Re-read the upstream's catalog and mirror it (None when the upstream is disabled or gone); ``actor`` asked
+    for the refresh (an admin, a command, the schedule).
+
+    ``pooled``: over this process's pooled session (web processes); otherwise over a connection of its own
+    (Celery, commands). Raises ``UpstreamFailure`` and ``ValidationError`` (recorded as its last error too).
+    """
+    upstream = await Upstream.objects.select_related("tenant").filter(pk=upstream_id).afirst()
+    if upstream is None or not upstream.enabled:
+        return None
+    target = UpstreamTarget.of(upstream)
+    try:
+        if pooled:
+            connection = await upstream_pool.connection(target)
+            try:
+                listing = await listing_fetch(connection)
+            except Exception as exc:
+                await upstream_pool.discard(connection)
+                raise connection.failure(exc) from None
+        else:
+            listing, _ = await upstream_discover(target)
+        report = await sync_to_async(mirror_apply)(upstream=upstream, listing=listing, actor=actor)
+    except (UpstreamFailure, ValidationError) as exc:
+        message = str(exc) if isinstance(exc, UpstreamFailure) else " ".join(exc.messages)
+        await Upstream.objects.filter(pk=upstream_id).aupdate(last_error=message, last_error_at=timezone.now())
+        raise
+    logger.info("refreshed upstream %s of tenant %s: %s", upstream.name, upstream.tenant.slug, report)
+    if report.skipped:
+        # A refresh nobody asked for (list_changed, the schedule) tells the admin through the upstream's page.
+        skipped = f"{len(report.skipped)} item(s) skipped at the last refresh: {' '.join(report.skipped)}"
+        await Upstream.objects.filter(pk=upstream_id).aupdate(last_error=skipped, last_error_at=timezone.now())
+    return report
+
+
+async def _refresh_quietly(upstream_id: int) -> None:
+    await upstream_refresh(upstream_id, actor=UPSTREAM_NOTICE)
+
+
+async def _mark_session_tool(upstream: Upstream, remote: str) -> None:
+    await sync_to_async(upstream_tool_needs_session)(upstream=upstream, remote=remote)
+
+
+upstream_pool.set_refresher(_refresh_quietly)
+set_session_marker(_mark_session_tool)
