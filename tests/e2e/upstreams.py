@@ -51,6 +51,8 @@ class UpstreamServer:
     port: int = 0
     # Extra resources it lists, at these URIs (``--resource``).
     resources: tuple[str, ...] = ()
+    # The cache hints of its list results, as ``TTL_MS:SCOPE`` (``--list-cache``); empty: the SDK's own.
+    list_cache: str = ""
     process: ManagedProcess | None = None
     starts: int = 0
 
@@ -74,6 +76,8 @@ class UpstreamServer:
             argv.append("--no-listen")
         if self.flood:
             argv.append("--flood")
+        if self.list_cache:
+            argv += ["--list-cache", self.list_cache]
         self.starts += 1
         self.process = ManagedProcess.start(
             f"upstream-{self.port}-{self.starts}", argv, dict(os.environ), self.directory
@@ -118,8 +122,11 @@ def upstream_server(
     resources: tuple[str, ...] = (),
     no_listen: bool = False,
     flood: bool = False,
+    list_cache: str = "",
 ) -> UpstreamServer:
-    server = UpstreamServer(directory, transport, handshake_only, no_listen, flood, resources=resources)
+    server = UpstreamServer(
+        directory, transport, handshake_only, no_listen, flood, resources=resources, list_cache=list_cache
+    )
     server.start()
     stack.callback(server.stop)
     return server
