@@ -209,6 +209,30 @@ async def test_a_handshake_upstreams_url_elicitation_is_answered_once_in_both_er
     assert received.count(f"url:{label}:accept") == 1, received
 
 
+@pytest.mark.parametrize(("path", "era"), [("lean", "legacy"), ("sdk", "legacy"), ("lean", "2026-07-28")])
+async def test_a_handshake_upstreams_url_elicitation_completion_reaches_a_client_whose_era_has_it(
+    platform: LiveServer, sdk_platform: LiveServer, handshake_upstream: UpstreamServer, path: str, era: str
+) -> None:
+    platform = platform if path == "lean" else sdk_platform
+    slug = await tenant_with(platform, handshake_upstream)
+    answerer = Answerer()
+    completed: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ElicitCompleteNotification):
+            completed.append(message.params.elicitation_id)
+
+    label = f"{path}-{era}-{secrets.token_hex(3)}"
+    with anyio.fail_after(TEST_DEADLINE):
+        async with downstream(
+            platform, slug, era, elicitation_callback=answerer.on_elicit, message_handler=on_message
+        ) as client:
+            elicitation_id = text_of(await client.call_tool("up_connect_and_confirm", {"label": label}))
+    assert answerer.asked == ["url"] and elicitation_id.startswith(label)
+    # The 2026-07-28 era has no such notice: its client retried with the answer, and the call's result is the end.
+    assert completed == ([elicitation_id] if era == "legacy" else [])
+
+
 @pytest.mark.parametrize("path", ["lean", "sdk"])
 async def test_a_handshake_upstreams_roots_request_answered_by_retry_leaves_no_error_on_the_upstream(
     platform: LiveServer, sdk_platform: LiveServer, handshake_upstream: UpstreamServer, path: str

@@ -265,6 +265,16 @@ def build(
         ANSWERS.append(f"url:{label}:{answer.action}")
         return f"connect: {answer.action}"
 
+    @server.tool(description="Send the user to a URL, then say the flow there has completed (its elicitationId).")
+    async def connect_and_confirm(label: str, ctx: Context) -> str:
+        elicitation_id = f"{label}-{uuid.uuid4().hex}"
+        answer = await ctx.elicit_url(
+            "Connect your account", f"https://accounts.example/connect/{elicitation_id}", elicitation_id
+        )
+        if answer.action == "accept":
+            await ctx.session.send_elicit_complete(elicitation_id, related_request_id=ctx.request_id)
+        return elicitation_id
+
     @server.tool(description="The client's roots, asked imperatively; records whether the question failed.")
     async def roots_now(label: str, ctx: Context) -> str:
         try:
