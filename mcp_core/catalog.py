@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mcp_core.caching import CacheHints
 from mcp_core.context import ToolContext
 from mcp_core.tasks import TaskSupport
 
@@ -17,11 +18,16 @@ JSONObject = dict[str, Any]
 
 @dataclass(frozen=True)
 class Page:
-    """One page of a list: wire-shaped items ordered by ``key`` and whether more follow the last one."""
+    """One page of a list: wire-shaped items ordered by ``key`` and whether more follow the last one.
+
+    ``cache``: what the list's own sources allowed (an upstream's hints for this list kind); the result never
+    promises a longer life or a wider scope. None: only the server's hints apply.
+    """
 
     items: list[JSONObject]
     has_more: bool
     last_key: str | None = None
+    cache: CacheHints | None = None
 
 
 @dataclass(frozen=True)

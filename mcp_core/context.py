@@ -76,6 +76,12 @@ class ToolContext(Protocol):
         """Send the user to a URL (URL-mode elicitation); returns ``{action}``. Raises ``ClientRequestFailed``."""
         ...
 
+    async def elicitation_complete(self, elicitation_id: str) -> None:
+        """Tell the client the URL-mode elicitation ``elicitation_id`` has completed (2025-11-25
+        ``notifications/elicitation/complete``). Nothing is sent in the stateless era, which has no such notice (its
+        client retries with the answer), nor to a client that did not declare URL-mode elicitation."""
+        ...
+
     async def sample(
         self, messages: list[JSONObject], max_tokens: int, *, key: str | None = None, **params: Any
     ) -> JSONObject:
@@ -209,6 +215,11 @@ class RequestContext:
         self.require("elicitation", "url")
         params: JSONObject = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
         return await self._ask("elicitation/create", params, key)
+
+    async def elicitation_complete(self, elicitation_id: str) -> None:
+        if self.stateless or not self.client_declares("elicitation", "url"):
+            return
+        await self.outbound.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
 
     async def sample(
         self, messages: list[JSONObject], max_tokens: int, *, key: str | None = None, **params: Any

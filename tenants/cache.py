@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from mcp_core.caching import CacheHints
 from mcp_core.catalog import Page, PromptDefinition, ToolDefinition
 from tenants import selectors
 from tenants.catalog import TenantCatalog
@@ -206,6 +207,13 @@ class CachedCatalog(TenantCatalog):
             self._memo.clear()
         self._memo[key] = value
         return value
+
+    async def list_cache_limits(self) -> dict[str, CacheHints]:
+        # One read per revision for all four lists: the upstreams' hints change only with a new revision.
+        limits: dict[str, CacheHints] = await self._remember(
+            ("list cache limits",), lambda: TenantCatalog.list_cache_limits(self)
+        )
+        return limits
 
     async def list_tools(self, *, after: str | None, limit: int) -> Page:
         page: Page = await self._remember(

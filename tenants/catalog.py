@@ -8,6 +8,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, TypeVar
 
+from mcp_core.caching import CacheHints
 from mcp_core.catalog import Page, PromptDefinition, ToolDefinition
 from mcp_core.context import ToolContext
 from mcp_core.tasks import TaskSupport
@@ -117,9 +118,15 @@ class TenantCatalog:
 
     # ---- tools -------------------------------------------------------------------------------------
 
+    async def list_cache_limits(self) -> dict[str, CacheHints]:
+        """What the tenant's upstreams allowed each list to promise (``selectors.aupstream_list_cache_hints``)."""
+        return await selectors.aupstream_list_cache_hints(tenant=self.tenant)
+
     async def list_tools(self, *, after: str | None, limit: int) -> Page:
         found = await selectors.atool_list(tenant=self.tenant, after=after, limit=limit, granted=self.granted)
-        return Page([tool_wire(t) for t in found.items], found.has_more, found.items[-1].name if found.items else None)
+        last = found.items[-1].name if found.items else None
+        limits = await self.list_cache_limits()
+        return Page([tool_wire(t) for t in found.items], found.has_more, last, limits.get("tools"))
 
     async def get_tool(self, name: str) -> ToolDefinition | None:
         tool = await selectors.atool_get(tenant=self.tenant, name=name)
@@ -144,7 +151,8 @@ class TenantCatalog:
     async def list_resources(self, *, after: str | None, limit: int) -> Page:
         found = await selectors.aresource_list(tenant=self.tenant, after=after, limit=limit)
         last = found.items[-1].uri if found.items else None
-        return Page([resource_wire(r) for r in found.items], found.has_more, last)
+        limits = await self.list_cache_limits()
+        return Page([resource_wire(r) for r in found.items], found.has_more, last, limits.get("resources"))
 
     async def read_resource(self, uri: str, ctx: ToolContext) -> list[JSONObject] | None:
         """A concrete resource first, then the first template (by name) that matches; None otherwise (at once for
@@ -164,14 +172,17 @@ class TenantCatalog:
     async def list_resource_templates(self, *, after: str | None, limit: int) -> Page:
         found = await selectors.aresource_template_list(tenant=self.tenant, after=after, limit=limit)
         last = found.items[-1].name if found.items else None
-        return Page([resource_template_wire(t) for t in found.items], found.has_more, last)
+        limits = await self.list_cache_limits()
+        wires = [resource_template_wire(t) for t in found.items]
+        return Page(wires, found.has_more, last, limits.get("resource_templates"))
 
     # ---- prompts -----------------------------------------------------------------------------------
 
     async def list_prompts(self, *, after: str | None, limit: int) -> Page:
         found = await selectors.aprompt_list(tenant=self.tenant, after=after, limit=limit)
         last = found.items[-1].name if found.items else None
-        return Page([prompt_wire(p) for p in found.items], found.has_more, last)
+        limits = await self.list_cache_limits()
+        return Page([prompt_wire(p) for p in found.items], found.has_more, last, limits.get("prompts"))
 
     async def get_prompt(self, name: str) -> PromptDefinition | None:
         prompt = await selectors.aprompt_get(tenant=self.tenant, name=name)

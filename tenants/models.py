@@ -435,6 +435,10 @@ class Upstream(models.Model):
     consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
     circuit_open_until = models.DateTimeField(null=True, blank=True, editable=False)
     last_refreshed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The cache hints the upstream gave each of its lists at the last refresh, by list (``{"tools": {"ttlMs": 0,
+    # "cacheScope": "private"}}``; a list it gave none, as in the handshake era, is missing): the tenant's lists
+    # never promise a longer life or a wider scope.
+    list_cache_hints = models.JSONField(default=dict, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from django.core.validators import slug_re
 from django.db.models import Model, QuerySet
 
+from mcp_core.caching import CacheHints, narrowest
 from mcp_core.text import storable
-from tenants.models import NAME_PATTERN, Membership, Prompt, Resource, ResourceTemplate, Tenant, Tool
+from tenants.models import NAME_PATTERN, Membership, Prompt, Resource, ResourceTemplate, Tenant, Tool, Upstream
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -231,3 +232,17 @@ async def tenant_outbound_networks(tenant_id: int) -> tuple[str, ...]:
     """The extra networks platform staff allowed ``tenant_id``'s outbound requests (the outbound door reads them)."""
     networks = await Tenant.objects.filter(pk=tenant_id).values_list("outbound_allowed_networks", flat=True).afirst()
     return tuple(networks or ())
+
+
+# ---- upstreams ----------------------------------------------------------------------------------------
+
+
+async def aupstream_list_cache_hints(*, tenant: Tenant) -> dict[str, CacheHints]:
+    """By list (``tools``, ``resources``, ``resource_templates``, ``prompts``): the narrowest cache hints the tenant's
+    upstreams gave it at their last refresh. A list no upstream gave hints for is missing."""
+    found: dict[str, CacheHints] = {}
+    async for stored in Upstream.objects.filter(tenant_id=tenant.pk).values_list("list_cache_hints", flat=True):
+        for key, value in (stored or {}).items():
+            hints = CacheHints(ttl_ms=value["ttlMs"], scope=value["cacheScope"])
+            found[key] = narrowest(found[key], hints) if key in found else hints
+    return found

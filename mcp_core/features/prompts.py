@@ -14,7 +14,7 @@ JSONObject = dict[str, Any]
 
 
 async def list_prompts(params: JSONObject | None, env: Env) -> JSONObject:
-    return await list_page(params, env.catalog.list_prompts, key="prompts", page_size=env.page_size)
+    return await list_page(params, env.catalog.list_prompts, key="prompts", env=env)
 
 
 async def get_prompt(params: JSONObject | None, env: Env) -> JSONObject:

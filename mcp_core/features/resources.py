@@ -23,13 +23,11 @@ def _uri(params: JSONObject | None) -> str:
 
 
 async def list_resources(params: JSONObject | None, env: Env) -> JSONObject:
-    return await list_page(params, env.catalog.list_resources, key="resources", page_size=env.page_size)
+    return await list_page(params, env.catalog.list_resources, key="resources", env=env)
 
 
 async def list_resource_templates(params: JSONObject | None, env: Env) -> JSONObject:
-    return await list_page(
-        params, env.catalog.list_resource_templates, key="resourceTemplates", page_size=env.page_size
-    )
+    return await list_page(params, env.catalog.list_resource_templates, key="resourceTemplates", env=env)
 
 
 async def read_resource(params: JSONObject | None, env: Env) -> JSONObject:

@@ -65,7 +65,7 @@ def validation_errors(tool: ToolDefinition, which: str, schema: JSONObject, inst
 
 
 async def list_tools(params: JSONObject | None, env: Env) -> JSONObject:
-    result = await list_page(params, env.catalog.list_tools, key="tools", page_size=env.page_size)
+    result = await list_page(params, env.catalog.list_tools, key="tools", env=env)
     result["tools"] = [tool_for_version(t, env.version) for t in result["tools"]]
     return result
 

@@ -41,6 +41,7 @@ LIST_CHANGED = {
     "notifications/resources/list_changed": "resources",
     "notifications/prompts/list_changed": "prompts",
 }
+ELICITATION_COMPLETE = "notifications/elicitation/complete"
 LISTEN_EVENTS: dict[type, str] = {
     ToolsListChanged: "tools",
     ResourcesListChanged: "resources",
@@ -408,6 +409,9 @@ class UpstreamConnection:
 
     async def _on_message(self, message: Any) -> None:
         method = getattr(message, "method", None)
+        if method == ELICITATION_COMPLETE:
+            await self.relay.on_elicitation_complete(message.params.elicitation_id)
+            return
         kind = LIST_CHANGED.get(method) if isinstance(method, str) else None
         if kind is not None and self._on_list_changed is not None:
             self._on_list_changed(kind)

@@ -3,9 +3,10 @@ Streamable HTTP session: one JSON-RPC POST through the outbound door's lean clie
 headers and ``_meta`` stamped by the SDK session itself, the answer read without the SDK's models and task groups.
 
 It relays what the SDK path relays when the upstream answers with an event stream: progress, logs, list changes,
-and the upstream's elicitation, sampling and roots requests (answered by POST, through ``Relay``). A cancelled call
-closes its POST (2026-07-28) or sends notifications/cancelled (handshake era). It hands the call back to the SDK
-(``None``) only before anything ran upstream or when the upstream asks for more rounds (``input_required``).
+the completion of a URL-mode elicitation, and the upstream's elicitation, sampling and roots requests (answered by
+POST, through ``Relay``). A cancelled call closes its POST (2026-07-28) or sends notifications/cancelled (handshake
+era). It hands the call back to the SDK (``None``) only before anything ran upstream or when the upstream asks for
+more rounds (``input_required``).
 """
 
 from __future__ import annotations
@@ -174,6 +175,8 @@ class LeanPath:
                 await progress(float(params["progress"]), params.get("total"), params.get("message"))
         elif method == "notifications/message":
             await self._relay.on_log(types.LoggingMessageNotificationParams.model_validate(params))
+        elif method == "notifications/elicitation/complete" and isinstance(params.get("elicitationId"), str):
+            await self._relay.on_elicitation_complete(params["elicitationId"])
         elif method.endswith("/list_changed") and self._on_list_changed is not None:
             self._on_list_changed(method.removeprefix("notifications/").removesuffix("/list_changed"))
 

@@ -22,6 +22,7 @@ from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.utils import timezone
 
+from mcp_core.caching import CacheHints, narrowest
 from tenants import services
 from tenants.bulk_changes import (
     CHANGE,
@@ -33,6 +34,7 @@ from tenants.bulk_changes import (
     BulkItem,
     bulk_change_announce,
 )
+from tenants.events import tenant_changed
 from tenants.federation.connection import UpstreamConnection
 from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tool, Upstream
 
@@ -45,12 +47,14 @@ ENTRY_OVERRIDABLE = ("name", "title", "description")
 
 @dataclass
 class Listing:
-    """What an upstream offers, as wire dicts."""
+    """What an upstream offers, as wire dicts, and the cache hints it gave each list (by the keys above; the
+    narrowest of its pages), where it gave any."""
 
     tools: list[JSONObject] = field(default_factory=list)
     resources: list[JSONObject] = field(default_factory=list)
     resource_templates: list[JSONObject] = field(default_factory=list)
     prompts: list[JSONObject] = field(default_factory=list)
+    cache_hints: dict[str, JSONObject] = field(default_factory=dict)
 
 
 @dataclass
@@ -81,6 +85,7 @@ async def listing_fetch(connection: UpstreamConnection) -> Listing:
         for _ in range(MAX_PAGES):
             page = await fetch(cursor)
             items.extend(i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in getattr(page, key))
+            _note_cache_hints(listing, key, page)
             cursor = page.next_cursor
             if not cursor:
                 break
@@ -96,6 +101,17 @@ async def listing_fetch(connection: UpstreamConnection) -> Listing:
     if capabilities.prompts is not None:
         listing.prompts = await pages(lambda c: client.list_prompts(cursor=c, cache_mode="bypass"), "prompts")
     return listing
+
+
+def _note_cache_hints(listing: Listing, key: str, page: Any) -> None:
+    """Narrow the hints of list ``key`` by those ``page`` carried on the wire (nothing when it carried none)."""
+    if not {"ttl_ms", "cache_scope"} & page.model_fields_set:
+        return
+    hints = CacheHints(ttl_ms=page.ttl_ms, scope="public" if page.cache_scope == "public" else "private")
+    if key in listing.cache_hints:
+        stored = listing.cache_hints[key]
+        hints = narrowest(hints, CacheHints(ttl_ms=stored["ttlMs"], scope=stored["cacheScope"]))
+    listing.cache_hints[key] = {"ttlMs": hints.ttl_ms, "cacheScope": hints.scope}
 
 
 def local_name(prefix: str, name: str, *, limit: int = 128) -> str:
@@ -297,7 +313,13 @@ def mirror_apply(
         for kind in KINDS:
             _mirror_kind(upstream, kind, getattr(listing, kind.key), report)
         _mirror_resources(upstream, listing.resources, report)
-        Upstream.objects.filter(pk=upstream.pk).update(last_refreshed_at=timezone.now())
+        Upstream.objects.filter(pk=upstream.pk).update(
+            last_refreshed_at=timezone.now(), list_cache_hints=listing.cache_hints
+        )
+        if listing.cache_hints != upstream.list_cache_hints:
+            # The tenant's lists carry them (cached with its catalog): a new revision makes every process re-read.
+            upstream.list_cache_hints = listing.cache_hints
+            tenant_changed(tenant_id=upstream.tenant_id)
         bulk_change_announce(
             BulkChange(
                 tenant_id=upstream.tenant_id,

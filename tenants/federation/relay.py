@@ -1,5 +1,6 @@
-"""What an upstream sends while it serves a call, relayed to that call's ``ToolContext``: logs, and its
-elicitation, sampling and roots requests (progress goes by the call's own progress callback).
+"""What an upstream sends while it serves a call, relayed to that call's ``ToolContext``: logs, the completion of
+a URL-mode elicitation, and its elicitation, sampling and roots requests (progress goes by the call's own progress
+callback).
 
 The SDK carries the sender's contextvars to the handlers of what arrives on a request's response stream
 (Streamable HTTP) and runs the 2026-07-28 input_required driver in the caller's task, so ``_current`` finds the
@@ -134,6 +135,13 @@ class Relay:
         call = self._current()
         if call is not None:
             await call.ctx.log(params.level, params.data, params.logger)
+
+    async def on_elicitation_complete(self, elicitation_id: str) -> None:
+        """The upstream says a URL-mode elicitation of the call has completed: the call's client is told (where its
+        era has the notice). One that arrives outside a call (its session's GET stream) is not relayed."""
+        call = self._current()
+        if call is not None:
+            await call.ctx.elicitation_complete(elicitation_id)
 
     async def _ask(self, ask: Callable[[ToolContext], Awaitable[Any]]) -> Any:
         call = self._current()

@@ -49,6 +49,13 @@ def sdk_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServe
 
 
 @pytest.fixture(scope="module")
+def list_hinting_upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpstreamServer]:
+    """A 2026-07-28 upstream whose lists may be cached for 30 s, by anyone."""
+    with ExitStack() as stack:
+        yield upstream_server(stack, tmp_path_factory.mktemp("upstream-list-hints"), list_cache="30000:public")
+
+
+@pytest.fixture(scope="module")
 def handshake_upstream(federation: tuple[LiveServer, UpstreamServer, UpstreamServer]) -> UpstreamServer:
     return federation[2]
 
@@ -202,6 +209,30 @@ async def test_a_handshake_upstreams_url_elicitation_is_answered_once_in_both_er
     assert received.count(f"url:{label}:accept") == 1, received
 
 
+@pytest.mark.parametrize(("path", "era"), [("lean", "legacy"), ("sdk", "legacy"), ("lean", "2026-07-28")])
+async def test_a_handshake_upstreams_url_elicitation_completion_reaches_a_client_whose_era_has_it(
+    platform: LiveServer, sdk_platform: LiveServer, handshake_upstream: UpstreamServer, path: str, era: str
+) -> None:
+    platform = platform if path == "lean" else sdk_platform
+    slug = await tenant_with(platform, handshake_upstream)
+    answerer = Answerer()
+    completed: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ElicitCompleteNotification):
+            completed.append(message.params.elicitation_id)
+
+    label = f"{path}-{era}-{secrets.token_hex(3)}"
+    with anyio.fail_after(TEST_DEADLINE):
+        async with downstream(
+            platform, slug, era, elicitation_callback=answerer.on_elicit, message_handler=on_message
+        ) as client:
+            elicitation_id = text_of(await client.call_tool("up_connect_and_confirm", {"label": label}))
+    assert answerer.asked == ["url"] and elicitation_id.startswith(label)
+    # The 2026-07-28 era has no such notice: its client retried with the answer, and the call's result is the end.
+    assert completed == ([elicitation_id] if era == "legacy" else [])
+
+
 @pytest.mark.parametrize("path", ["lean", "sdk"])
 async def test_a_handshake_upstreams_roots_request_answered_by_retry_leaves_no_error_on_the_upstream(
     platform: LiveServer, sdk_platform: LiveServer, handshake_upstream: UpstreamServer, path: str
@@ -242,3 +273,40 @@ async def test_a_read_through_the_platform_promises_no_longer_life_than_the_upst
                 assert read.ttl_ms == 0 and read.cache_scope == "private", (read.ttl_ms, read.cache_scope)
                 values.append(read.contents[0].text if isinstance(read.contents[0], types.TextResourceContents) else "")
     assert len(set(values)) == 3, values
+
+
+LIST_HINTS = {
+    # The upstream (the SDK's defaults: ttlMs 0, private) and the tenant (60 s, public): the upstream's.
+    "immediately stale": ("modern", (60_000, "public"), (0, "private")),
+    # The upstream allows 30 s to anyone, the tenant 60 s to the caller only: the shorter life, the private scope.
+    "shorter and public": ("list-hinting", (60_000, "private"), (30_000, "private")),
+    # A handshake-era upstream gives its lists no hints: the tenant's own apply.
+    "no hints": ("handshake", (60_000, "public"), (60_000, "public")),
+}
+
+
+@pytest.mark.parametrize("case", list(LIST_HINTS))
+async def test_lists_through_the_platform_promise_no_longer_life_nor_wider_scope_than_the_upstream(
+    platform: LiveServer,
+    federation: tuple[LiveServer, UpstreamServer, UpstreamServer],
+    list_hinting_upstream: UpstreamServer,
+    case: str,
+) -> None:
+    which, (ttl_ms, scope), expected = LIST_HINTS[case]
+    upstream = {"modern": federation[1], "list-hinting": list_hinting_upstream, "handshake": federation[2]}[which]
+    slug = await tenant_with(platform, upstream)
+    update = f"services.tenant_update(tenant=tenant, data={{'cache_ttl_ms': {ttl_ms}, 'cache_scope': {scope!r}}})"
+    await platform.amanage("shell", "-c", in_tenant(slug, update))
+    with anyio.fail_after(TEST_DEADLINE):
+        async with Client(platform.endpoint(slug), read_timeout_seconds=30.0) as client:
+            lists = [
+                await client.list_tools(cache_mode="bypass"),
+                await client.list_resources(cache_mode="bypass"),
+                await client.list_resource_templates(cache_mode="bypass"),
+                await client.list_prompts(cache_mode="bypass"),
+            ]
+            discovered = client.session.discover_result
+    assert len(lists[0].tools) > 0 and len(lists[3].prompts) > 0
+    assert [(listed.ttl_ms, listed.cache_scope) for listed in lists] == [expected] * 4
+    # A result no upstream contributes to keeps the tenant's hints.
+    assert discovered is not None and (discovered.ttl_ms, discovered.cache_scope) == (ttl_ms, scope)

@@ -1,7 +1,7 @@
 """Upstreams are watched from start-up, without a call first: a tool added upstream reaches the platform's clients
 (a 2026-07-28 ``subscriptions/listen`` stream and a handshake-era GET stream) within seconds, whether the upstream
 announces it on ``subscriptions/listen`` (2026-07-28), on a handshake session's GET stream (handshake-only), or
-refuses ``subscriptions/listen`` and announces it on a GET stream (as FastMCP 4.2.3 does)."""
+refuses ``subscriptions/listen`` and announces it on a GET stream (as FastMCP 4.2.3 does; a FastMCP server too)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ KINDS: dict[str, dict[str, bool]] = {
     "2026-07-28": {},
     "handshake-only": {"handshake_only": True},
     "listen-less": {"no_listen": True},
+    # A real FastMCP 4 server: -32601 for subscriptions/listen, list changes on a handshake session's GET stream.
+    "fastmcp": {"fastmcp": True},
 }
 
 

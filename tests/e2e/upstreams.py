@@ -1,5 +1,6 @@
 """Processes for the federation tests: upstream MCP servers (the SDK's ``MCPServer`` over Streamable HTTP or
-2024-11-05 HTTP+SSE, see ``tests/upstreams/sdk_server.py``) and a platform of their own that reaches them.
+2024-11-05 HTTP+SSE, see ``tests/upstreams/sdk_server.py``; a FastMCP server, ``tests/upstreams/fastmcp_server.py``)
+and a platform of their own that reaches them.
 
 The platform allows loopback through the outbound allowed-networks setting explicitly (as a developer does for
 local upstreams), and trips its circuit breaker after two failures with a one-second cool-down, so the tests see
@@ -51,6 +52,10 @@ class UpstreamServer:
     port: int = 0
     # Extra resources it lists, at these URIs (``--resource``).
     resources: tuple[str, ...] = ()
+    # The cache hints of its list results, as ``TTL_MS:SCOPE`` (``--list-cache``); empty: the SDK's own.
+    list_cache: str = ""
+    # A FastMCP server instead (``tests/upstreams/fastmcp_server.py``: Streamable HTTP, none of the options above).
+    fastmcp: bool = False
     process: ManagedProcess | None = None
     starts: int = 0
 
@@ -64,6 +69,9 @@ class UpstreamServer:
         return f"http://127.0.0.1:{self.port}{path}"
 
     def start(self) -> None:
+        if self.fastmcp:
+            self._start([str(PYTHON), "-m", "tests.upstreams.fastmcp_server", "--port", str(self.port)])
+            return
         argv = [str(PYTHON), "-m", "tests.upstreams.sdk_server", "--port", str(self.port)]
         argv += ["--transport", self.transport]
         if self.handshake_only:
@@ -74,6 +82,11 @@ class UpstreamServer:
             argv.append("--no-listen")
         if self.flood:
             argv.append("--flood")
+        if self.list_cache:
+            argv += ["--list-cache", self.list_cache]
+        self._start(argv)
+
+    def _start(self, argv: list[str]) -> None:
         self.starts += 1
         self.process = ManagedProcess.start(
             f"upstream-{self.port}-{self.starts}", argv, dict(os.environ), self.directory
@@ -118,8 +131,19 @@ def upstream_server(
     resources: tuple[str, ...] = (),
     no_listen: bool = False,
     flood: bool = False,
+    list_cache: str = "",
+    fastmcp: bool = False,
 ) -> UpstreamServer:
-    server = UpstreamServer(directory, transport, handshake_only, no_listen, flood, resources=resources)
+    server = UpstreamServer(
+        directory,
+        transport,
+        handshake_only,
+        no_listen,
+        flood,
+        resources=resources,
+        list_cache=list_cache,
+        fastmcp=fastmcp,
+    )
     server.start()
     stack.callback(server.stop)
     return server

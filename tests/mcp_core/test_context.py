@@ -32,3 +32,23 @@ def test_a_missing_capability_is_a_protocol_error_at_2026_07_28_and_a_failed_req
         context(stateless=False).require("tasks")
     with pytest.raises(ClientRequestFailed, match=r"did not declare roots\.listChanged"):
         context(stateless=False).require("roots", "listChanged")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("stateless", "declared", "sent"),
+    [
+        (False, DECLARED, [("notifications/elicitation/complete", {"elicitationId": "flow-1"})]),
+        # A client that cannot be sent to a URL has nothing to hear about.
+        (False, {"elicitation": {"form": {}}}, []),
+        # The 2026-07-28 era has no such notice: its client retries with the answer.
+        (True, DECLARED, []),
+    ],
+)
+async def test_the_completion_of_a_url_elicitation_is_told_only_where_the_era_and_the_client_have_it(
+    stateless: bool, declared: dict[str, object], sent: list[tuple[str, object]]
+) -> None:
+    outbound = RecordingOutbound()
+    ctx = RequestContext(outbound=outbound, client_capabilities=declared, arguments={}, stateless=stateless)
+    await ctx.elicitation_complete("flow-1")
+    assert outbound.notifications == sent

@@ -8,6 +8,7 @@ import mcp_types
 import pytest
 
 from mcp_core.caching import CacheHints
+from mcp_core.catalog import Page
 from mcp_core.dispatch import dispatch
 from mcp_core.env import Env, ServerIdentity
 from mcp_core.errors import HeaderMismatch, InvalidParams, MethodNotFound, MissingClientCapability
@@ -104,6 +105,34 @@ class ProxyingCatalog(MemoryCatalog):
 async def test_a_read_promises_no_longer_life_nor_wider_sharing_than_its_source(source, expected):
     result = await dispatch("resources/read", {"uri": "x://y"}, env(catalog=ProxyingCatalog(*source)))
     assert (result["ttlMs"], result["cacheScope"]) == expected
+
+
+class ListHintingCatalog(MemoryCatalog):
+    """Lists whose items come from a source with list cache hints of its own (as an upstream's do)."""
+
+    def __init__(self, ttl_ms: int, scope: str) -> None:
+        super().__init__()
+        self.limit = CacheHints(ttl_ms=ttl_ms, scope=scope)
+
+    async def list_prompts(self, *, after: str | None, limit: int) -> Page:
+        page = await super().list_prompts(after=after, limit=limit)
+        return Page(page.items, page.has_more, page.last_key, self.limit)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ((0, "public"), (0, "public")),
+        ((5_000, "private"), (5_000, "private")),
+        ((90_000, "public"), (30_000, "public")),
+    ],
+)
+async def test_a_list_promises_no_longer_life_nor_wider_sharing_than_its_sources(source, expected):
+    catalog = ListHintingCatalog(*source)
+    result = await dispatch("prompts/list", {}, env(catalog=catalog))
+    assert (result["ttlMs"], result["cacheScope"]) == expected
+    # A list without such sources keeps the server's hints.
+    assert (await dispatch("tools/list", {}, env(catalog=catalog)))["ttlMs"] == 30_000
 
 
 async def test_no_log_messages_without_a_log_level():

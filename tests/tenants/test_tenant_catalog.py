@@ -326,11 +326,13 @@ def test_completion_filters_stored_values_by_case_insensitive_prefix(tenant: Ten
     assert complete({"type": "ref/prompt", "name": "missing"}, "topic", "") is None
 
 
-def test_listing_through_the_catalog_is_one_query(tenant: Tenant, django_assert_num_queries: Any) -> None:
+def test_listing_through_the_catalog_is_one_query_and_one_for_the_upstreams_list_hints(
+    tenant: Tenant, django_assert_num_queries: Any
+) -> None:
     ToolFactory.create_batch(4, tenant=tenant)
     catalog = TenantCatalog(tenant)
 
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(2):
         page = async_to_sync(catalog.list_tools)(after=None, limit=3)
 
     assert len(page.items) == 3

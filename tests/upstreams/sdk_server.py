@@ -7,7 +7,8 @@ back to ``initialize`` (2025-11-25), and the server's questions become server-to
 
 ``--no-listen`` answers ``subscriptions/listen`` with -32601, as FastMCP 4.2.3 does: a 2026-07-28 server that
 announces list changes only on a handshake-era session's GET stream. ``--flood`` publishes
-``notifications/tools/list_changed`` to its listen streams every millisecond while any is open.
+``notifications/tools/list_changed`` to its listen streams every millisecond while any is open. ``--list-cache
+TTL_MS:SCOPE`` gives its list results those cache hints.
 
 It records the Authorization header of every HTTP request it receives (tool ``seen_authorization``) and the calls
 that were cancelled (tool ``cancelled_calls``), so tests can check what the platform forwarded. Outside MCP,
@@ -25,6 +26,7 @@ from collections import Counter
 from typing import Annotated, Any, TypedDict
 
 import uvicorn
+from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.subscriptions import InMemorySubscriptionBus
@@ -47,6 +49,7 @@ SEEN_AUTHORIZATION: list[str] = []
 CANCELLED: list[str] = []
 ANSWERS: list[str] = []
 METHODS: Counter[str] = Counter()
+LIST_METHODS: tuple[CacheableMethod, ...] = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
 LIST_CHANGED_EVENT = b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n\n'
 
 
@@ -115,9 +118,15 @@ def ask_for_roots() -> ListRoots:
     return ListRoots()
 
 
-def build(name: str, bus: CountingBus | None = None, extra_resources: list[str] | tuple[str, ...] = ()) -> MCPServer:
+def build(
+    name: str,
+    bus: CountingBus | None = None,
+    extra_resources: list[str] | tuple[str, ...] = (),
+    list_cache: CacheHint | None = None,
+) -> MCPServer:
     bus = bus or CountingBus()
-    server = MCPServer(name, instructions="Federation test upstream", subscriptions=bus)
+    hints = {method: list_cache for method in LIST_METHODS} if list_cache is not None else None
+    server = MCPServer(name, instructions="Federation test upstream", subscriptions=bus, cache_hints=hints)
     for uri in extra_resources:  # listed as given, even a URI that does not parse (hostile upstreams)
         server.resource(uri, name=f"extra{len(uri)}", description="An extra resource.")(lambda: "extra")
 
@@ -256,6 +265,16 @@ def build(name: str, bus: CountingBus | None = None, extra_resources: list[str] 
         ANSWERS.append(f"url:{label}:{answer.action}")
         return f"connect: {answer.action}"
 
+    @server.tool(description="Send the user to a URL, then say the flow there has completed (its elicitationId).")
+    async def connect_and_confirm(label: str, ctx: Context) -> str:
+        elicitation_id = f"{label}-{uuid.uuid4().hex}"
+        answer = await ctx.elicit_url(
+            "Connect your account", f"https://accounts.example/connect/{elicitation_id}", elicitation_id
+        )
+        if answer.action == "accept":
+            await ctx.session.send_elicit_complete(elicitation_id, related_request_id=ctx.request_id)
+        return elicitation_id
+
     @server.tool(description="The client's roots, asked imperatively; records whether the question failed.")
     async def roots_now(label: str, ctx: Context) -> str:
         try:
@@ -383,8 +402,13 @@ def main() -> None:
     parser.add_argument("--resource", action="append", default=[], help="Also list a resource at this URI.")
     parser.add_argument("--no-listen", action="store_true")
     parser.add_argument("--flood", action="store_true")
+    parser.add_argument("--list-cache", help="TTL_MS:SCOPE, the cache hints of its list results (2026-07-28).")
     options = parser.parse_args()
-    server = build(options.name, CountingBus(flood=options.flood), options.resource)
+    list_cache = None
+    if options.list_cache:
+        ttl_ms, scope = options.list_cache.split(":")
+        list_cache = CacheHint(ttl_ms=int(ttl_ms), scope=scope)
+    server = build(options.name, CountingBus(flood=options.flood), options.resource, list_cache)
     app = server.sse_app() if options.transport == "sse" else server.streamable_http_app()
     app = announcing_get_streams(app)
     refused = set()

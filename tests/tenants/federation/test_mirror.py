@@ -6,8 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 
+from mcp_core.caching import CacheHints
 from tenants import services
+from tenants.catalog import TenantCatalog
 from tenants.federation.mirror import Listing, local_name, mirror_apply
 from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tenant, Tool, Upstream
 
@@ -118,6 +121,33 @@ def test_a_resource_whose_uri_does_not_parse_is_skipped(upstream: Upstream) -> N
 
     assert report.created == 5 and len(report.skipped) == 1 and "resource 'x://[x]'" in report.skipped[0]
     assert list(Resource.objects.values_list("uri", flat=True)) == ["notes://readme"]
+
+
+def test_the_tenants_lists_carry_the_narrowest_list_hints_of_its_upstreams_and_a_new_hint_is_a_new_revision(
+    upstream: Upstream, tenant: Tenant
+) -> None:
+    other = Upstream.objects.create(tenant=tenant, name="other", url="https://other.example/mcp", prefix="o_")
+    public = {"ttlMs": 30_000, "cacheScope": "public"}
+    mirror_apply(upstream=upstream, listing=listing(cache_hints={"tools": public, "prompts": public}))
+    stale = {"ttlMs": 0, "cacheScope": "private"}
+    mirror_apply(upstream=other, listing=listing(tools=[], resources=[], cache_hints={"tools": {**public, "ttlMs": 5}}))
+    upstream.refresh_from_db()
+    assert upstream.list_cache_hints == {"tools": public, "prompts": public}
+    catalog = TenantCatalog(Tenant.objects.get(pk=tenant.pk))
+
+    def hints(list_name: str) -> CacheHints | None:
+        page = async_to_sync(getattr(catalog, f"list_{list_name}"))(after=None, limit=10)
+        return page.cache
+
+    assert hints("tools") == CacheHints(ttl_ms=5, scope="public")
+    assert hints("prompts") == CacheHints(ttl_ms=30_000, scope="public")
+    # Neither upstream gave its resource lists hints (a handshake-era upstream gives none): nothing is imposed.
+    assert hints("resources") is None and hints("resource_templates") is None
+
+    revision = Tenant.objects.get(pk=tenant.pk).revision
+    mirror_apply(upstream=upstream, listing=listing(cache_hints={"tools": stale, "prompts": public}))
+    assert Tenant.objects.get(pk=tenant.pk).revision > revision
+    assert hints("tools") == CacheHints(ttl_ms=0, scope="private")
 
 
 def test_upstream_names_are_made_to_fit_the_catalogs_alphabet() -> None:
