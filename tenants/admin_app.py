@@ -7,4 +7,4 @@ from django.contrib.admin.apps import AdminConfig
 
 
 class PlatformAdminConfig(AdminConfig):
-    default_site = "tenants.admin_site.TenantAdminSite"
+    default_site = "tenants.admin.site.platform_site"

@@ -15,7 +15,7 @@ class TenantsConfig(AppConfig):
         # Importing the built-in modules runs their @python_tool / @python_resource_template decorators; importing
         # the upstream services wires the upstream pool's list_changed notifications to catalog refreshes.
         from mcp_infra.outbound import register_tenant_networks
-        from tenants.admin_audit import bulk_change_history
+        from tenants.admin.audit import bulk_change_history
         from tenants.builtin import bench, conformance, conformance_tasks, demo  # noqa: F401
         from tenants.bulk_changes import catalog_bulk_changed
         from tenants.federation import services  # noqa: F401

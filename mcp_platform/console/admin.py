@@ -23,7 +23,7 @@ from mcp_platform.console.runs import (
     console_cancel,
     new_run_id,
 )
-from tenants.admin import ToolAdmin
+from tenants.admin.catalog import ToolAdmin
 from tenants.models import TaskSupport, Tool
 
 RUN_ID_MAX_LENGTH = 64

@@ -15,13 +15,13 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from tenants import secrets, services, validation
-from tenants.admin_fields import as_typed
-from tenants.admin_memberships import MembershipForm, is_last_owner
-from tenants.admin_policy import OWNING, admin_scope
-from tenants.admin_python import PythonFunctionForm
-from tenants.admin_schema import SchemaEditorAdmin
-from tenants.admin_scoping import NOBODY, TenantScopedAdmin, TenantScopedInline
-from tenants.admin_tenant_page import tenant_page_context
+from tenants.admin.fields import as_typed
+from tenants.admin.members import MembershipForm, is_last_owner
+from tenants.admin.policy import OWNING, admin_scope
+from tenants.admin.python_functions import PythonFunctionForm
+from tenants.admin.schema import SchemaEditorAdmin
+from tenants.admin.scoping import NOBODY, TenantScopedAdmin, TenantScopedInline
+from tenants.admin.tenant_page import tenant_page_context
 from tenants.models import Membership, Prompt, Resource, ResourceTemplate, Secret, Tenant, Tool
 
 JSON_WIDGET = forms.Textarea(attrs={"rows": 10, "cols": 100, "style": "font-family: monospace"})
@@ -368,4 +368,4 @@ class SecretAdmin(TenantScopedAdmin):
 
 # The OpenAPI sources' admin (with its import page) and the upstream MCP servers' admin live in their own modules;
 # importing them registers them.
-from tenants import admin_openapi, upstream_admin  # noqa: E402, F401
+from tenants.admin import openapi, upstreams  # noqa: E402, F401
