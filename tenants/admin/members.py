@@ -1,15 +1,23 @@
-"""The membership form of the admin: a person is named by username or e-mail (the platform's list of people is
-never offered), a membership keeps its person and tenant for life, and a tenant keeps at least one owner."""
+"""Admin for tenants and their members: the tenant page (its members inline, its endpoint and catalog at a
+glance) and the membership admin. A person is named by username or e-mail (the platform's list of people is never
+offered), a membership keeps its person and tenant for life, and a tenant keeps at least one owner."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django import forms
+from django.contrib import admin
 from django.contrib.auth import get_user_model
-from django.db.models import Q
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest
 
-from tenants.models import Membership
+from tenants import services, validation
+from tenants.admin.policy import OWNING, admin_scope
+from tenants.admin.scoping import NOBODY, TenantScopedAdmin, TenantScopedInline
+from tenants.admin.service_backed import ServiceBackedAdmin, adopt, form_for
+from tenants.admin.tenant_page import tenant_page_context
+from tenants.models import Membership, Tenant
 
 NOT_FOUND = "No single account has this username or e-mail address."
 LAST_OWNER = "A tenant keeps at least one owner: make someone else owner first."
@@ -80,3 +88,103 @@ class MembershipForm(forms.ModelForm):
         if leaving and is_last_owner(self.instance):
             self.add_error("role" if not cleaned.get("DELETE") else None, LAST_OWNER)
         return cleaned
+
+
+class MembershipInline(TenantScopedInline, admin.StackedInline):
+    """The tenant page's members: owners add people by username or e-mail; admins see who is in."""
+
+    model = Membership
+    form = MembershipForm
+    fields = ("person", "role")
+    extra = 0
+    tenant_path = "tenant"
+    add_roles = change_roles = delete_roles = OWNING
+
+
+@admin.register(Tenant)
+class TenantAdmin(ServiceBackedAdmin):
+    form = form_for(Tenant, validation.tenant_validate)
+    tenant_path = ""
+    add_roles = delete_roles = NOBODY  # tenants are made and removed by platform staff
+    fields_for_service = tuple(sorted(services.TENANT_FIELDS))
+    list_display = ("slug", "name", "status", "requires_authorization", "created_at")
+    list_filter = ("status", "requires_authorization")
+    search_fields = ("slug", "name")
+    inlines = [MembershipInline]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Widening the outbound door lets a tenant's tools reach private networks, and suspending a tenant is a
+        # sanction: platform staff decide both.
+        readonly = tuple(super().get_readonly_fields(request, obj))
+        return readonly if request.user.is_superuser else (*readonly, "status", "outbound_allowed_networks")
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> Any:
+        if obj is not None and obj.pk is not None:
+            context.update(tenant_page_context(request, obj))
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def create(self, obj: Tenant, values: dict[str, Any]) -> Tenant:
+        return services.tenant_create(**values)
+
+    def update(self, stored: Tenant, data: dict[str, Any]) -> None:
+        services.tenant_update(tenant=stored, data=data)
+
+    def remove(self, obj: Tenant) -> None:
+        services.tenant_delete(tenant=obj)
+
+    def save_formset(self, request: HttpRequest, form: forms.ModelForm, formset: Any, change: bool) -> None:
+        if formset.model is not Membership:
+            super().save_formset(request, form, formset, change)
+            return
+        tenant = form.instance
+        pending = formset.save(commit=False)
+        for membership in formset.deleted_objects:
+            services.membership_remove(tenant=tenant, user=membership.user)
+        for membership in pending:
+            services.membership_add(tenant=tenant, user=membership.user, role=membership.role)
+
+
+@admin.register(Membership)
+class MembershipAdmin(TenantScopedAdmin):
+    """Owners add people by username or e-mail (the platform's user list is never shown) and change roles;
+    admins see who is in their tenants."""
+
+    form = MembershipForm
+    list_display = ("user", "tenant", "role", "created_at")
+    list_filter = ("role", "tenant")
+    search_fields = ("user__username", "user__email", "tenant__slug")
+    autocomplete_fields = ["tenant"]
+    list_select_related = ("user", "tenant")
+    tenant_path = "tenant"
+    add_roles = change_roles = delete_roles = OWNING
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return ("tenant", "person", "role")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # A membership is one person in one tenant: another person or tenant is another membership.
+        return ("tenant",) if obj is not None else ()
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Owners cannot leave their tenant ownerless; platform staff can (they also delete whole tenants).
+        if obj is not None and not admin_scope(request).everything and is_last_owner(obj):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def save_model(self, request: HttpRequest, obj: Membership, form: forms.ModelForm, change: bool) -> None:
+        adopt(obj, services.membership_add(tenant=obj.tenant, user=obj.user, role=obj.role))
+
+    def delete_model(self, request: HttpRequest, obj: Membership) -> None:
+        services.membership_remove(tenant=obj.tenant, user=obj.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Membership]) -> None:
+        for membership in queryset.select_related("tenant", "user"):
+            services.membership_remove(tenant=membership.tenant, user=membership.user)
