@@ -7,8 +7,6 @@ first one's registrations are lost: these tests would see a model missing or a s
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 from django.apps import apps
 from django.contrib import admin
@@ -51,14 +49,6 @@ def test_each_tenants_model_is_registered_once_with_its_class_from_the_package()
         assert type(registered[model]) is import_string(dotted), model
     tenant_models = {model.__name__ for model in admin.site._registry if model._meta.app_label == "tenants"}
     assert tenant_models == set(TENANT_ADMINS)
-
-
-def test_importing_the_package_again_registers_nothing_more() -> None:
-    before = dict(admin.site._registry)
-
-    importlib.import_module("tenants.admin")
-
-    assert admin.site._registry == before
 
 
 def test_pages_added_again_replace_the_first_in_place() -> None:
