@@ -98,7 +98,7 @@ if _env_bool("MCP_PROXY_SSL_HEADER", False):
 # Not "daphne": its app config installs a Twisted reactor in every process at start-up, and ``manage.py serve``
 # starts whichever server is chosen (see mcp_infra/serving/servers.py).
 INSTALLED_APPS = [
-    "tenants.admin_app.PlatformAdminConfig",
+    "tenants.apps.PlatformAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -114,7 +114,7 @@ INSTALLED_APPS = [
     "mcp_platform.quotas",
     "mcp_platform.activity",
     "mcp_platform.telemetry",
-    # After tenants: its admin adds the console's pages to the tool admin.
+    # Adds its pages to the tool admin at ready() (tenants.admin.pages).
     "mcp_platform.console",
 ]
 

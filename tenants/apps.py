@@ -1,8 +1,11 @@
-"""App config of the tenants app; fills the Python tool registry with the built-in functions at start-up."""
+"""App configs of the tenants app (fills the Python tool registry with the built-in functions at start-up) and of
+the admin with the platform's site as ``admin.site``. Both live here because app configs load before models, and
+the site needs them."""
 
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.contrib.admin import apps as admin_apps
 
 
 class TenantsConfig(AppConfig):
@@ -15,7 +18,7 @@ class TenantsConfig(AppConfig):
         # Importing the built-in modules runs their @python_tool / @python_resource_template decorators; importing
         # the upstream services wires the upstream pool's list_changed notifications to catalog refreshes.
         from mcp_infra.outbound import register_tenant_networks
-        from tenants.admin_audit import bulk_change_history
+        from tenants.admin.audit import bulk_change_history
         from tenants.builtin import bench, conformance, conformance_tasks, demo  # noqa: F401
         from tenants.bulk_changes import catalog_bulk_changed
         from tenants.federation import services  # noqa: F401
@@ -24,3 +27,10 @@ class TenantsConfig(AppConfig):
         catalog_bulk_changed.connect(bulk_change_history, dispatch_uid="tenants-admin-history")
         # The outbound door sits below the tenants app: it is told how to read a tenant's allowed networks.
         register_tenant_networks(tenant_outbound_networks)
+
+
+class PlatformAdminConfig(admin_apps.AdminConfig):
+    """Django's admin (with autodiscovery) whose ``admin.site`` is the platform's one site instance."""
+
+    default = False  # "tenants" in INSTALLED_APPS means TenantsConfig; this one is named in full
+    default_site = "tenants.admin.site.platform_site"

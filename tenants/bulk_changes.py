@@ -2,7 +2,7 @@
 changed and removed, who made it, and ``catalog_bulk_changed``, the signal that tells the rooms keeping records.
 
 The services collect a ``BulkChange`` and announce it; they know nothing of who listens. The admin's history
-(``tenants.admin_audit``) and the activity log (``mcp_platform.activity``, connected at its ``ready()``) listen.
+(``tenants.admin.audit``) and the activity log (``mcp_platform.activity``, connected at its ``ready()``) listen.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from django.utils.html import format_html
 
 from mcp_platform.activity.export import export_response
 from mcp_platform.activity.models import ActivityRecord
-from tenants.admin_policy import admin_scope
-from tenants.admin_scoping import TenantScopedAdmin
+from tenants.admin.policy import admin_scope
+from tenants.admin.scoping import TenantScopedAdmin
 
 # Distinct values offered by a filter: the most frequent first, at most this many (type-in search covers the rest).
 FILTER_CHOICES = 50

@@ -21,7 +21,7 @@ class ActivityConfig(AppConfig):
         )
         from mcp_platform.jobs.signals import tool_run_ended
         from mcp_platform.observe.calls import register_hook
-        from tenants.admin_audit import admin_changed
+        from tenants.admin.audit import admin_changed
         from tenants.bulk_changes import catalog_bulk_changed
 
         admin_changed.connect(admin_change_recorded, dispatch_uid="activity-admin-changes")

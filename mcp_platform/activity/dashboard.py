@@ -12,8 +12,8 @@ from django.utils import timezone
 from mcp_platform.activity import charts
 from mcp_platform.activity.models import ActivityRecord
 from mcp_platform.activity.usage import WINDOWS, usage_summary
-from tenants.admin_policy import ADMINISTERING, admin_scope
-from tenants.admin_scoping import scoped_choices
+from tenants.admin.policy import ADMINISTERING, admin_scope
+from tenants.admin.scoping import scoped_choices
 from tenants.models import Tenant
 
 TIME_FORMATS = {"1h": "%H:%M", "24h": "%d %b %H:00", "30d": "%d %b"}

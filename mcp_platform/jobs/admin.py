@@ -17,7 +17,7 @@ from django.utils.html import format_html, format_html_join
 from mcp_platform.jobs.models import ToolRun
 from mcp_platform.jobs.selectors import TERMINAL_STATUSES, Caller
 from mcp_platform.jobs.services import tool_run_cancel
-from tenants.admin_scoping import TenantScopedAdmin
+from tenants.admin.scoping import TenantScopedAdmin
 
 # The changelist asks for the runs it shows (one page, 100 at most by default).
 MAX_LIVE_IDS = 200

@@ -19,8 +19,8 @@ from mcp_platform.oauth.machine_clients import (
     machine_client_update,
 )
 from mcp_platform.oauth.models import MachineClient, TenantApplication
-from tenants.admin_policy import admin_scope
-from tenants.admin_scoping import TenantScopedAdmin
+from tenants.admin.policy import admin_scope
+from tenants.admin.scoping import TenantScopedAdmin
 
 
 class OAuthClientAdmin(TenantScopedAdmin, ApplicationAdmin):

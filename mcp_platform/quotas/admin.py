@@ -11,8 +11,8 @@ from django.http import HttpRequest
 
 from mcp_platform.quotas import services
 from mcp_platform.quotas.models import RateCeiling, RateLimit
-from tenants.admin import ServiceBackedAdmin, ServiceValidatedForm
-from tenants.admin_scoping import NOBODY
+from tenants.admin.scoping import NOBODY
+from tenants.admin.service_backed import ServiceBackedAdmin, ServiceValidatedForm
 
 
 def _validate_limit(limit: RateLimit) -> None:

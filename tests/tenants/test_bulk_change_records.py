@@ -21,7 +21,7 @@ from django.urls import reverse
 from mcp import Client
 
 from mcp_platform.activity.models import ActivityRecord
-from tenants.admin_audit import SYSTEM_USERNAME
+from tenants.admin.audit import SYSTEM_USERNAME
 from tenants.federation.services import upstream_add
 from tenants.federation.tasks import upstream_refresh_one
 from tenants.models import Tenant, Tool

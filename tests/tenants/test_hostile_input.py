@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from tenants.models import Resource, Tenant, Tool, Upstream
 from tests.factories import MembershipFactory, UserFactory
-from tests.tenants.test_tenant_admin import tool_form
+from tests.tenants.admin.test_service_backed import tool_form
 
 pytestmark = pytest.mark.django_db
 

@@ -153,7 +153,7 @@ def test_expressions_that_start_with_a_separator_may_follow_the_host(tenant: Ten
 def test_the_tool_admin_shows_why_an_origin_is_refused(admin_client: Any, tenant: Tenant) -> None:
     from django.urls import reverse
 
-    from tests.tenants.test_tenant_admin import tool_form
+    from tests.tenants.admin.test_service_backed import tool_form
 
     schema = json.dumps({"type": "object", "properties": {"path": {"type": "string"}}})
     config = json.dumps({"url": "https://api.example{+path}"})

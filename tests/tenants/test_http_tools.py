@@ -397,7 +397,7 @@ def test_level_4_templates_are_accepted(tenant: Tenant) -> None:
 def test_the_tool_admin_adds_an_http_tool_and_shows_config_problems(admin_client: Any, tenant: Tenant) -> None:
     from django.urls import reverse
 
-    from tests.tenants.test_tenant_admin import tool_form
+    from tests.tenants.admin.test_service_backed import tool_form
 
     config = {"method": "GET", "url": "https://api.example/pets/{id}", "auth": {"type": "bearer", "secret": "api"}}
     schema = json.dumps({"type": "object", "properties": {"id": {"type": "integer"}}})

@@ -18,7 +18,7 @@ from django.urls import reverse
 from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool, Upstream
 from tests.e2e.upstreams import UpstreamServer, upstream_server
 from tests.factories import MembershipFactory, UserFactory
-from tests.tenants.test_upstream_admin import LOOPBACK_ALLOWED, upstream_form
+from tests.tenants.admin.test_upstreams import LOOPBACK_ALLOWED, upstream_form
 
 pytestmark = pytest.mark.django_db
 

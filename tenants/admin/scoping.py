@@ -17,9 +17,9 @@ from django.db import models
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 
-from tenants.admin_audit import audit_delete, audit_form_save
-from tenants.admin_fields import BoundedJSONField
-from tenants.admin_policy import ADMINISTERING, AdminScope, admin_scope
+from tenants.admin.audit import audit_delete, audit_form_save
+from tenants.admin.fields import BoundedJSONField
+from tenants.admin.policy import ADMINISTERING, AdminScope, admin_scope
 from tenants.models import Tenant
 
 Roles = frozenset[str]
@@ -179,7 +179,7 @@ class TenantScopedAdmin(TenantScoped, admin.ModelAdmin):
             raise Http404(f"No {self.opts.verbose_name} with this id.")
         return obj
 
-    # The activity log's admin-change audit: one place for every scoped admin class (tenants.admin_audit).
+    # The activity log's admin-change audit: one place for every scoped admin class (tenants.admin.audit).
     def construct_change_message(self, request: HttpRequest, form: Any, formsets: Any, add: bool = False) -> Any:
         message = super().construct_change_message(request, form, formsets, add)
         audit_form_save(request=request, form=form, formsets=formsets, add=add, tenant_of=self.tenant_id_of)

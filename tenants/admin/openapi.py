@@ -18,7 +18,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from tenants.admin_scoping import TenantScopedAdmin
+from tenants.admin.scoping import TenantScopedAdmin
 from tenants.bulk_changes import Actor
 from tenants.models import OpenApiSource, Tenant, Tool
 from tenants.openapi.document import MAX_DOCUMENT_BYTES, OpenApiDocument, OpenApiError, document_parse

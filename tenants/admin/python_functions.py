@@ -13,7 +13,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
-from tenants.admin_scoping import NOBODY, TenantScopedAdmin
+from tenants.admin.scoping import NOBODY, TenantScopedAdmin
 from tenants.backends.registry import default_registry
 from tenants.models import Backend, Prompt, PythonFunctionGrant, ResourceTemplate, Tool
 from tenants.python_grants import function_help, grant_problem, python_function_grant, python_function_revoke

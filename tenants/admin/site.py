@@ -16,8 +16,8 @@ from django.db.models.base import ModelBase
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, URLPattern, URLResolver, path
 
-from tenants.admin_policy import admin_scope, admin_scope_for
-from tenants.admin_scoping import TenantScopedAdmin, platform_only
+from tenants.admin.policy import admin_scope, admin_scope_for
+from tenants.admin.scoping import TenantScopedAdmin, platform_only
 
 
 class TenantAdminAuthenticationForm(AdminAuthenticationForm):
@@ -83,3 +83,15 @@ class TenantAdminSite(admin.AdminSite):
             return shortcut(request, content_type_id, object_id)
         except (ValueError, ValidationError, NoReverseMatch):
             raise Http404("No such page.") from None
+
+
+# The one site: Django's ``admin.site`` is this instance (``PlatformAdminConfig.default_site`` names
+# ``platform_site``, which returns it). Importing this module runs the package's ``__init__``, whose admin classes
+# register on ``admin.site`` while Django is still setting it up; because each set-up returns this same object,
+# none of those registrations is lost.
+PLATFORM_SITE = TenantAdminSite()
+
+
+def platform_site() -> TenantAdminSite:
+    """The platform's admin site (Django's ``admin.site``)."""
+    return PLATFORM_SITE

@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from tenants.admin_scoping import TenantScopedAdmin
+from tenants.admin.scoping import TenantScopedAdmin
 from tenants.bulk_changes import SYSTEM, Actor
 from tenants.federation.connection import UpstreamFailure
 from tenants.federation.services import (

@@ -10,10 +10,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from tenants.admin_schema import MAX_DRAFT_BYTES
+from tenants.admin.schema import MAX_DRAFT_BYTES
 from tenants.models import Tenant
 from tests.factories import MembershipFactory, UserFactory
-from tests.tenants.test_tenant_admin import tool_form
+from tests.tenants.admin.test_service_backed import tool_form
 
 pytestmark = pytest.mark.django_db
 

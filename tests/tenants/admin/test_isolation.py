@@ -18,7 +18,7 @@ from django.db import models
 from django.test import Client
 from django.urls import reverse
 
-from tenants.admin_scoping import TenantScopedAdmin, TenantScopedInline
+from tenants.admin.scoping import TenantScopedAdmin, TenantScopedInline
 from tenants.models import Membership, Tenant
 from tests.admin_objects import admin_object
 from tests.factories import MembershipFactory, TenantFactory, UserFactory

@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponseNotAllowed, JsonResponse
 from django.urls import path, reverse_lazy
 
 from tenants import validation
-from tenants.admin_fields import OptionalJSONField, json_nesting_problem
+from tenants.admin.fields import OptionalJSONField, json_nesting_problem
 from tenants.models import Tool
 
 # A draft is checked on every pause in typing; a schema this large is no tool's (the request body is capped too).

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from mcp_platform.oauth.machine_clients import machine_client_create
 from mcp_platform.oauth.models import TenantApplication
-from tenants.admin_policy import tenant_ids_administered_by, tenant_ids_owned_by
+from tenants.admin.policy import tenant_ids_administered_by, tenant_ids_owned_by
 from tenants.models import Membership, Tenant, Tool
 from tests.factories import MembershipFactory, OAuthClientFactory, TenantFactory, ToolFactory, UserFactory
 

@@ -1,5 +1,7 @@
 """The console's pages on the tool admin: the page with the tool's form, the run (an event stream answering a POST),
-and the page's answers and cancel button. Another tenant's tool is a 404 on each, as on the tool's own page."""
+and the page's answers and cancel button. Another tenant's tool is a 404 on each, as on the tool's own page.
+
+The tool admin serves them: ``ConsoleConfig.ready()`` adds ``CONSOLE_PAGE`` to ``tenants.admin.pages.tool_pages``."""
 
 from __future__ import annotations
 
@@ -9,10 +11,10 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import URLPattern, URLResolver, path, reverse
 
 from mcp_platform.console.runs import (
     MAX_ANSWER_BYTES,
@@ -23,7 +25,7 @@ from mcp_platform.console.runs import (
     console_cancel,
     new_run_id,
 )
-from tenants.admin import ToolAdmin
+from tenants.admin.pages import ObjectPage
 from tenants.models import TaskSupport, Tool
 
 RUN_ID_MAX_LENGTH = 64
@@ -65,11 +67,15 @@ def _run_id(data: dict[str, Any]) -> str:
     return run_id
 
 
-class ToolConsoleAdmin(ToolAdmin):
-    """The tool admin with its console: owners and admins of the tool's tenant (and platform staff) run it."""
+class ToolConsole:
+    """The console of the tool admin ``model_admin``: owners and admins of the tool's tenant (and platform staff)
+    run the tool; the admin decides who may, as on the tool's own page."""
 
-    def get_urls(self) -> list[Any]:
-        wrap = self.admin_site.admin_view
+    def __init__(self, model_admin: admin.ModelAdmin[Any]) -> None:
+        self.model_admin = model_admin
+
+    def get_urls(self) -> list[URLPattern | URLResolver]:
+        wrap = self.model_admin.admin_site.admin_view
         return [
             path("<path:object_id>/console/", wrap(self.console_view), name="tenants_tool_console"),
             path("<path:object_id>/console/run/", wrap(self.console_run_view), name="tenants_tool_console_run"),
@@ -79,13 +85,14 @@ class ToolConsoleAdmin(ToolAdmin):
             path(
                 "<path:object_id>/console/cancel/", wrap(self.console_cancel_view), name="tenants_tool_console_cancel"
             ),
-            *super().get_urls(),
         ]
 
     def _console_tool(self, request: HttpRequest, object_id: str) -> Tool:
         """The tool, if the person may run it. Raises Http404 (another tenant's tool, or none) or PermissionDenied."""
-        tool: Tool = self.get_object(request, object_id)
-        if not self.has_change_permission(request, tool):
+        tool: Tool | None = self.model_admin.get_object(request, object_id)
+        if tool is None:
+            raise Http404("No such tool.")
+        if not self.model_admin.has_change_permission(request, tool):
             raise PermissionDenied
         return tool
 
@@ -95,9 +102,9 @@ class ToolConsoleAdmin(ToolAdmin):
             name: reverse(f"admin:tenants_tool_console_{name}", args=[tool.pk]) for name in ("run", "answer", "cancel")
         }
         context = {
-            **self.admin_site.each_context(request),
+            **self.model_admin.admin_site.each_context(request),
             "title": f"Run {tool.name}",
-            "opts": self.opts,
+            "opts": self.model_admin.opts,
             "original": tool,
             "tool": tool,
             "console": {
@@ -173,5 +180,8 @@ class ToolConsoleAdmin(ToolAdmin):
         return HttpResponse(status=204)
 
 
-admin.site.unregister(Tool)
-admin.site.register(Tool, ToolConsoleAdmin)
+CONSOLE_PAGE = ObjectPage(
+    label="Run in the console",
+    url_name="tenants_tool_console",
+    urls=lambda model_admin: ToolConsole(model_admin).get_urls(),
+)

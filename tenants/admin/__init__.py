@@ -1,0 +1,17 @@
+"""The tenant-scoped admin, one module per area on a common base.
+
+- ``site``: the platform's site (sign-in by membership, unscoped classes for platform staff only);
+- ``policy``: who administers which tenant; ``scoping``: the base every admin class inherits, the only place that
+  filters; ``audit``: what a save or delete changed, for the activity log and the admin's history;
+- ``fields``, ``schema``: form fields that keep what was typed, and the JSON Schema editor;
+- ``service_backed``: the base of admin classes whose writes go through the services;
+- ``pages``: pages other apps add to an admin class (the console's pages on the tool admin);
+- the areas: ``members`` (tenants and their members; ``tenant_page`` is the tenant page's context), ``catalog``
+  (tools, resources, templates, prompts), ``secrets``, ``python_functions`` (the grants, and the function select of
+  the catalog forms), ``openapi`` (OpenAPI sources and their import page), ``upstreams`` (upstream MCP servers).
+
+Importing the package (Django's admin autodiscovery does) registers every area's admin classes on the platform's
+site, once; no other app registers or replaces them.
+"""
+
+from tenants.admin import catalog, members, openapi, python_functions, secrets, upstreams  # noqa: F401

@@ -1,0 +1,132 @@
+"""Admin for a tenant's catalog: tools, resources, resource templates and prompts, each written through its
+services. Other apps add pages to the tool admin through ``tool_pages`` (the console's run page)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db import models
+from django.http import HttpRequest
+
+from tenants import services, validation
+from tenants.admin.pages import tool_pages
+from tenants.admin.schema import SchemaEditorAdmin
+from tenants.admin.service_backed import ServiceBackedAdmin, form_for
+from tenants.models import Prompt, Resource, ResourceTemplate, Tool
+
+
+class CatalogEntryAdmin(ServiceBackedAdmin):
+    tenant_path = "tenant"
+    list_select_related = ("tenant",)
+    autocomplete_fields = ["tenant"]
+    readonly_fields = ("created_at", "updated_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Entries do not move between tenants: a move would be a delete in one catalog and an add in another.
+        return (*self.readonly_fields, "tenant") if obj is not None else tuple(self.readonly_fields)
+
+
+@admin.register(Tool)
+class ToolAdmin(SchemaEditorAdmin, CatalogEntryAdmin):
+    form = form_for(Tool, validation.tool_validate)
+    fields_for_service = tuple(sorted(services.TOOL_FIELDS))
+    list_display = ("name", "tenant", "title", "backend", "task_support", "enabled", "updated_at")
+    list_filter = ("backend", "task_support", "enabled", "tenant", "openapi_source")
+    search_fields = ("name", "title", "description", "tenant__slug")
+    pages = tool_pages
+
+    def get_urls(self) -> list[Any]:
+        return [*self.pages.urls(self), *self.schema_check_urls(), *super().get_urls()]
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> Any:
+        # The links to the pages other apps added (the change form's object tools show them).
+        context["object_pages"] = self.pages.links(obj) if obj is not None and obj.pk is not None else []
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def formfield_for_dbfield(self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
+        widget = self.schema_widgets().get(db_field.name)
+        if widget is not None:
+            kwargs["widget"] = widget
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Where an imported tool came from: importing that source again rewrites what the document sets.
+        return (*super().get_readonly_fields(request, obj), "openapi_source")
+
+    def create(self, obj: Tool, values: dict[str, Any]) -> Tool:
+        return services.tool_create(tenant=obj.tenant, **values)
+
+    def update(self, stored: Tool, data: dict[str, Any]) -> None:
+        services.tool_update(tool=stored, data=data)
+
+    def remove(self, obj: Tool) -> None:
+        services.tool_delete(tool=obj)
+
+
+@admin.register(Resource)
+class ResourceAdmin(CatalogEntryAdmin):
+    form = form_for(Resource, validation.resource_validate)
+    fields_for_service = tuple(sorted(services.RESOURCE_FIELDS))
+    list_display = ("uri", "tenant", "name", "mime_type", "updated_at")
+    list_filter = ("mime_type", "tenant")
+    search_fields = ("uri", "name", "title", "description", "tenant__slug")
+
+    def formfield_for_dbfield(self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
+        # An empty text or blob box means "not this one", which the text-xor-blob rule needs as NULL.
+        if db_field.name in ("text", "blob"):
+            kwargs["empty_value"] = None
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def create(self, obj: Resource, values: dict[str, Any]) -> Resource:
+        return services.resource_create(tenant=obj.tenant, **values)
+
+    def update(self, stored: Resource, data: dict[str, Any]) -> None:
+        services.resource_update(resource=stored, data=data)
+
+    def remove(self, obj: Resource) -> None:
+        services.resource_delete(resource=obj)
+
+
+@admin.register(ResourceTemplate)
+class ResourceTemplateAdmin(CatalogEntryAdmin):
+    form = form_for(ResourceTemplate, validation.resource_template_validate)
+    fields_for_service = tuple(sorted(services.TEMPLATE_FIELDS))
+    list_display = ("name", "tenant", "uri_template", "backend", "updated_at")
+    list_filter = ("backend", "tenant")
+    search_fields = ("name", "uri_template", "title", "description", "tenant__slug")
+
+    def create(self, obj: ResourceTemplate, values: dict[str, Any]) -> ResourceTemplate:
+        return services.resource_template_create(tenant=obj.tenant, **values)
+
+    def update(self, stored: ResourceTemplate, data: dict[str, Any]) -> None:
+        services.resource_template_update(template=stored, data=data)
+
+    def remove(self, obj: ResourceTemplate) -> None:
+        services.resource_template_delete(template=obj)
+
+
+@admin.register(Prompt)
+class PromptAdmin(CatalogEntryAdmin):
+    form = form_for(Prompt, validation.prompt_validate)
+    fields_for_service = tuple(sorted(services.PROMPT_FIELDS))
+    list_display = ("name", "tenant", "title", "backend", "updated_at")
+    list_filter = ("backend", "tenant")
+    search_fields = ("name", "title", "description", "tenant__slug")
+
+    def create(self, obj: Prompt, values: dict[str, Any]) -> Prompt:
+        return services.prompt_create(tenant=obj.tenant, **values)
+
+    def update(self, stored: Prompt, data: dict[str, Any]) -> None:
+        services.prompt_update(prompt=stored, data=data)
+
+    def remove(self, obj: Prompt) -> None:
+        services.prompt_delete(prompt=obj)
