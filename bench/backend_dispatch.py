@@ -95,7 +95,9 @@ def main(argv: list[str]) -> None:
     for name, (dispatched, direct) in pairs.items():
         through = _best_of(ROUNDS, iterations, dispatched)
         straight = _best_of(ROUNDS, iterations, direct)
-        print(f"{name:34s} dispatched {through:6.3f} µs  direct {straight:6.3f} µs  dispatch {through - straight:6.3f} µs")
+        print(
+            f"{name:34s} dispatched {through:6.3f} µs  direct {straight:6.3f} µs  dispatch {through - straight:6.3f} µs"
+        )
 
 
 if __name__ == "__main__":
