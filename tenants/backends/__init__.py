@@ -12,7 +12,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from mcp_core.context import ToolContext
-from tenants.backends.plugs import BACKENDS, backend_of, resource_backend
+from tenants.backends.plugs import BACKENDS, backend_of, resource_backend, unknown_backend
 from tenants.models import Prompt, Resource, ResourceTemplate, Tool
 
 JSONObject = dict[str, Any]
@@ -20,7 +20,11 @@ JSONObject = dict[str, Any]
 
 def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> Coroutine[Any, Any, Any]:
     """Run ``tool``; the value goes through ``mcp_core.content.tool_result``. Tools raise ``ToolError``."""
-    return backend_of(tool).tool_invoke(tool, arguments, ctx)
+    try:  # ``backend_of``, written out on the path every call takes
+        backend = BACKENDS[tool.backend]
+    except KeyError:
+        raise unknown_backend(tool) from None
+    return backend.tool_invoke(tool, arguments, ctx)
 
 
 def resource_read(resource: Resource, ctx: ToolContext) -> Coroutine[Any, Any, list[JSONObject] | None]:

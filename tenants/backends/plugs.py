@@ -30,8 +30,11 @@ def backend_of(entry: Tool | ResourceTemplate | Prompt) -> CatalogBackend:
     try:
         return BACKENDS[entry.backend]
     except KeyError:
-        kind = entry._meta.verbose_name
-        raise UnknownBackend(f"{kind} {entry.name!r} has unknown backend {entry.backend!r}") from None
+        raise unknown_backend(entry) from None
+
+
+def unknown_backend(entry: Tool | ResourceTemplate | Prompt) -> UnknownBackend:
+    return UnknownBackend(f"{entry._meta.verbose_name} {entry.name!r} has unknown backend {entry.backend!r}")
 
 
 def resource_backend(resource: Resource) -> CatalogBackend:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,8 +136,9 @@ class PythonBackend(CatalogBackend):
     def __init__(self, registry: PythonRegistry = default_registry) -> None:
         self.registry = registry
 
-    async def tool_invoke(self, tool: Tool, arguments: JSONObject, ctx: ToolContext) -> Any:
-        return await tool_invoke(tool, arguments, ctx, registry=self.registry)
+    def tool_invoke(self, tool: Tool, arguments: JSONObject, ctx: ToolContext) -> Coroutine[Any, Any, Any]:
+        # The function's own coroutine, not one of ours around it: this is the hot path of small tools.
+        return tool_invoke(tool, arguments, ctx, registry=self.registry)
 
     def tool_continues_as_task(self, tool: Tool) -> bool:
         return tool_continues_as_task(tool, registry=self.registry)
