@@ -1,7 +1,9 @@
 """Full validation of catalog entries before they are stored: model rules plus the MCP shapes of their JSON.
 
 Each ``*_validate`` raises one ``django.core.exceptions.ValidationError`` keyed by field, so the services
-and the admin forms report the same messages.
+and the admin forms report the same messages. What every entry shares (schemas, annotations, icons, URIs,
+arguments, completions) is checked here; each backend checks its own configuration (``CatalogBackend``'s
+``*_config_errors``), found through the registry in ``tenants.backends.plugs``.
 """
 
 from __future__ import annotations
@@ -18,22 +20,14 @@ import jsonschema_rs
 from django.core.exceptions import ValidationError
 from django.db import models
 from jsonschema import Draft202012Validator, SchemaError
-from referencing.exceptions import Unresolvable
 
-from mcp_core.content import ROLES, prompt_message_problem, validate_content_item
-from mcp_core.schema_check import offline_validator
+from mcp_core.content import ROLES
 from mcp_core.uritemplate import UriTemplate
-from tenants.backends import http as http_backend
-from tenants.backends.http_auth import header_value_problem
-from tenants.backends.registry import PythonRegistry, UnknownPythonFunction, default_registry
-from tenants.models import SECRET_NAME_PATTERN, Backend, Prompt, Resource, ResourceTemplate, Tenant, Tool
-from tenants.python_grants import python_function_binding_problem
-from tenants.rendering import prompt_placeholders
-
-Errors = dict[str, list[str]]
+from tenants.backends.base import Errors
+from tenants.backends.plugs import BACKENDS
+from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool
 
 TOOL_ANNOTATION_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
-STATIC_TOOL_KEYS = frozenset({"content", "isError", "structuredContent"})
 PROMPT_ARGUMENT_KEYS = frozenset({"name", "title", "description", "required"})
 KNOWN_DIALECTS = (
     "https://json-schema.org/draft/2020-12/schema",
@@ -42,7 +36,6 @@ KNOWN_DIALECTS = (
     "http://json-schema.org/draft-07/schema#",
     "http://json-schema.org/draft-07/schema",
 )
-ONLY_STATIC_OR_PYTHON = "Templates and prompts are static or Python; the HTTP backend is for tools."
 TOO_DEEP = "It is nested too deeply to check."
 
 
@@ -85,6 +78,12 @@ def _collect(instance: models.Model, checks: Callable[[Errors], None], *, keys_c
 
 def _add(errors: Errors, field: str, message: str) -> None:
     errors.setdefault(field, []).append(message)
+
+
+def _merge(errors: Errors, found: Errors) -> None:
+    for field, messages in found.items():
+        for message in messages:
+            _add(errors, field, message)
 
 
 def tenant_validate(tenant: Tenant) -> None:
@@ -160,159 +159,6 @@ def json_schema_errors(schema: Any, *, what: str) -> list[str]:
     return problems
 
 
-def _python_function_errors(
-    config: Any, lookup: Callable[[str], object], *, tenant_id: int | None, registry: PythonRegistry
-) -> list[str]:
-    if not isinstance(config, dict) or set(config) != {"function"} or not isinstance(config["function"], str):
-        return ['A Python backend needs config {"function": "<registered name>"} and nothing else.']
-    try:
-        lookup(config["function"])
-    except UnknownPythonFunction as exc:
-        return [str(exc)]
-    problem = python_function_binding_problem(tenant_id=tenant_id, function=config["function"], registry=registry)
-    return [problem] if problem else []
-
-
-def _static_tool_errors(config: Any, output_schema: Any) -> list[str]:
-    if not isinstance(config, dict):
-        return ["A static tool's config must be an object."]
-    problems = [f"Unknown key {key!r} in a static tool's config." for key in sorted(set(config) - STATIC_TOOL_KEYS)]
-    content = config.get("content")
-    if not isinstance(content, list):
-        problems.append('A static tool\'s config needs "content": a list of content items.')
-    else:
-        for index, item in enumerate(content):
-            reason = validate_content_item(item)
-            if reason is not None:
-                problems.append(f"content[{index}]: {reason}.")
-    is_error = config.get("isError", False)
-    if not isinstance(is_error, bool):
-        problems.append('"isError" must be true or false.')
-    structured = config.get("structuredContent")
-    if structured is not None and not isinstance(structured, dict):
-        problems.append('"structuredContent" must be an object.')
-    if isinstance(output_schema, dict) and not is_error and not problems:
-        if structured is None:
-            problems.append('A tool with an output schema must return "structuredContent".')
-        else:
-            try:
-                for error in offline_validator(output_schema).iter_errors(structured):
-                    problems.append(f"structuredContent does not match the output schema: {error.message}")
-            except Unresolvable as exc:
-                problems.append(f"The output schema refers to {exc.ref!r}, which is not part of it.")
-    return problems
-
-
-HTTP_TOOL_KEYS = frozenset({"method", "url", "query", "headers", "body", "static_headers", "auth", "timeout"})
-HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
-# Headers the request itself owns: a tool config setting them would confuse the connection, not the API.
-RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "upgrade", "te"})
-AUTH_KEYS = {
-    "bearer": {"secret", "type"},
-    "basic": {"secret", "type"},
-    "header": {"secret", "type", "name"},
-    "query": {"secret", "type", "name"},
-    "client_credentials": {"secret", "type", "client_id", "token_url", "scope"},
-}
-MAX_HTTP_TIMEOUT = 300
-
-
-def _string_map_errors(value: Any, what: str, *, headers: bool, literal_values: bool = False) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        return [f'"{what}" must be an object of strings.']
-    problems = []
-    for name, item in value.items():
-        if headers and (not HEADER_NAME.match(name) or name.lower() in RESERVED_HEADERS):
-            problems.append(f'"{what}": {name!r} is not a header a tool may set.')
-        if literal_values and ("\r" in item or "\n" in item):
-            problems.append(f'"{what}": the value of {name!r} has a line break.')
-        elif literal_values and (problem := header_value_problem(item)) is not None:
-            problems.append(f'"{what}": the value of {name!r} cannot be sent as a header: {problem}.')
-        if not headers and not name:
-            problems.append(f'"{what}" has an empty parameter name.')
-    return problems
-
-
-def auth_errors(auth: Any) -> list[str]:
-    """Why ``auth`` is not a secret reference (HTTP tools' and upstreams' auth shape), or nothing."""
-    if auth is None:
-        return []
-    if not isinstance(auth, dict) or auth.get("type") not in AUTH_KEYS:
-        return [f'"auth" must be null or an object whose "type" is one of {", ".join(AUTH_KEYS)}.']
-    kind = auth["type"]
-    problems = [f'"auth" ({kind}) has unknown key {key!r}.' for key in sorted(set(auth) - AUTH_KEYS[kind])]
-    secret = auth.get("secret")
-    if not isinstance(secret, str) or not re.match(SECRET_NAME_PATTERN, secret):
-        problems.append('"auth" needs "secret": the name of one of the tenant\'s secrets.')
-    if kind in ("header", "query"):
-        name = auth.get("name")
-        if not isinstance(name, str) or not name or (kind == "header" and not HEADER_NAME.match(name)):
-            problems.append(f'"auth" ({kind}) needs "name": the {kind} parameter that carries the key.')
-    if kind == "client_credentials":
-        if not isinstance(auth.get("client_id"), str) or not auth["client_id"]:
-            problems.append('"auth" (client_credentials) needs "client_id".')
-        token_url = auth.get("token_url")
-        if not isinstance(token_url, str) or uri_scheme(token_url) not in ("http", "https"):
-            problems.append('"auth" (client_credentials) needs "token_url": an http(s) URL.')
-        if "scope" in auth and not isinstance(auth["scope"], str):
-            problems.append('"auth" (client_credentials): "scope" must be a string of space-separated scopes.')
-    return problems
-
-
-def _http_tool_errors(config: Any, input_schema: Any) -> list[str]:
-    """Why ``config`` is not an HTTP tool's config (the shape in docs: method, url, query, headers, body, auth)."""
-    if not isinstance(config, dict):
-        return ["An HTTP tool's config must be an object."]
-    problems = [f"Unknown key {key!r} in an HTTP tool's config." for key in sorted(set(config) - HTTP_TOOL_KEYS)]
-    method = config.get("method", "GET")
-    if method not in http_backend.METHODS:
-        problems.append(f'"method" must be one of {", ".join(http_backend.METHODS)}.')
-    url = config.get("url")
-    used: list[str] = []
-    if not isinstance(url, str) or not url:
-        problems.append('An HTTP tool needs "url": an RFC 6570 template such as "https://api.example/pets/{id}".')
-    elif (problem := http_backend.url_template_problem(url)) is not None:
-        problems.append(f'"url": {problem}.')
-    else:
-        used += http_backend.url_template_variables(url)
-    for key in ("query", "headers"):
-        problems += _string_map_errors(config.get(key), key, headers=key == "headers")
-        if isinstance(config.get(key), dict):
-            used += [v for v in config[key].values() if isinstance(v, str)]
-    problems += _string_map_errors(config.get("static_headers"), "static_headers", headers=True, literal_values=True)
-    body = config.get("body")
-    if body is not None:
-        if isinstance(body, dict) and set(body) == {"argument"} and isinstance(body["argument"], str):
-            used.append(body["argument"])
-        elif (
-            isinstance(body, dict)
-            and set(body) == {"arguments"}
-            and isinstance(body["arguments"], list)
-            and all(isinstance(n, str) for n in body["arguments"])
-        ):
-            used += body["arguments"]
-        else:
-            problems.append('"body" must be null, {"argument": "<name>"} or {"arguments": ["<name>", ...]}.')
-        if method in ("GET", "HEAD"):
-            problems.append(f'A {method} request has no body: remove "body" or change the method.')
-    problems += auth_errors(config.get("auth"))
-    timeout = config.get("timeout")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= MAX_HTTP_TIMEOUT
-    ):
-        problems.append(f'"timeout" must be a number of seconds above 0 and at most {MAX_HTTP_TIMEOUT}.')
-    declared = input_schema.get("properties") if isinstance(input_schema, dict) else None
-    if isinstance(declared, dict):
-        problems += [
-            f"{name!r} is used by the request but is not a property of the input schema."
-            for name in dict.fromkeys(used)
-            if name not in declared
-        ]
-    return problems
-
-
 def _tool_annotation_errors(annotations: Any) -> list[str]:
     if annotations is None:
         return []
@@ -348,18 +194,6 @@ def _icon_errors(icons: Any) -> list[str]:
     return problems
 
 
-def _upstream_item_errors(item: Tool | ResourceTemplate | Prompt) -> list[str]:
-    """An item mirrored from an upstream: it names its upstream and the upstream's own definition."""
-    config = item.config
-    if item.upstream_id is None:
-        return ["Only items mirrored from an upstream MCP server use the upstream backend."]
-    if not isinstance(config, dict) or not isinstance(config.get("remote"), dict):
-        return ['An upstream item needs config {"remote": {...the upstream\'s definition...}, "mirrored": {...}}.']
-    if not isinstance(config["remote"].get("name"), str):
-        return ["The upstream definition in config.remote has no name."]
-    return []
-
-
 # A tool's JSON Schema fields and how their messages name them. The admin's schema editor checks a draft through
 # ``tool_schema_errors`` as it is typed, so it reports what saving would.
 TOOL_SCHEMA_FIELDS = {"input_schema": "The input schema", "output_schema": "The output schema"}
@@ -373,7 +207,7 @@ def tool_schema_errors(*, field: str, schema: Any) -> list[str]:
     return json_schema_errors(schema, what=TOOL_SCHEMA_FIELDS[field])
 
 
-def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry, keys_checked: bool = False) -> None:
+def tool_validate(tool: Tool, *, keys_checked: bool = False) -> None:
     """Raise ``ValidationError`` unless ``tool`` may be stored and served (``keys_checked``: see ``_collect``)."""
 
     def checks(errors: Errors) -> None:
@@ -384,19 +218,9 @@ def tool_validate(tool: Tool, *, registry: PythonRegistry = default_registry, ke
             _add(errors, "annotations", message)
         for message in _icon_errors(tool.icons):
             _add(errors, "icons", message)
-        if tool.backend == Backend.PYTHON:
-            problems = _python_function_errors(
-                tool.config, registry.get_tool, tenant_id=tool.tenant_id, registry=registry
-            )
-        elif tool.backend == Backend.UPSTREAM:
-            problems = _upstream_item_errors(tool)
-        elif tool.backend == Backend.HTTP:
-            problems = _http_tool_errors(tool.config, tool.input_schema)
-        else:
-            output_schema = tool.output_schema if "output_schema" not in errors else None
-            problems = _static_tool_errors(tool.config, output_schema)
-        for message in problems:
-            _add(errors, "config", message)
+        backend = BACKENDS.get(tool.backend)  # an unknown one is the model's own error, on "backend"
+        if backend is not None:
+            _merge(errors, backend.tool_config_errors(tool, found=errors))
 
     _collect(tool, checks, keys_checked=keys_checked)
 
@@ -452,7 +276,7 @@ def _completion_errors(completions: Any, allowed: set[str], what: str) -> list[s
     return problems
 
 
-def resource_template_validate(template: ResourceTemplate, *, registry: PythonRegistry = default_registry) -> None:
+def resource_template_validate(template: ResourceTemplate) -> None:
     """Raise ``ValidationError`` unless ``template`` may be stored and served."""
 
     def checks(errors: Errors) -> None:
@@ -461,25 +285,9 @@ def resource_template_validate(template: ResourceTemplate, *, registry: PythonRe
             variables = set(UriTemplate.parse(template.uri_template).variables)
         except ValueError as exc:
             _add(errors, "uri_template", f"Not a valid URI template: {exc}")
-        if template.backend == Backend.PYTHON:
-            problems = _python_function_errors(
-                template.config, registry.get_resource_template, tenant_id=template.tenant_id, registry=registry
-            )
-        elif template.backend == Backend.UPSTREAM:
-            problems = _upstream_item_errors(template)
-        elif template.backend == Backend.HTTP:
-            _add(errors, "backend", ONLY_STATIC_OR_PYTHON)
-            problems = []
-        elif (
-            not isinstance(template.config, dict)
-            or set(template.config) != {"text"}
-            or not isinstance(template.config["text"], str)
-        ):
-            problems = ['A static template needs config {"text": "... {variable} ..."} and nothing else.']
-        else:
-            problems = []
-        for message in problems:
-            _add(errors, "config", message)
+        backend = BACKENDS.get(template.backend)
+        if backend is not None:
+            _merge(errors, backend.template_config_errors(template))
         if "uri_template" not in errors:
             for message in _completion_errors(template.completions, variables, "a template variable"):
                 _add(errors, "completions", message)
@@ -511,22 +319,7 @@ def _argument_errors(arguments: Any) -> tuple[list[str], set[str]]:
     return problems, names
 
 
-def _message_errors(messages: Any, argument_names: set[str]) -> list[str]:
-    if not isinstance(messages, list) or not messages:
-        return ["Messages must be a non-empty list of {role, content} objects."]
-    problems = []
-    for index, message in enumerate(messages):
-        problem = prompt_message_problem(message, f"messages[{index}]")
-        if problem is not None:
-            problems.append(f"{problem}.")
-            if not isinstance(message, dict) or "content" not in message:
-                continue
-        for name in sorted(prompt_placeholders(message["content"]) - argument_names):
-            problems.append(f"messages[{index}] uses {{{{{name}}}}} but the prompt declares no argument {name!r}.")
-    return problems
-
-
-def prompt_validate(prompt: Prompt, *, registry: PythonRegistry = default_registry) -> None:
+def prompt_validate(prompt: Prompt) -> None:
     """Raise ``ValidationError`` unless ``prompt`` may be stored and served."""
 
     def checks(errors: Errors) -> None:
@@ -535,26 +328,8 @@ def prompt_validate(prompt: Prompt, *, registry: PythonRegistry = default_regist
             _add(errors, "arguments", message)
         for message in _completion_errors(prompt.completions, names, "an argument"):
             _add(errors, "completions", message)
-        if prompt.backend == Backend.UPSTREAM:
-            for message in _upstream_item_errors(prompt):
-                _add(errors, "config", message)
-            if prompt.messages:
-                _add(errors, "messages", "An upstream prompt's messages come from the upstream: leave them empty.")
-            return
-        if prompt.backend == Backend.HTTP:
-            _add(errors, "backend", ONLY_STATIC_OR_PYTHON)
-            return
-        if prompt.backend == Backend.PYTHON:
-            for message in _python_function_errors(
-                prompt.config, registry.get_prompt, tenant_id=prompt.tenant_id, registry=registry
-            ):
-                _add(errors, "config", message)
-            if prompt.messages:
-                _add(errors, "messages", "A Python prompt's messages come from its function: leave them empty.")
-            return
-        if prompt.config:
-            _add(errors, "config", "A static prompt takes no config: its messages are the prompt.")
-        for message in _message_errors(prompt.messages, names):
-            _add(errors, "messages", message)
+        backend = BACKENDS.get(prompt.backend)
+        if backend is not None:
+            _merge(errors, backend.prompt_config_errors(prompt, argument_names=names))
 
     _collect(prompt, checks)

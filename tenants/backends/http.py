@@ -1,5 +1,6 @@
 """The HTTP backend: a tool is one request to a REST API, built from its arguments (RFC 6570 URL, query, headers,
 JSON body), authenticated from a tenant secret, sent through the outbound door, and its response made a result.
+The backend serves tools only; its config is checked by ``tool_config_errors``.
 """
 
 from __future__ import annotations
@@ -19,13 +20,25 @@ from mcp_core.errors import ToolError
 from mcp_infra.conf import platform_settings
 from mcp_infra.outbound import MAX_REDIRECTS, OutboundRefused, OutboundResponseTooLarge, outbound_client, read_capped
 from mcp_infra.telemetry import metrics, tally
-from tenants.backends.http_auth import Credentials, credentials_for, forget_token, header_value_problem
+from tenants.backends.base import TOOLS, CatalogBackend, Errors
+from tenants.backends.http_auth import (
+    HEADER_NAME,
+    Credentials,
+    auth_errors,
+    credentials_for,
+    forget_token,
+    header_value_problem,
+)
 from tenants.backends.redaction import SecretRedactor
-from tenants.models import Tool
+from tenants.models import Backend, Tool
 
 JSONObject = dict[str, Any]
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+HTTP_TOOL_KEYS = frozenset({"method", "url", "query", "headers", "body", "static_headers", "auth", "timeout"})
+# Headers the request itself owns: a tool config setting them would confuse the connection, not the API.
+RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "upgrade", "te"})
+MAX_HTTP_TIMEOUT = 300
 EXCERPT_CHARS = 1000
 
 # RFC 6570 §2: an expression is an optional operator and variable specs, each with a prefix or explode modifier.
@@ -317,3 +330,87 @@ async def _invoke(
             continue
         return _result(response, data, cut, redactor, limit)
     raise AssertionError("unreachable: the second attempt always returns")
+
+
+def _string_map_errors(value: Any, what: str, *, headers: bool, literal_values: bool = False) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return [f'"{what}" must be an object of strings.']
+    problems = []
+    for name, item in value.items():
+        if headers and (not HEADER_NAME.match(name) or name.lower() in RESERVED_HEADERS):
+            problems.append(f'"{what}": {name!r} is not a header a tool may set.')
+        if literal_values and ("\r" in item or "\n" in item):
+            problems.append(f'"{what}": the value of {name!r} has a line break.')
+        elif literal_values and (problem := header_value_problem(item)) is not None:
+            problems.append(f'"{what}": the value of {name!r} cannot be sent as a header: {problem}.')
+        if not headers and not name:
+            problems.append(f'"{what}" has an empty parameter name.')
+    return problems
+
+
+def tool_config_errors(config: Any, input_schema: Any) -> list[str]:
+    """Why ``config`` is not an HTTP tool's config (the shape in docs: method, url, query, headers, body, auth)."""
+    if not isinstance(config, dict):
+        return ["An HTTP tool's config must be an object."]
+    problems = [f"Unknown key {key!r} in an HTTP tool's config." for key in sorted(set(config) - HTTP_TOOL_KEYS)]
+    method = config.get("method", "GET")
+    if method not in METHODS:
+        problems.append(f'"method" must be one of {", ".join(METHODS)}.')
+    url = config.get("url")
+    used: list[str] = []
+    if not isinstance(url, str) or not url:
+        problems.append('An HTTP tool needs "url": an RFC 6570 template such as "https://api.example/pets/{id}".')
+    elif (problem := url_template_problem(url)) is not None:
+        problems.append(f'"url": {problem}.')
+    else:
+        used += url_template_variables(url)
+    for key in ("query", "headers"):
+        problems += _string_map_errors(config.get(key), key, headers=key == "headers")
+        if isinstance(config.get(key), dict):
+            used += [v for v in config[key].values() if isinstance(v, str)]
+    problems += _string_map_errors(config.get("static_headers"), "static_headers", headers=True, literal_values=True)
+    body = config.get("body")
+    if body is not None:
+        if isinstance(body, dict) and set(body) == {"argument"} and isinstance(body["argument"], str):
+            used.append(body["argument"])
+        elif (
+            isinstance(body, dict)
+            and set(body) == {"arguments"}
+            and isinstance(body["arguments"], list)
+            and all(isinstance(n, str) for n in body["arguments"])
+        ):
+            used += body["arguments"]
+        else:
+            problems.append('"body" must be null, {"argument": "<name>"} or {"arguments": ["<name>", ...]}.')
+        if method in ("GET", "HEAD"):
+            problems.append(f'A {method} request has no body: remove "body" or change the method.')
+    problems += auth_errors(config.get("auth"))
+    timeout = config.get("timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= MAX_HTTP_TIMEOUT
+    ):
+        problems.append(f'"timeout" must be a number of seconds above 0 and at most {MAX_HTTP_TIMEOUT}.')
+    declared = input_schema.get("properties") if isinstance(input_schema, dict) else None
+    if isinstance(declared, dict):
+        problems += [
+            f"{name!r} is used by the request but is not a property of the input schema."
+            for name in dict.fromkeys(used)
+            if name not in declared
+        ]
+    return problems
+
+
+class HttpBackend(CatalogBackend):
+    """A tool is one request to a REST API (written by hand, or imported from an OpenAPI document)."""
+
+    choice = Backend.HTTP
+    title = "HTTP"
+    serves = (TOOLS,)
+
+    async def tool_invoke(self, tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JSONObject:
+        return await tool_invoke(tool, arguments, ctx)
+
+    def tool_config_errors(self, tool: Tool, *, found: Errors) -> Errors:
+        return {"config": tool_config_errors(tool.config, tool.input_schema)}

@@ -1,23 +1,36 @@
 """Authentication of HTTP tools from tenant secrets: bearer, API key in a header or the query, basic, and OAuth 2.0
 client credentials with a per-process token cache. Values are fetched at the moment of use and never kept beyond
-the request, except client-credentials access tokens, which are cached in memory until they expire.
+the request, except client-credentials access tokens, which are cached in memory until they expire. The shape of
+an auth config (``auth_errors``) is checked here too: upstream MCP servers authenticate the same way.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
 from mcp_core.errors import ToolError
 from mcp_infra.outbound import OutboundRefused, outbound_client, read_capped
+from tenants.models import SECRET_NAME_PATTERN
 from tenants.secrets import SecretNotFound, SecretUnreadable, asecret_value
 
 AUTH_TYPES = ("bearer", "header", "query", "basic", "client_credentials")
+# The keys each kind of auth config takes.
+AUTH_KEYS = {
+    "bearer": {"secret", "type"},
+    "basic": {"secret", "type"},
+    "header": {"secret", "type", "name"},
+    "query": {"secret", "type", "name"},
+    "client_credentials": {"secret", "type", "client_id", "token_url", "scope"},
+}
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
 # A token is renewed this long before the expiry its server announced (clock skew, time in flight).
 TOKEN_EXPIRY_MARGIN = 30.0
 DEFAULT_TOKEN_LIFETIME = 300.0
@@ -59,6 +72,38 @@ async def _secret(tenant_id: int, name: str, tool_name: str) -> str:
         raise ToolError(f"HTTP tool {tool_name!r} needs the secret {name!r}, which this tenant does not have") from None
     except SecretUnreadable as exc:
         raise ToolError(f"HTTP tool {tool_name!r} cannot read its secret: {exc}") from None
+
+
+def _http_url(value: Any) -> bool:
+    try:
+        return isinstance(value, str) and urlsplit(value).scheme.lower() in ("http", "https")
+    except ValueError:  # brackets that hold no IPv6 address
+        return False
+
+
+def auth_errors(auth: Any) -> list[str]:
+    """Why ``auth`` is not a secret reference (HTTP tools' and upstreams' auth shape), or nothing."""
+    if auth is None:
+        return []
+    if not isinstance(auth, dict) or auth.get("type") not in AUTH_KEYS:
+        return [f'"auth" must be null or an object whose "type" is one of {", ".join(AUTH_KEYS)}.']
+    kind = auth["type"]
+    problems = [f'"auth" ({kind}) has unknown key {key!r}.' for key in sorted(set(auth) - AUTH_KEYS[kind])]
+    secret = auth.get("secret")
+    if not isinstance(secret, str) or not re.match(SECRET_NAME_PATTERN, secret):
+        problems.append('"auth" needs "secret": the name of one of the tenant\'s secrets.')
+    if kind in ("header", "query"):
+        name = auth.get("name")
+        if not isinstance(name, str) or not name or (kind == "header" and not HEADER_NAME.match(name)):
+            problems.append(f'"auth" ({kind}) needs "name": the {kind} parameter that carries the key.')
+    if kind == "client_credentials":
+        if not isinstance(auth.get("client_id"), str) or not auth["client_id"]:
+            problems.append('"auth" (client_credentials) needs "client_id".')
+        if not _http_url(auth.get("token_url")):
+            problems.append('"auth" (client_credentials) needs "token_url": an http(s) URL.')
+        if "scope" in auth and not isinstance(auth["scope"], str):
+            problems.append('"auth" (client_credentials): "scope" must be a string of space-separated scopes.')
+    return problems
 
 
 def header_value_problem(value: str) -> str | None:

@@ -1,18 +1,21 @@
-"""The Python backend: tools, resource templates and prompts implemented by functions in the registry."""
+"""The Python backend: tools, resource templates and prompts implemented by functions in the Python function
+registry (``tenants.backends.registry``), bound by name where platform staff granted the function to the tenant."""
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
 from mcp_core.content import prompt_result
 from mcp_core.context import ToolContext
 from mcp_core.errors import ToolError
-from tenants.backends.registry import PythonRegistry, default_registry
-from tenants.models import Prompt, ResourceTemplate, Tool
+from tenants.backends.base import PROMPTS, TEMPLATES, TOOLS, CatalogBackend, Errors
+from tenants.backends.registry import PythonRegistry, UnknownPythonFunction, default_registry
+from tenants.models import Backend, Prompt, ResourceTemplate, Tool
+from tenants.python_grants import python_function_binding_problem
 
 JSONObject = dict[str, Any]
 
@@ -106,3 +109,59 @@ async def prompt_render(
         return prompt_result(value)
     except TypeError as exc:
         raise TypeError(f"prompt function {name!r} returned a malformed prompt: {exc}") from None
+
+
+def function_config_errors(
+    config: Any, lookup: Callable[[str], object], *, tenant_id: int | None, registry: PythonRegistry
+) -> list[str]:
+    """Why ``config`` does not bind a registered function of the right kind (``lookup``) that the tenant may bind."""
+    if not isinstance(config, dict) or set(config) != {"function"} or not isinstance(config["function"], str):
+        return ['A Python backend needs config {"function": "<registered name>"} and nothing else.']
+    try:
+        lookup(config["function"])
+    except UnknownPythonFunction as exc:
+        return [str(exc)]
+    problem = python_function_binding_problem(tenant_id=tenant_id, function=config["function"], registry=registry)
+    return [problem] if problem else []
+
+
+class PythonBackend(CatalogBackend):
+    """Entries name a function of ``registry``; a tool's function may ask first and then continue as a task."""
+
+    choice = Backend.PYTHON
+    title = "Python"
+    serves = (TOOLS, TEMPLATES, PROMPTS)
+    admin_form = "tenants.admin_python.PythonFunctionForm"
+
+    def __init__(self, registry: PythonRegistry = default_registry) -> None:
+        self.registry = registry
+
+    def tool_invoke(self, tool: Tool, arguments: JSONObject, ctx: ToolContext) -> Coroutine[Any, Any, Any]:
+        # The function's own coroutine, not one of ours around it: this is the hot path of small tools.
+        return tool_invoke(tool, arguments, ctx, registry=self.registry)
+
+    def tool_continues_as_task(self, tool: Tool) -> bool:
+        return tool_continues_as_task(tool, registry=self.registry)
+
+    async def template_read(
+        self, template: ResourceTemplate, uri: str, variables: dict[str, str], ctx: ToolContext
+    ) -> list[JSONObject]:
+        return await template_read(template, uri, variables, ctx, registry=self.registry)
+
+    async def prompt_render(self, prompt: Prompt, arguments: dict[str, str], ctx: ToolContext) -> JSONObject:
+        return await prompt_render(prompt, arguments, ctx, registry=self.registry)
+
+    def tool_config_errors(self, tool: Tool, *, found: Errors) -> Errors:
+        return {"config": self._function_errors(tool, self.registry.get_tool)}
+
+    def template_config_errors(self, template: ResourceTemplate) -> Errors:
+        return {"config": self._function_errors(template, self.registry.get_resource_template)}
+
+    def prompt_config_errors(self, prompt: Prompt, *, argument_names: set[str]) -> Errors:
+        errors = {"config": self._function_errors(prompt, self.registry.get_prompt)}
+        if prompt.messages:
+            errors["messages"] = ["A Python prompt's messages come from its function: leave them empty."]
+        return errors
+
+    def _function_errors(self, entry: Tool | ResourceTemplate | Prompt, lookup: Callable[[str], object]) -> list[str]:
+        return function_config_errors(entry.config, lookup, tenant_id=entry.tenant_id, registry=self.registry)

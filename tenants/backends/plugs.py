@@ -1,0 +1,48 @@
+"""The backend registry: the one place that lists the backends, mapping each ``Backend`` choice to its
+implementation (a ``tenants.backends.base.CatalogBackend``). The dispatcher (``tenants.backends``), the validation
+and the admin find a backend here and nowhere else.
+
+(The Python *function* registry, which Python tools bind by name, is ``tenants.backends.registry``.)
+"""
+
+from __future__ import annotations
+
+from django.utils.module_loading import import_string
+
+from tenants.backends.base import CatalogBackend
+from tenants.backends.http import HttpBackend
+from tenants.backends.python import PythonBackend
+from tenants.backends.static import StaticBackend
+from tenants.backends.upstream import UpstreamBackend
+from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tool
+
+BACKENDS: dict[str, CatalogBackend] = {
+    backend.choice: backend for backend in (StaticBackend(), PythonBackend(), UpstreamBackend(), HttpBackend())
+}
+
+
+class UnknownBackend(ValueError):
+    """A stored entry names a backend no module implements (a row written before a backend was removed)."""
+
+
+def backend_of(entry: Tool | ResourceTemplate | Prompt) -> CatalogBackend:
+    """The backend that serves ``entry``. Raises ``UnknownBackend``."""
+    try:
+        return BACKENDS[entry.backend]
+    except KeyError:
+        raise unknown_backend(entry) from None
+
+
+def unknown_backend(entry: Tool | ResourceTemplate | Prompt) -> UnknownBackend:
+    return UnknownBackend(f"{entry._meta.verbose_name} {entry.name!r} has unknown backend {entry.backend!r}")
+
+
+def resource_backend(resource: Resource) -> CatalogBackend:
+    """A resource row has no backend column: one mirrored from an upstream is read there, any other is stored."""
+    return BACKENDS[Backend.UPSTREAM if resource.upstream_id is not None else Backend.STATIC]
+
+
+def admin_forms() -> list[type]:
+    """The model-form mixins of the backends that have one (``CatalogBackend.admin_form``), in registry order. The
+    admin's tool, template and prompt forms include each of them."""
+    return [import_string(backend.admin_form) for backend in BACKENDS.values() if backend.admin_form is not None]
