@@ -19,11 +19,13 @@ class TenantsConfig(AppConfig):
         # the upstream services wires the upstream pool's list_changed notifications to catalog refreshes.
         from mcp_infra.outbound import register_tenant_networks
         from tenants.admin.audit import bulk_change_history
+        from tenants.backends.plugs import backends_load
         from tenants.builtin import bench, conformance, conformance_tasks, demo  # noqa: F401
         from tenants.bulk_changes import catalog_bulk_changed
         from tenants.federation import services  # noqa: F401
         from tenants.selectors import tenant_outbound_networks
 
+        backends_load()
         catalog_bulk_changed.connect(bulk_change_history, dispatch_uid="tenants-admin-history")
         # The outbound door sits below the tenants app: it is told how to read a tenant's allowed networks.
         register_tenant_networks(tenant_outbound_networks)

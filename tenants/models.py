@@ -351,7 +351,8 @@ Tool.add_to_class(
 
 
 class PythonFunctionGrant(models.Model):
-    """Platform staff allow one registered Python function to one tenant (``tenants.python_grants`` owns the rule)."""
+    """Platform staff allow one registered Python function to one tenant (``tenants.backends.python_grants`` owns
+    the rule)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="python_function_grants")
     function = models.CharField(max_length=200, help_text="A registered function name, e.g. demo.echo.")

@@ -14,7 +14,6 @@ import ipaddress
 import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import SplitResult, urlsplit
 
 import jsonschema_rs
 from django.core.exceptions import ValidationError
@@ -22,6 +21,7 @@ from django.db import models
 from jsonschema import Draft202012Validator, SchemaError
 
 from mcp_core.content import ROLES
+from mcp_core.uris import split_uri
 from mcp_core.uritemplate import UriTemplate
 from tenants.backends.base import Errors
 from tenants.backends.plugs import BACKENDS
@@ -37,21 +37,6 @@ KNOWN_DIALECTS = (
     "http://json-schema.org/draft-07/schema",
 )
 TOO_DEEP = "It is nested too deeply to check."
-
-
-def split_uri(uri: str) -> SplitResult | None:
-    """``urlsplit(uri)``, or None where it raises (``x://[x]``: brackets that hold no IPv6 address; a bad port is
-    only found when ``.port`` is read)."""
-    try:
-        return urlsplit(uri)
-    except ValueError:
-        return None
-
-
-def uri_scheme(uri: str) -> str:
-    """The scheme of ``uri`` in lower case; empty when it has none or does not parse."""
-    parts = split_uri(uri)
-    return parts.scheme.lower() if parts else ""
 
 
 def _collect(instance: models.Model, checks: Callable[[Errors], None], *, keys_checked: bool = False) -> None:

@@ -18,6 +18,7 @@ from mcp_platform.jobs.models import ToolRun
 from mcp_platform.oauth.machine_clients import machine_client_create
 from mcp_platform.oauth.models import MachineClient, TenantApplication
 from tenants import secrets
+from tenants.backends.python_grants import python_function_grant
 from tenants.models import (
     Membership,
     OpenApiSource,
@@ -29,7 +30,6 @@ from tenants.models import (
     Tenant,
     Tool,
 )
-from tenants.python_grants import python_function_grant
 from tests.factories import (
     MembershipFactory,
     OAuthClientFactory,

@@ -14,9 +14,9 @@ from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
 from tenants.admin.scoping import NOBODY, TenantScopedAdmin
+from tenants.backends.python_grants import function_help, grant_problem, python_function_grant, python_function_revoke
 from tenants.backends.registry import default_registry
 from tenants.models import Backend, Prompt, PythonFunctionGrant, ResourceTemplate, Tool
-from tenants.python_grants import function_help, grant_problem, python_function_grant, python_function_revoke
 
 FunctionChoices = list[tuple[str, Any]]
 

@@ -21,7 +21,9 @@ from mcp_infra.conf import platform_settings
 from mcp_infra.outbound import MAX_REDIRECTS, OutboundRefused, OutboundResponseTooLarge, outbound_client, read_capped
 from mcp_infra.telemetry import metrics, tally
 from tenants.backends.base import TOOLS, CatalogBackend, Errors
-from tenants.backends.http_auth import (
+from tenants.backends.redaction import SecretRedactor
+from tenants.models import Backend, Tool
+from tenants.outbound_auth import (
     HEADER_NAME,
     Credentials,
     auth_errors,
@@ -29,8 +31,6 @@ from tenants.backends.http_auth import (
     forget_token,
     header_value_problem,
 )
-from tenants.backends.redaction import SecretRedactor
-from tenants.models import Backend, Tool
 
 JSONObject = dict[str, Any]
 

@@ -10,15 +10,29 @@ from __future__ import annotations
 from django.utils.module_loading import import_string
 
 from tenants.backends.base import CatalogBackend
-from tenants.backends.http import HttpBackend
-from tenants.backends.python import PythonBackend
-from tenants.backends.static import StaticBackend
-from tenants.backends.upstream import UpstreamBackend
 from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tool
 
-BACKENDS: dict[str, CatalogBackend] = {
-    backend.choice: backend for backend in (StaticBackend(), PythonBackend(), UpstreamBackend(), HttpBackend())
+# The one list of the backends: each ``Backend`` choice and the class that implements it. The classes are loaded at
+# start-up (``backends_load``, from ``TenantsConfig.ready``), not imported here: the upstream backend lives with the
+# federation, which writes mirrored catalogs through the services, whose validation consults this registry.
+PLUGS: dict[str, str] = {
+    Backend.STATIC: "tenants.backends.static.StaticBackend",
+    Backend.PYTHON: "tenants.backends.python.PythonBackend",
+    Backend.UPSTREAM: "tenants.federation.backend.UpstreamBackend",
+    Backend.HTTP: "tenants.backends.http.HttpBackend",
 }
+BACKENDS: dict[str, CatalogBackend] = {}
+
+
+def backends_load() -> None:
+    """Make one instance of every backend in ``PLUGS`` (once per process, at start-up)."""
+    if BACKENDS:
+        return
+    for choice, path in PLUGS.items():
+        backend = import_string(path)()
+        if backend.choice != choice:
+            raise ImportError(f"{path} implements the {backend.choice!r} backend, registered as {choice!r}")
+        BACKENDS[choice] = backend
 
 
 class UnknownBackend(ValueError):

@@ -13,9 +13,9 @@ from mcp_core.content import prompt_result
 from mcp_core.context import ToolContext
 from mcp_core.errors import ToolError
 from tenants.backends.base import PROMPTS, TEMPLATES, TOOLS, CatalogBackend, Errors
+from tenants.backends.python_grants import python_function_binding_problem
 from tenants.backends.registry import PythonRegistry, UnknownPythonFunction, default_registry
 from tenants.models import Backend, Prompt, ResourceTemplate, Tool
-from tenants.python_grants import python_function_binding_problem
 
 JSONObject = dict[str, Any]
 
@@ -131,7 +131,7 @@ class PythonBackend(CatalogBackend):
     choice = Backend.PYTHON
     title = "Python"
     serves = (TOOLS, TEMPLATES, PROMPTS)
-    admin_form = "tenants.admin_python.PythonFunctionForm"
+    admin_form = "tenants.admin.python_functions.PythonFunctionForm"
 
     def __init__(self, registry: PythonRegistry = default_registry) -> None:
         self.registry = registry

@@ -14,8 +14,8 @@ from django.db import transaction
 from django.db.models import Field, Model
 
 from tenants import services
+from tenants.backends.python_grants import python_functions_grant
 from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tenant, Tool
-from tenants.python_grants import python_functions_grant
 from tenants.services import UpsertOutcome
 
 JSONObject = dict[str, Any]

@@ -27,10 +27,11 @@ from mcp_core.context import ToolContext
 from mcp_core.errors import MISSING_CLIENT_CAPABILITY, ClientRequestFailed, InternalError, McpError, PromptError
 from mcp_infra.conf import platform_settings
 from mcp_infra.telemetry import metrics, spans, tally
+from tenants.backends.base import PROMPTS, TEMPLATES, TOOLS, CatalogBackend, Errors
 from tenants.federation.connection import UpstreamConnection, UpstreamFailure, UpstreamTarget
 from tenants.federation.pool import upstream_pool
 from tenants.federation.remote_tasks import RESULT_KEYS, call_as_task, running_task, upstream_offers_tasks
-from tenants.models import Prompt, Resource, ResourceTemplate, Tool, Upstream
+from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tool, Upstream
 
 logger = logging.getLogger(__name__)
 
@@ -330,3 +331,54 @@ async def prompt_render(prompt: Prompt, arguments: dict[str, str], ctx: ToolCont
         _raise_missing_capability(exc, ctx)
         raise PromptError(f"The upstream refused the prompt {prompt.name}: {exc.error.message}") from None
     return rendered
+
+
+# ---- the plug (``tenants.backends.plugs`` lists it) ---------------------------------------------------------
+
+
+def mirrored_item_errors(item: Tool | ResourceTemplate | Prompt) -> list[str]:
+    """An item mirrored from an upstream: it names its upstream and the upstream's own definition."""
+    config = item.config
+    if item.upstream_id is None:
+        return ["Only items mirrored from an upstream MCP server use the upstream backend."]
+    if not isinstance(config, dict) or not isinstance(config.get("remote"), dict):
+        return ['An upstream item needs config {"remote": {...the upstream\'s definition...}, "mirrored": {...}}.']
+    if not isinstance(config["remote"].get("name"), str):
+        return ["The upstream definition in config.remote has no name."]
+    return []
+
+
+class UpstreamBackend(CatalogBackend):
+    """Items are written by the mirror (``tenants.federation.mirror``), never by hand: the check only makes sure an
+    item names its upstream and the upstream's definition. A call that runs as a platform task becomes the
+    upstream's own task where the upstream offers tasks (``tenants.federation.remote_tasks``)."""
+
+    choice = Backend.UPSTREAM
+    title = "upstream"
+    serves = (TOOLS, TEMPLATES, PROMPTS)
+
+    async def tool_invoke(self, tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JSONObject:
+        return await tool_invoke(tool, arguments, ctx)
+
+    async def template_read(
+        self, template: ResourceTemplate, uri: str, variables: dict[str, str], ctx: ToolContext
+    ) -> list[JSONObject]:
+        return await template_read(template, uri, ctx)
+
+    async def resource_read(self, resource: Resource, ctx: ToolContext) -> list[JSONObject] | None:
+        return await resource_read(resource, ctx)
+
+    async def prompt_render(self, prompt: Prompt, arguments: dict[str, str], ctx: ToolContext) -> JSONObject:
+        return await prompt_render(prompt, arguments, ctx)
+
+    def tool_config_errors(self, tool: Tool, *, found: Errors) -> Errors:
+        return {"config": mirrored_item_errors(tool)}
+
+    def template_config_errors(self, template: ResourceTemplate) -> Errors:
+        return {"config": mirrored_item_errors(template)}
+
+    def prompt_config_errors(self, prompt: Prompt, *, argument_names: set[str]) -> Errors:
+        errors = {"config": mirrored_item_errors(prompt)}
+        if prompt.messages:
+            errors["messages"] = ["An upstream prompt's messages come from the upstream: leave them empty."]
+        return errors

@@ -26,9 +26,9 @@ from mcp_core.errors import ToolError
 from mcp_infra.conf import platform_settings
 from mcp_infra.outbound.httpx2 import outbound_httpx2_client
 from mcp_infra.outbound.lean import LeanHttpClient
-from tenants.backends.http_auth import credentials_for
 from tenants.federation.lean import LeanPath, Progress
 from tenants.federation.relay import Relay, stamp_call_capabilities
+from tenants.outbound_auth import credentials_for
 
 if TYPE_CHECKING:
     from tenants.models import Upstream

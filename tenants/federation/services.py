@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from tenants.backends.http_auth import auth_errors
+from mcp_core.uris import uri_scheme
 from tenants.bulk_changes import SCHEDULED_REFRESH, SYSTEM, UPSTREAM_NOTICE, Actor
 from tenants.events import CATALOG_KINDS, catalog_changed, tenant_changed
 from tenants.federation.backend import set_session_marker
@@ -21,7 +21,7 @@ from tenants.federation.connection import UpstreamConnection, UpstreamFailure, U
 from tenants.federation.mirror import Listing, MirrorReport, listing_fetch, mirror_apply
 from tenants.federation.pool import upstream_pool
 from tenants.models import Tenant, Upstream
-from tenants.validation import uri_scheme
+from tenants.outbound_auth import auth_errors
 
 logger = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ COUNTER_SCHEMA = {
 COUNTER_SCRIPT = """
 from tenants import services
 from tenants.models import Tenant
-from tenants.python_grants import python_function_grant
+from tenants.backends.python_grants import python_function_grant
 tenant = Tenant.objects.get(pk={tenant})
 python_function_grant(tenant=tenant, function="demo.count_slowly")
 tool = services.tool_create(tenant=tenant, name={name!r}, description="Counts slowly, reporting each step.",

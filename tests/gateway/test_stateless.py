@@ -244,8 +244,8 @@ async def test_a_tool_needing_an_undeclared_capability_is_400_missing_capability
 
 
 async def test_closing_the_response_cancels_the_work(conformance):
+    from tenants.backends.python_grants import python_function_grant
     from tenants.models import Tenant
-    from tenants.python_grants import python_function_grant
     from tenants.services import tool_create
 
     tenant = await Tenant.objects.aget(slug="conformance")
@@ -368,7 +368,7 @@ ACME = "/t/acme/mcp"
 @pytest.fixture
 def acme_with_prompt(transactional_db: None) -> Any:
     """A tenant that requires authorization, two members, two clients, and a prompt that asks for context."""
-    from tenants.python_grants import python_function_grant
+    from tenants.backends.python_grants import python_function_grant
     from tenants.services import prompt_create
     from tests.factories import MembershipFactory, OAuthClientFactory, TenantFactory, UserFactory
 

@@ -91,7 +91,7 @@ async def progress_then_wait(ctx: ToolContext) -> str:
 async def test_a_stream_whose_last_request_was_cancelled_ends_when_resumed(tenant: Any) -> None:
     """Cancelled requests go unanswered, but the stream still stores its end: a resumer stops there at once
     rather than waiting for the lease to lapse and reporting a lost run."""
-    from tenants.python_grants import python_function_grant
+    from tenants.backends.python_grants import python_function_grant
     from tenants.services import tool_create
 
     await sync_to_async(python_function_grant)(tenant=tenant, function="tests.gateway.progress_then_wait")

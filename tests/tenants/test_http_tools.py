@@ -19,8 +19,7 @@ from django.core.exceptions import ValidationError
 from mcp_core.env import Env, ServerIdentity
 from mcp_core.features.tools import call_tool
 from mcp_infra.outbound import outbound_clients_close
-from tenants import services
-from tenants.backends import http_auth
+from tenants import outbound_auth, services
 from tenants.catalog import TenantCatalog
 from tenants.models import Tenant, Tool
 from tenants.openapi.document import OpenApiError
@@ -48,9 +47,9 @@ def loopback_allowed(settings: Any) -> None:
 
 @pytest.fixture(autouse=True)
 def _no_cached_tokens() -> Iterator[None]:
-    http_auth._tokens.clear()
+    outbound_auth._tokens.clear()
     yield
-    http_auth._tokens.clear()
+    outbound_auth._tokens.clear()
 
 
 def http_tool(tenant: Tenant, name: str, config: JSONObject, properties: JSONObject | None = None) -> Tool:

@@ -13,10 +13,10 @@ from mcp_core.context import ToolContext
 from mcp_core.env import Env, ServerIdentity
 from mcp_core.features.prompts import get_prompt
 from tenants import services
+from tenants.backends.python_grants import python_functions_grant
 from tenants.backends.registry import python_prompt
 from tenants.catalog import TenantCatalog
 from tenants.models import Backend, Prompt, Tenant
-from tenants.python_grants import python_functions_grant
 from tests.support import RecordingOutbound
 
 pytestmark = pytest.mark.django_db

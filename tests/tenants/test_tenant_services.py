@@ -6,8 +6,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from tenants import services
+from tenants.backends.python_grants import python_function_grant
 from tenants.models import Backend, Membership, Tenant, Tool
-from tenants.python_grants import python_function_grant
 from tests.factories import PromptFactory, ResourceFactory, TenantFactory, ToolFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

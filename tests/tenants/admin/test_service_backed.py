@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
+from tenants.backends.python_grants import python_function_grant
 from tenants.models import Backend, Membership, Prompt, Resource, Tenant, Tool
-from tenants.python_grants import python_function_grant
 from tests.factories import TenantFactory, ToolFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from tenants import services
+from tenants.backends.python_grants import python_function_grant, python_function_revoke, python_functions_granted
 from tenants.models import Backend, PythonFunctionGrant, Tenant, Tool
-from tenants.python_grants import python_function_grant, python_function_revoke, python_functions_granted
 from tests.factories import MembershipFactory, TenantFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

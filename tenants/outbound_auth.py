@@ -1,4 +1,5 @@
-"""Authentication of HTTP tools from tenant secrets: bearer, API key in a header or the query, basic, and OAuth 2.0
+"""How the platform authenticates to what a tenant's tools call (HTTP tools, OpenAPI operations and upstream MCP
+servers alike), from tenant secrets: bearer, API key in a header or the query, basic, and OAuth 2.0
 client credentials with a per-process token cache. Values are fetched at the moment of use and never kept beyond
 the request, except client-credentials access tokens, which are cached in memory until they expire. The shape of
 an auth config (``auth_errors``) is checked here too: upstream MCP servers authenticate the same way.
