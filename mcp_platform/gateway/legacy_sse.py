@@ -22,7 +22,7 @@ from mcp_infra.messaging import groups
 from mcp_infra.messaging.mailbox import Inbox
 from mcp_platform.gateway import sessions
 from mcp_platform.gateway.base import GatewayConsumer
-from mcp_platform.gateway.consumer import deliver_client_messages, rate_limits_admit, scope_headers, session_env
+from mcp_platform.gateway.handshake import deliver_client_messages, rate_limits_admit, scope_headers, session_env
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.observing import call_info

@@ -36,7 +36,7 @@ from mcp_core.text import json_storable
 from mcp_infra.conf import platform_settings
 from mcp_infra.messaging import groups
 from mcp_infra.messaging.mailbox import send_to_group
-from mcp_platform.jobs import selectors
+from mcp_platform.jobs import queue, selectors
 from mcp_platform.jobs.models import RunOrigin, ToolRun
 from mcp_platform.jobs.selectors import Caller
 from mcp_platform.jobs.signals import tool_run_ended
@@ -73,10 +73,8 @@ def _announce(run: ToolRun, *, stop: bool = False) -> None:
 def _publish(tenant_id: int, run_id: str, generation: int) -> None:
     """Send the Celery message of one start. A broker that cannot take it (down, restarting) costs no error: the
     start is marked unqueued and the sweep sends it once the broker is back."""
-    from mcp_platform.jobs.tasks import tool_run_execute
-
     try:
-        tool_run_execute.delay(tenant_id, run_id, generation)
+        queue.enqueue(queue.TOOL_RUN_EXECUTE, tenant_id, run_id, generation)
     except Exception:
         logger.exception("could not queue tool run %s (start %s); the sweep queues it again", run_id, generation)
         _this_start(tenant_id, run_id, generation).filter(lease_until=None).update(scheduled_at=None)

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_platform.gateway.consumer import scope_headers
+from mcp_platform.gateway.handshake import scope_headers
 from mcp_platform.gateway.limits import Head
 
 names = st.sampled_from([b"host", b"content-length", b"transfer-encoding", b"accept", b"x-a", b"X-A", b"mcp-method"])

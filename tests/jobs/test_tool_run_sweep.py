@@ -13,24 +13,33 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from mcp_core.tasks import TaskEvent, TaskLimitExceeded, TaskOutcome, TaskRequest
-from mcp_platform.jobs import services
+from mcp_platform.celery import app as celery_app
+from mcp_platform.jobs import queue, services
 from mcp_platform.jobs.models import ToolRun
 from mcp_platform.jobs.selectors import Caller
 from mcp_platform.jobs.services import MAX_TAKEOVERS, Claim
-from mcp_platform.jobs.tasks import tool_run_execute
 
 pytestmark = pytest.mark.django_db
 
 LEASE = timedelta(seconds=30)
 
 
+def broker_takes(sent: list[tuple[str, int]]) -> Any:
+    """A broker that takes every message: the starts sent to it are appended to ``sent``, (run, generation)."""
+
+    def send_task(name: str, args: tuple[Any, ...] = (), **options: Any) -> None:
+        assert name == queue.TOOL_RUN_EXECUTE
+        _tenant_id, run_id, generation = args
+        sent.append((run_id, generation))
+
+    return send_task
+
+
 @pytest.fixture
 def queued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     """The starts sent to the broker, (run, generation), in order."""
     sent: list[tuple[str, int]] = []
-    monkeypatch.setattr(
-        tool_run_execute, "delay", lambda tenant_id, run_id, generation: sent.append((run_id, generation))
-    )
+    monkeypatch.setattr(celery_app, "send_task", broker_takes(sent))
     return sent
 
 
@@ -109,20 +118,20 @@ def test_a_start_no_worker_claimed_within_a_lease_is_queued_again_as_the_same_st
 def test_a_run_the_broker_could_not_take_is_created_and_queued_by_the_next_sweep(
     alice: Caller, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
 ) -> None:
-    def broker_down(*args: Any) -> None:
+    def broker_down(*args: Any, **options: Any) -> None:
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
-    monkeypatch.setattr(tool_run_execute, "delay", broker_down)
+    monkeypatch.setattr(celery_app, "send_task", broker_down)
     run = create(alice, django_capture_on_commit_callbacks)
     run.refresh_from_db()
     unqueued = run.scheduled_at
 
-    sent: list[int] = []
-    monkeypatch.setattr(tool_run_execute, "delay", lambda tenant_id, run_id, generation: sent.append(generation))
+    sent: list[tuple[str, int]] = []
+    monkeypatch.setattr(celery_app, "send_task", broker_takes(sent))
     swept = sweep(django_capture_on_commit_callbacks)
 
     run.refresh_from_db()
-    assert (run.status, unqueued, swept, sent) == ("working", None, 1, [1])
+    assert (run.status, unqueued, swept, sent) == ("working", None, 1, [(run.pk, 1)])
     assert run.scheduled_at is not None
 
 
