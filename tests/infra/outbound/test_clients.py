@@ -1,7 +1,8 @@
 """What every client of the outbound door does, against real sockets: the address policy (non-public addresses
 refused unless allowed, every address of a DNS answer checked, the connection made to the checked address),
 redirects (each hop checked, a limit; or left to the caller), the size cap, the read timeout, repeated headers, and
-connection slots freed by a body read to its end."""
+connection slots freed by a body read to its end. The client-metadata fetch (blocking, on urllib3) shares the
+address policy and is held to its refusals here; its fetch itself is tested in tests/oauth/test_cimd.py."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from oauth2_provider.cimd import CIMDError
 
 from mcp_infra.outbound import MAX_REDIRECTS, non_public_reason, transport
+from mcp_platform.oauth.cimd import PlatformMetadataFetcher
 from tests.infra.outbound.doors import Answers, Door
 from tests.loopback_http import LoopbackServer
 
@@ -27,27 +30,27 @@ PUBLIC = "93.184.215.14"
 # ---- the address policy -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("address", "reason"),
-    [
-        ("127.0.0.1", "loopback"),
-        ("169.254.169.254", "link-local"),
-        ("10.0.0.5", "private"),
-        ("172.16.0.1", "private"),
-        ("192.168.1.1", "private"),
-        ("100.64.0.1", "not globally routable"),
-        ("0.0.0.0", "unspecified"),
-        ("224.0.0.1", "multicast"),
-        ("240.0.0.1", "reserved"),
-        ("::1", "loopback"),
-        ("fe80::1", "link-local"),
-        ("fc00::1", "private"),
-        ("::ffff:127.0.0.1", "loopback IPv4 127.0.0.1 inside IPv6"),
-        ("::ffff:169.254.169.254", "link-local IPv4 169.254.169.254 inside IPv6"),
-        ("64:ff9b::a00:5", "private IPv4 10.0.0.5 inside IPv6"),
-        ("2002:7f00:1::1", "loopback IPv4 127.0.0.1 inside IPv6"),
-    ],
-)
+NON_PUBLIC = [
+    ("127.0.0.1", "loopback"),
+    ("169.254.169.254", "link-local"),
+    ("10.0.0.5", "private"),
+    ("172.16.0.1", "private"),
+    ("192.168.1.1", "private"),
+    ("100.64.0.1", "not globally routable"),
+    ("0.0.0.0", "unspecified"),
+    ("224.0.0.1", "multicast"),
+    ("240.0.0.1", "reserved"),
+    ("::1", "loopback"),
+    ("fe80::1", "link-local"),
+    ("fc00::1", "private"),
+    ("::ffff:127.0.0.1", "loopback IPv4 127.0.0.1 inside IPv6"),
+    ("::ffff:169.254.169.254", "link-local IPv4 169.254.169.254 inside IPv6"),
+    ("64:ff9b::a00:5", "private IPv4 10.0.0.5 inside IPv6"),
+    ("2002:7f00:1::1", "loopback IPv4 127.0.0.1 inside IPv6"),
+]
+
+
+@pytest.mark.parametrize(("address", "reason"), NON_PUBLIC)
 async def test_non_public_addresses_are_refused_before_any_connection(door: Door, address: str, reason: str) -> None:
     assert non_public_reason(address) == reason
     host = f"[{address}]" if ":" in address else address
@@ -55,6 +58,17 @@ async def test_non_public_addresses_are_refused_before_any_connection(door: Door
         await door.post(f"http://{host}:9/")
     shown = ipaddress.ip_address(address)  # as the door writes it: ::ffff:7f00:1
     assert str(refused.value) == f"refused: {shown} ({reason}) is not an allowed network"
+
+
+@pytest.mark.parametrize(("address", "reason"), NON_PUBLIC)
+def test_the_client_metadata_fetch_refuses_the_same_addresses(address: str, reason: str) -> None:
+    """The client-metadata fetch is blocking (django-oauth-toolkit calls it from a synchronous view) and keeps its
+    own urllib3 connection, but its addresses come from the same policy (``resolve_checked_sync``)."""
+    host = f"[{address}]" if ":" in address else address
+    with pytest.raises(CIMDError) as refused:
+        PlatformMetadataFetcher().fetch(f"https://{host}:9/client.json")
+    shown = ipaddress.ip_address(address)
+    assert f"(refused: {shown} ({reason}) is not an allowed network)" in str(refused.value)
 
 
 def test_public_addresses_pass() -> None:
