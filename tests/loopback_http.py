@@ -1,7 +1,8 @@
 """A small real HTTP server on a loopback address, in a thread, that records what reached it.
 
-Routes: ``/hello`` (JSON naming the Host header it got), ``/redirect?to=URL`` (302 there), ``/bytes?n=N`` (N bytes);
-POST answers the same after reading its body (kept in ``bodies``).
+Routes: ``/hello`` (JSON naming the Host header it got), ``/redirect?to=URL`` (302 there), ``/loop`` (302 to
+itself), ``/bytes?n=N`` (N bytes), ``/repeated`` (``X-Tag`` twice and ``Set-Cookie`` twice); POST answers the same
+after reading its body (kept in ``bodies``).
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # quiet: the tests read hits, not logs
         pass
 
-    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | list[tuple[str, str]] | None = None) -> None:
         self.send_response(status)
-        for name, value in (headers or {"Content-Type": "application/json"}).items():
+        lines = headers.items() if isinstance(headers, dict) else headers or [("Content-Type", "application/json")]
+        for name, value in lines:
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -53,6 +55,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, json.dumps({"host": self.headers.get("Host")}).encode())
         elif parts.path == "/redirect":
             self._send(302, b"", {"Location": query["to"][0]})
+        elif parts.path == "/loop":
+            self._send(302, b"", {"Location": "/loop"})
+        elif parts.path == "/repeated":
+            repeated = [("Content-Type", "application/json"), ("X-Tag", "first"), ("X-Tag", "second")]
+            self._send(200, b"{}", [*repeated, ("Set-Cookie", "a=1; Path=/"), ("Set-Cookie", "b=2; Path=/")])
         elif parts.path == "/bytes":
             self._send(200, b"x" * int(query["n"][0]), {"Content-Type": "application/octet-stream"})
         else:

@@ -1,5 +1,5 @@
 """The outbound door for clients that speak ``httpx2`` (the ``mcp`` SDK's transports): an ``httpx2`` transport whose
-connections are opened by the door's own policy (``CheckedNetworkBackend.checked_addresses``: resolve once, refuse
+connections are opened by the door's own policy (``CheckedBackend`` on ``httpcore2``: resolve once, refuse
 non-public addresses outside the allowed networks, connect to a checked address), with its scheme rule and
 response size cap.
 
@@ -10,51 +10,23 @@ its own same-origin rule and sends each hop again, and a new host means a new, c
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterator
+from types import ModuleType
+from typing import ClassVar
 
-import httpcore
 import httpcore2
 import httpx2
 
 from mcp_infra.conf import platform_settings
-from mcp_infra.outbound import CheckedNetworkBackend, OutboundRefused, connect_first, system_resolve
+from mcp_infra.outbound.policy import Resolve
+from mcp_infra.outbound.transport import CheckedBackend, capped, rebuild_pool
 
 
-class CheckedNetworkBackend2(httpcore2.AsyncNetworkBackend):
-    """``httpcore2``'s network backend with the door's address policy in ``connect_tcp``."""
+class CheckedNetworkBackend2(CheckedBackend, httpcore2.AsyncNetworkBackend):
+    """``httpcore2``'s backend with the door's policy: a refusal is an ``httpcore2.ConnectError`` (what the SDK's
+    transports handle), its message the door's."""
 
-    def __init__(self, *, tenant_id: int | None) -> None:
-        self._policy = CheckedNetworkBackend(tenant_id=tenant_id, resolve=system_resolve)
-        self._inner = httpcore2.AnyIOBackend()
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore2.AsyncNetworkStream:
-        try:
-            addresses = await self._policy.checked_addresses(host, port)
-        except (OutboundRefused, httpcore.ConnectError) as exc:
-            raise httpcore2.ConnectError(str(exc)) from None
-        return await connect_first(
-            addresses,
-            timeout,
-            lambda address, remaining: self._inner.connect_tcp(address, port, remaining, local_address, socket_options),
-            retry_on=(httpcore2.ConnectError, httpcore2.ConnectTimeout),
-            timed_out=httpcore2.ConnectTimeout(f"timed out connecting to {host}"),
-        )
-
-    async def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore2.AsyncNetworkStream:
-        raise httpcore2.ConnectError("refused: Unix sockets are not reachable through the outbound door")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
+    core: ClassVar[ModuleType] = httpcore2
 
 
 class _CappedStream(httpx2.AsyncByteStream):
@@ -62,13 +34,12 @@ class _CappedStream(httpx2.AsyncByteStream):
         self._inner = inner
         self._limit = limit
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        seen = 0
-        async for chunk in self._inner:
-            seen += len(chunk)
-            if seen > self._limit:
-                raise httpx2.ReadError(f"the response is larger than the outbound limit of {self._limit} bytes")
-            yield chunk
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return capped(
+            self._inner,
+            self._limit,
+            lambda: httpx2.ReadError(f"the response is larger than the outbound limit of {self._limit} bytes"),
+        )
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -77,18 +48,12 @@ class _CappedStream(httpx2.AsyncByteStream):
 class OutboundHttpx2Transport(httpx2.AsyncBaseTransport):
     """http(s) only, addresses checked at connect, bodies capped (event streams excepted: read per event)."""
 
-    def __init__(self, *, tenant_id: int | None) -> None:
+    def __init__(self, *, tenant_id: int | None, resolve: Resolve | None = None) -> None:
         self.max_response_bytes = platform_settings.OUTBOUND_MAX_RESPONSE_BYTES
         # No proxies from the environment: a proxy would make the connection somewhere the policy never saw.
         self._inner = httpx2.AsyncHTTPTransport(trust_env=False)
-        # httpx2 takes no network backend; its pool is rebuilt the way httpx2 builds it, with ours (as the door
-        # does for httpx).
-        self._inner._pool = httpcore2.AsyncConnectionPool(
-            ssl_context=self._inner._pool._ssl_context,
-            max_connections=100,
-            max_keepalive_connections=20,
-            keepalive_expiry=5.0,
-            network_backend=CheckedNetworkBackend2(tenant_id=tenant_id),
+        rebuild_pool(
+            self._inner, httpcore2.AsyncConnectionPool, CheckedNetworkBackend2(tenant_id=tenant_id, resolve=resolve)
         )
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -106,9 +71,13 @@ class OutboundHttpx2Transport(httpx2.AsyncBaseTransport):
 
 
 def outbound_httpx2_client(
-    *, tenant_id: int | None, headers: dict[str, str], timeout: httpx2.Timeout
+    *, tenant_id: int | None, headers: dict[str, str], timeout: httpx2.Timeout, resolve: Resolve | None = None
 ) -> httpx2.AsyncClient:
-    """An ``httpx2`` client whose connections go through the outbound door's policy (the caller closes it)."""
+    """An ``httpx2`` client whose connections go through the outbound door's policy (the caller closes it;
+    ``resolve``: how names become addresses, the system resolver unless a test says otherwise)."""
     return httpx2.AsyncClient(
-        transport=OutboundHttpx2Transport(tenant_id=tenant_id), headers=headers, timeout=timeout, follow_redirects=False
+        transport=OutboundHttpx2Transport(tenant_id=tenant_id, resolve=resolve),
+        headers=headers,
+        timeout=timeout,
+        follow_redirects=False,
     )

@@ -3,16 +3,20 @@ for the hot path of proxied upstream calls, where an ``httpx2`` POST alone costs
 handling of a request.
 
 Same policy as the door's transports: http(s) only; each new connection resolved once, every address checked
-(``CheckedNetworkBackend.checked_addresses``, the tenant's widened networks included) and the connection made to a
-checked address (``connect_first``); connect and read time limits; bodies capped at
-``OUTBOUND_MAX_RESPONSE_BYTES`` (event streams excepted: their reader bounds each event). No proxies, no redirects
-followed, no content codings asked for.
+(``policy.checked_addresses``, the tenant's widened networks included) and the connection made to a checked address
+(``transport.connect_first``); connect and read time limits; bodies capped at ``OUTBOUND_MAX_RESPONSE_BYTES`` (event
+streams excepted: their reader bounds each event). No proxies, no redirects followed, no content codings asked for.
+
+A response holds one of the client's connection slots until it is released: when its body has been read to the
+end (``read()``, or ``iter_bytes()`` run out), when it is closed (``aclose()``), or, for a response dropped without
+either, when it is collected (its connection is then closed, not reused).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import ssl
 import time
 from collections.abc import AsyncIterator, Coroutine, Mapping
@@ -22,10 +26,10 @@ from urllib.parse import urlsplit
 import httptools
 
 from mcp_infra.conf import platform_settings
-from mcp_infra.outbound import USER_AGENT, CheckedNetworkBackend, OutboundRefused, connect_first, system_resolve
+from mcp_infra.outbound.policy import OutboundRefused, Resolve, checked_addresses, system_resolve
+from mcp_infra.outbound.transport import MAX_CONNECTIONS, USER_AGENT, connect_first
 
 KEEPALIVE_EXPIRY = 4.0  # seconds an idle connection is kept: under the 5 s after which uvicorn closes one
-MAX_CONNECTIONS = 100
 # After its caller has what it needs, an event stream the server is about to end is read to its end in the background
 # for this long, so its connection can be kept.
 DRAIN_TIMEOUT = 2.0
@@ -36,6 +40,28 @@ STREAM_HIGH_WATER = 256 * 1024
 class LeanHttpError(OSError):
     """The request could not be made or its response not read (refused by the policy, unreachable, broken,
     timed out, too large). The message names the host and what happened, never a header or body."""
+
+
+class LeanHeaders(dict[str, str]):
+    """A response's headers by lower-case name. A header sent more than once reads as its values joined by ", "
+    (RFC 9110 section 5.3, as ``httpx`` reads it); ``get_list`` gives each value, ``raw`` every line in order
+    (``Set-Cookie``, which cannot be joined, is read from there)."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: list[tuple[str, str]]) -> None:
+        super().__init__(raw)
+        self.raw = raw
+        if len(self) < len(raw):  # a name came more than once (rare): join its values
+            self.clear()
+            for name, value in raw:
+                seen = self.get(name)
+                self[name] = value if seen is None else f"{seen}, {value}"
+
+    def get_list(self, name: str) -> list[str]:
+        """Every value of ``name`` (any case), in the order received."""
+        name = name.lower()
+        return [value for key, value in self.raw if key == name]
 
 
 def _ssl_context() -> ssl.SSLContext:
@@ -59,8 +85,8 @@ class _Connection(asyncio.Protocol):
         self.idle_since = 0.0
         self._limit = limit
         self._parser = httptools.HttpResponseParser(self)
-        self._headers: dict[str, str] = {}
-        self._head: asyncio.Future[tuple[int, dict[str, str]]] | None = None
+        self._headers: list[tuple[str, str]] = []
+        self._head: asyncio.Future[tuple[int, LeanHeaders]] | None = None
         self._done: asyncio.Future[None] | None = None
         self._body: list[bytes] = []
         self._size = 0
@@ -96,12 +122,13 @@ class _Connection(asyncio.Protocol):
     # ---- httptools callbacks ---------------------------------------------------------------------------
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+        self._headers.append((name.decode("latin-1").lower(), value.decode("latin-1")))
 
     def on_headers_complete(self) -> None:
-        self._streaming = self._headers.get("content-type", "").startswith("text/event-stream")
+        headers = LeanHeaders(self._headers)
+        self._streaming = headers.get("content-type", "").startswith("text/event-stream")
         if self._head is not None and not self._head.done():
-            self._head.set_result((self._parser.get_status_code(), self._headers))
+            self._head.set_result((self._parser.get_status_code(), headers))
 
     def on_body(self, body: bytes) -> None:
         self._size += len(body)
@@ -123,10 +150,10 @@ class _Connection(asyncio.Protocol):
 
     # ---- the request ------------------------------------------------------------------------------------
 
-    def send(self, request: bytes) -> asyncio.Future[tuple[int, dict[str, str]]]:
+    def send(self, request: bytes) -> asyncio.Future[tuple[int, LeanHeaders]]:
         loop = asyncio.get_running_loop()
         self._head, self._done = loop.create_future(), loop.create_future()
-        self._headers, self._body, self._size, self.complete, self._paused = {}, [], 0, False, False
+        self._headers, self._body, self._size, self.complete, self._paused = [], [], 0, False, False
         assert self.transport is not None
         self.transport.write(request)
         return self._head
@@ -174,10 +201,11 @@ class _Connection(asyncio.Protocol):
 
 
 class LeanResponse:
-    """A response whose head has arrived: ``status``, ``headers`` (lower-case names), then ``read()`` (capped) or
-    ``iter_bytes()`` (event streams). ``aclose()`` returns the connection to the pool when the body was read."""
+    """A response whose head has arrived: ``status``, ``headers`` (``LeanHeaders``), then ``read()`` (capped) or
+    ``iter_bytes()`` (event streams). Its slot is released once the body was read to the end or it is closed; the
+    connection goes back to the pool when the whole response was read, else it is closed."""
 
-    def __init__(self, client: LeanHttpClient, connection: _Connection, status: int, headers: dict[str, str]) -> None:
+    def __init__(self, client: LeanHttpClient, connection: _Connection, status: int, headers: LeanHeaders) -> None:
         self.status = status
         self.headers = headers
         self._client = client
@@ -186,13 +214,31 @@ class LeanResponse:
         self._draining = False
 
     async def read(self) -> bytes:
-        async with asyncio.timeout(self._client.read_timeout):
-            body = await self._connection.read_body()
+        """The whole body (capped); the slot is released whether or not it could be read."""
+        try:
+            async with asyncio.timeout(self._client.read_timeout):
+                body = await self._connection.read_body()
+        except TimeoutError:
+            self.release()
+            raise LeanHttpError(
+                f"the response from {self._client.host} did not end within {self._client.read_timeout:g}s"
+            ) from None
+        except BaseException:
+            self.release()
+            raise
         self.release()
         return body
 
-    def iter_bytes(self) -> AsyncIterator[bytes]:
-        return self._connection.iter_body()
+    async def iter_bytes(self) -> AsyncIterator[bytes]:
+        """The body as it arrives; run to its end, the slot is released. (Left part-way, the caller closes the
+        response, or hands it to ``release_after_end``, which keeps the slot until its drain ends.)"""
+        try:
+            async for chunk in self._connection.iter_body():
+                yield chunk
+        except LeanHttpError:
+            self.release()
+            raise
+        self.release()
 
     def release(self) -> None:
         """Back to the pool if the whole response was read on a keep-alive connection, else closed."""
@@ -229,6 +275,13 @@ class LeanResponse:
         if not self._draining:
             self.release()
 
+    def __del__(self) -> None:
+        # Dropped without being read to the end or closed: its slot must not be lost (its connection, in an
+        # unknown state, is closed). A draining response is held by its drain until that releases it.
+        if not self._released and not self._draining:
+            with contextlib.suppress(Exception):  # the loop may be gone already
+                self.release()
+
 
 class LeanHttpClient:
     """Keep-alive connections to one origin (``url``'s scheme, host and port) for one tenant. ``post`` sends one
@@ -242,6 +295,8 @@ class LeanHttpClient:
         headers: Mapping[str, str],
         connect_timeout: float,
         read_timeout: float,
+        max_connections: int = MAX_CONNECTIONS,
+        resolve: Resolve | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -253,12 +308,13 @@ class LeanHttpClient:
         self._connect_timeout = connect_timeout
         self._tls = _ssl_context() if parts.scheme == "https" else None
         self._limit = platform_settings.OUTBOUND_MAX_RESPONSE_BYTES
-        self._policy = CheckedNetworkBackend(tenant_id=tenant_id, resolve=system_resolve)
+        self._tenant_id = tenant_id
+        self._resolve = resolve or system_resolve
         authority = parts.netloc.rsplit("@", 1)[-1]
         fixed = {"host": authority, "user-agent": USER_AGENT, "accept-encoding": "identity", **headers}
         self._fixed = _header_block(fixed)
         self._idle: collections.deque[_Connection] = collections.deque()
-        self._slots = asyncio.Semaphore(MAX_CONNECTIONS)
+        self._slots = asyncio.Semaphore(max_connections)
         self._closed = False
         self._background: set[asyncio.Task[None]] = set()
 
@@ -325,10 +381,8 @@ class LeanHttpClient:
 
     async def _connect(self) -> _Connection:
         try:
-            addresses = await self._policy.checked_addresses(self.host, self.port)
-        except OutboundRefused as exc:
-            raise LeanHttpError(str(exc)) from None
-        except Exception as exc:  # httpcore.ConnectError: the name did not resolve
+            addresses = await checked_addresses(self.host, self.port, tenant_id=self._tenant_id, resolve=self._resolve)
+        except (OutboundRefused, OSError) as exc:  # refused, or the name did not resolve
             raise LeanHttpError(str(exc)) from None
         loop = asyncio.get_running_loop()
 
