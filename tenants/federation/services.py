@@ -190,7 +190,10 @@ async def upstream_refresh(
         report = await sync_to_async(mirror_apply)(upstream=upstream, listing=listing, actor=actor)
     except (UpstreamFailure, ValidationError) as exc:
         message = str(exc) if isinstance(exc, UpstreamFailure) else " ".join(exc.messages)
-        await Upstream.objects.filter(pk=upstream_id).aupdate(last_error=message, last_error_at=timezone.now())
+        # A pooled refresh cut short by the platform itself (the upstream flooded it with list_changed and its
+        # connections were closed) keeps the reason the pool recorded, which tells the admin what happened.
+        if not (pooled and upstream_pool.muted_for(upstream_id) > 0):
+            await Upstream.objects.filter(pk=upstream_id).aupdate(last_error=message, last_error_at=timezone.now())
         raise
     logger.info("refreshed upstream %s of tenant %s: %s", upstream.name, upstream.tenant.slug, report)
     if report.skipped:
