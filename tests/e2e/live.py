@@ -95,6 +95,14 @@ PRODUCTION_ONLY = [
 # ---- processes -----------------------------------------------------------------------------------------
 
 
+def _default_stop_signals() -> None:
+    """In the child, before exec: stop signals act as a service manager would deliver them. An ignored signal is
+    inherited across exec, so a test run started under ``nohup`` would otherwise hand its SIGHUP-ignoring
+    disposition to every platform process it starts."""
+    for signum in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 @dataclass
 class ManagedProcess:
     """A child process whose stdout and stderr go to files, so a failing test can show their tails."""
@@ -121,6 +129,7 @@ class ManagedProcess:
             stderr=stderr,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=_default_stop_signals,
         )
         return cls(name, popen, stdout_path, stderr_path, [stdout, stderr])
 
