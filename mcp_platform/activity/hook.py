@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mcp_infra.conf import platform_settings
 from mcp_platform.activity.rows import CallRow, call_row
@@ -15,6 +15,9 @@ from mcp_platform.gateway.observing import principal_parts
 from mcp_platform.jobs.models import ToolRun
 from mcp_platform.observe.calls import CANCELLED, ERROR, CallInfo, CallRecord, classify
 from tenants.bulk_changes import BulkChange
+
+if TYPE_CHECKING:  # the admin package registers its classes when imported: only its type is needed here
+    from tenants.admin.audit import AdminChange
 
 logger = logging.getLogger(__name__)
 
@@ -126,30 +129,9 @@ def bulk_change_recorded(sender: object, *, change: BulkChange, **kwargs: object
         logger.exception("could not record the %s of %s in the activity log", change.operation, change.source)
 
 
-def admin_change_recorded(
-    sender: object,
-    *,
-    tenant_id: int,
-    user_id: int | None,
-    action: str,
-    object_type: str,
-    object_repr: str,
-    object_id: str,
-    before: dict[str, Any] | None,
-    after: dict[str, Any] | None,
-    **kwargs: object,
-) -> None:
+def admin_change_recorded(sender: object, *, change: AdminChange, **kwargs: object) -> None:
     """``admin_changed`` receiver: one row per admin save or delete, written in the admin's request (secret values
     redacted by the service)."""
     from mcp_platform.activity.services import activity_admin_change_record
 
-    activity_admin_change_record(
-        tenant_id=tenant_id,
-        user_id=user_id,
-        action=action,
-        object_type=object_type,
-        object_repr=object_repr,
-        object_id=object_id,
-        before=before,
-        after=after,
-    )
+    activity_admin_change_record(**vars(change))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -24,8 +25,23 @@ from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
 
-# One admin change to a tenant's rows. Keyword arguments: tenant_id, user_id, action (create, change or delete),
-# object_type, object_repr, object_id, before, after (field values; may hold secrets: receivers redact).
+
+@dataclass(frozen=True)
+class AdminChange:
+    """One admin save or delete of a tenant's row: ``action`` is create, change or delete; ``before`` and ``after``
+    are field values, which may hold secrets (receivers redact)."""
+
+    tenant_id: int
+    user_id: int | None
+    action: str
+    object_type: str
+    object_repr: str
+    object_id: str
+    before: Mapping[str, Any] | None
+    after: Mapping[str, Any] | None
+
+
+# Sent with ``change`` (an ``AdminChange``) for every admin save or delete of a tenant's row.
 admin_changed = Signal()
 
 
@@ -54,8 +70,7 @@ def _record(
     if tenant_id is None:
         return  # platform staff's rows (users, unbound clients): not any tenant's log
     user_id = getattr(request.user, "pk", None)
-    admin_changed.send(
-        sender=type(obj),
+    change = AdminChange(
         tenant_id=tenant_id,
         user_id=user_id,
         action=action,
@@ -65,6 +80,7 @@ def _record(
         before=before,
         after=after,
     )
+    admin_changed.send(sender=type(obj), change=change)
 
 
 def _form_change(form: forms.BaseForm, add: bool) -> tuple[dict[str, Any] | None, dict[str, Any]]:
