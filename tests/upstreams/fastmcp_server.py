@@ -21,6 +21,8 @@ from fastmcp.server.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from tests.upstreams.bodies import body_of, replaying
+
 SESSIONS: list[Any] = []
 METHODS: Counter[str] = Counter()
 GET_STREAMS = [0]
@@ -75,28 +77,14 @@ def observed(app: Any) -> Any:
             await app(scope, receive, send)
             return
         if scope["method"] == "POST":
-            chunks, more = [], True
-            while more:
-                message = await receive()
-                chunks.append(message.get("body", b""))
-                more = message.get("more_body", False)
-            body = b"".join(chunks)
+            body = await body_of(receive)
             try:
                 method = json.loads(body).get("method")
             except (ValueError, AttributeError):
                 method = None
             if isinstance(method, str):
                 METHODS[method] += 1
-            replayed = False
-
-            async def replay() -> Any:
-                nonlocal replayed
-                if replayed:
-                    return await receive()
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            await app(scope, replay, send)
+            await app(scope, replaying(body, receive), send)
             return
         streaming = False
 

@@ -45,6 +45,8 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from tests.upstreams.bodies import body_of, replaying
+
 SEEN_AUTHORIZATION: list[str] = []
 CANCELLED: list[str] = []
 ANSWERS: list[str] = []
@@ -355,12 +357,7 @@ def inspecting(app: Any, refused: frozenset[str] = frozenset()) -> Any:
         if scope["type"] != "http" or scope["method"] != "POST":
             await app(scope, receive, send)
             return
-        chunks, more = [], True
-        while more:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
+        body = await body_of(receive)
         try:
             request = json.loads(body)
         except ValueError:
@@ -374,16 +371,7 @@ def inspecting(app: Any, refused: frozenset[str] = frozenset()) -> Any:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": payload})
             return
-        replayed = False
-
-        async def replay() -> Any:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await app(scope, replay, send)
+        await app(scope, replaying(body, receive), send)
 
     return asgi
 
