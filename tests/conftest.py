@@ -15,6 +15,7 @@ from mcp_platform.activity.hook import activity_writer
 from mcp_platform.gateway.session_cache import session_cache
 from tenants.cache import tenant_cache
 from tests.process_marks import RUN_MARK, kill_all, new_mark, wait_until_none_marked
+from tests.workers import WORKER_ENV, distributing
 
 # How long processes the run stopped may take to finish exiting before the run counts them as left behind.
 LEFTOVER_GRACE_SECONDS = 15.0
@@ -22,6 +23,8 @@ LEFTOVER_GRACE_SECONDS = 15.0
 
 def pytest_configure(config: pytest.Config) -> None:
     """Mark every process this run starts (they inherit the environment), to find any it leaves behind."""
+    if os.environ.get(WORKER_ENV) and not config.pluginmanager.hasplugin("tests.workers"):
+        raise pytest.UsageError("with -n, load -p tests.workers too: workers would share one var dir and Redis")
     os.environ[RUN_MARK] = new_mark()
 
 
@@ -66,7 +69,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """A run that leaves a process running fails, names it, and kills it."""
+    """A run that leaves a process running fails, names it, and kills it. Split over workers, each worker checks
+    what it started; the process that hands out the tests started nothing but the workers."""
+    if distributing(session.config):
+        return
     left = wait_until_none_marked(RUN_MARK, os.environ[RUN_MARK], timeout=LEFTOVER_GRACE_SECONDS)
     if left:
         kill_all(left)
