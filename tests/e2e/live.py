@@ -309,13 +309,36 @@ def oidc_signing_key() -> str:
     return pem.decode()
 
 
+MIGRATED = (("migrate", "--noinput"),)
 # What a live platform's database holds before its processes start.
 LIVE_DATA = (("migrate", "--noinput"), ("load_conformance_tenant",), ("shell", "-c", PAGED_TENANT_SCRIPT))
 
 
 def prepare_data(env: dict[str, str]) -> None:
-    for command in LIVE_DATA:
-        run_command([str(PYTHON), "manage.py", *command], env)
+    sqlite_database(env, prepared_with=LIVE_DATA)
+
+
+SQLITE_NAME = "db.sqlite3"
+# Embedded databases by the commands that prepared them: made once per test process, copied for each platform.
+_sqlite_templates: dict[tuple[tuple[str, ...], ...], Path] = {}
+
+
+def sqlite_database(env: dict[str, str], *, prepared_with: tuple[tuple[str, ...], ...]) -> None:
+    """Give the embedded platform of ``env`` (its ``MCP_VAR_DIR``) a database ``prepared_with`` (``manage.py``
+    argument lists) prepared: a copy of one those commands prepared once per test process, as PostgreSQL topologies
+    copy a template (``fresh_database``). What the commands write depends on no key of a platform (no tenant secret)."""
+    template = _sqlite_templates.get(prepared_with)
+    if template is None:
+        directory = Path(tempfile.mkdtemp(prefix="mcp-sqlite-template-"))
+        atexit.register(shutil.rmtree, directory, True)
+        template_env = {**env, "MCP_VAR_DIR": str(directory)}
+        for command in prepared_with:
+            run_command([str(PYTHON), "manage.py", *command], template_env)
+        template = _sqlite_templates[prepared_with] = directory / SQLITE_NAME
+    var_dir = Path(env["MCP_VAR_DIR"])
+    var_dir.mkdir(parents=True, exist_ok=True)
+    # The commands' processes have ended: SQLite folded its write-ahead log into the file when they closed it.
+    shutil.copyfile(template, var_dir / SQLITE_NAME)
 
 
 def start_web(

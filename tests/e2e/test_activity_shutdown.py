@@ -15,6 +15,7 @@ from tests.e2e.live import (
     STOP_TIMEOUT,
     base_env,
     live_pki,
+    prepare_data,
     run_command,
     start_web,
     wait_for_port,
@@ -36,9 +37,7 @@ async def test_records_buffered_at_sigterm_are_written_before_the_process_exits(
     env = base_env(tmp_path / "var", secrets.token_urlsafe(32), live_pki(tmp_path))
     # Nothing is written while it serves: only the shutdown flush can store the rows.
     env.update({"MCP_ACTIVITY_FLUSH_SECONDS": "3600", "MCP_ACTIVITY_BATCH": "100000"})
-    manage = [str(PYTHON), "manage.py"]
-    run_command([*manage, "migrate", "--noinput"], env)
-    run_command([*manage, "load_conformance_tenant"], env)
+    prepare_data(env)
     process, url = start_web("web", env, tmp_path)
     try:
         wait_for_port(process, int(urlsplit(url).port or 0))

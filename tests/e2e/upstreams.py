@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import httpx2
 
 from tests.e2e.live import (
+    MIGRATED,
     PYTHON,
     LiveServer,
     ManagedProcess,
@@ -28,7 +29,7 @@ from tests.e2e.live import (
     command_runner,
     free_port,
     live_pki,
-    run_command,
+    sqlite_database,
     start_web,
     wait_for_port,
 )
@@ -165,7 +166,7 @@ def federation_platform(
             **settings,
         }
     )
-    run_command([str(PYTHON), "manage.py", "migrate", "--noinput"], env)
+    sqlite_database(env, prepared_with=MIGRATED)
     process, url = start_web("web", env, tmp)
     stack.callback(process.stop)
     wait_for_port(process, int(urlsplit(url).port or 0))
