@@ -255,9 +255,11 @@ class RestApi:
 def start_rest_api(stack: ExitStack, log_dir: Path) -> RestApi:
     """Run this app under uvicorn on a free loopback port until ``stack`` closes."""
     from tests.e2e.live import ManagedProcess, free_port, wait_for_port
+    from tests.upstreams import GRACEFUL_SHUTDOWN_SECONDS
 
     port = free_port()
     argv = [sys.executable, "-m", "uvicorn", "tests.rest_api:app", "--host", "127.0.0.1", "--port", str(port)]
+    argv += ["--timeout-graceful-shutdown", str(GRACEFUL_SHUTDOWN_SECONDS)]
     process = ManagedProcess.start("rest-api", [*argv, "--log-level", "warning"], dict(os.environ), log_dir)
     stack.callback(process.stop)
     wait_for_port(process, port)

@@ -21,6 +21,7 @@ from fastmcp.server.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from tests.upstreams import GRACEFUL_SHUTDOWN_SECONDS
 from tests.upstreams.bodies import body_of, replaying
 
 SESSIONS: list[Any] = []
@@ -110,7 +111,13 @@ def main() -> None:
     parser.add_argument("--name", default="fastmcp-upstream")
     options = parser.parse_args()
     app = build(options.name).http_app(path="/mcp")
-    config = uvicorn.Config(observed(app), host="127.0.0.1", port=options.port, log_level="warning")
+    config = uvicorn.Config(
+        observed(app),
+        host="127.0.0.1",
+        port=options.port,
+        log_level="warning",
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+    )
     uvicorn.Server(config).run()
 
 

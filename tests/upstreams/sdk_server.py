@@ -45,6 +45,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from tests.upstreams import GRACEFUL_SHUTDOWN_SECONDS
 from tests.upstreams.bodies import body_of, replaying
 
 SEEN_AUTHORIZATION: list[str] = []
@@ -405,7 +406,13 @@ def main() -> None:
     if options.no_listen:
         refused.add("subscriptions/listen")
     app = inspecting(app, frozenset(refused))
-    config = uvicorn.Config(recording(app), host="127.0.0.1", port=options.port, log_level="warning")
+    config = uvicorn.Config(
+        recording(app),
+        host="127.0.0.1",
+        port=options.port,
+        log_level="warning",
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+    )
     uvicorn.Server(config).run()
 
 
