@@ -8,7 +8,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=".venv/.installed${EXTRA:+-$EXTRA}"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+fresh() { [ -f "$1" ] && ! [ pyproject.toml -nt "$1" ]; }
+# The dev install holds the plain one: a script that needs only the platform does not reinstall it.
+if ! fresh "$stamp" && ! { [ -z "$EXTRA" ] && fresh .venv/.installed-dev; }; then
   .venv/bin/pip install --quiet --upgrade pip
   if [ -n "$EXTRA" ]; then
     .venv/bin/pip install --quiet -e ".[$EXTRA]"
