@@ -168,6 +168,9 @@ class UpstreamConnection:
         self._owner: asyncio.Task[None] | None = None
         # Streamable HTTP only: the session id the upstream gave (handshake era) and the lean request path.
         self._session_id: str | None = None
+        # Set once the upstream answered the session's GET stream (opened or refused): what it sends outside a
+        # request's own stream, a tool's imperative question included, is dropped until then.
+        self._session_stream = asyncio.Event()
         self._lean: LeanPath | None = None
         # Routes what the upstream sends during a call to that call (``with connection.relay.call(ctx)``).
         self.relay = Relay()
@@ -290,6 +293,13 @@ class UpstreamConnection:
         if client.protocol_version < "2026":
             # Handshake era: list changes arrive on the session's GET stream, which the SDK opens and reopens.
             self.listen_kind = "session" if self._listen_wanted else ""
+            if transport == "streamable-http" and self._session_id is not None:
+                # The SDK opens the GET stream beside the first calls. A server that sends a request on it (a tool
+                # that samples or asks imperatively) drops what it sends before the stream is open, and the call
+                # would wait for an answer to a question nobody heard: calls wait for the stream (bounded).
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(CONNECT_TIMEOUT):
+                        await self._session_stream.wait()
         if client.protocol_version >= "2026" and self._listen_wanted:
             # 2026-07-28: list changes arrive only on a subscriptions/listen stream. Calls wait until the upstream
             # acknowledged it (bounded), or a change a first call causes would be announced before anyone listens.
@@ -370,6 +380,8 @@ class UpstreamConnection:
         session_id = response.headers.get("mcp-session-id")
         if session_id:
             self._session_id = session_id
+        if response.request.method == "GET":
+            self._session_stream.set()
 
     def _client_for(
         self, transport: str, headers: dict[str, str], *, mode: str | None = None, remember_session: bool = True

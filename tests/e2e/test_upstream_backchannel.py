@@ -179,6 +179,22 @@ async def test_an_upstream_in_session_mode_serves_imperative_questions_from_the_
     assert answerer.asked == ["elicit"]
 
 
+async def test_a_question_sent_at_once_by_a_session_whose_stream_opens_late_is_heard(
+    platform: LiveServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # A handshake-era server sends a tool's imperative question on the session's GET stream, which the SDK client
+    # opens beside the first call: calls wait until the upstream answered that GET, or the question is lost and the
+    # call waits for an answer nobody was asked for.
+    with ExitStack() as stack:
+        late = upstream_server(stack, tmp_path_factory.mktemp("upstream-late-stream"), slow_get_stream_ms=1500)
+        slug = await tenant_with(platform, late, "--session-mode", "session")
+        answerer = Answerer()
+        with anyio.fail_after(TEST_DEADLINE):
+            async with answerer.client(platform, slug, "2026-07-28") as client:
+                assert text_of(await client.call_tool("up_haiku_now", {"topic": "late"})) == "Autumn wind"
+    assert answerer.asked == ["sample"]
+
+
 async def test_an_upstream_in_stateless_mode_is_never_moved_to_a_session(
     platform: LiveServer, federation: tuple[LiveServer, UpstreamServer, UpstreamServer]
 ) -> None:

@@ -55,6 +55,8 @@ class UpstreamServer:
     resources: tuple[str, ...] = ()
     # The cache hints of its list results, as ``TTL_MS:SCOPE`` (``--list-cache``); empty: the SDK's own.
     list_cache: str = ""
+    # Open a handshake-era session's GET stream this many milliseconds late (``--slow-get-stream``).
+    slow_get_stream_ms: int = 0
     # A FastMCP server instead (``tests/upstreams/fastmcp_server.py``: Streamable HTTP, none of the options above).
     fastmcp: bool = False
     process: ManagedProcess | None = None
@@ -85,6 +87,8 @@ class UpstreamServer:
             argv.append("--flood")
         if self.list_cache:
             argv += ["--list-cache", self.list_cache]
+        if self.slow_get_stream_ms:
+            argv += ["--slow-get-stream", str(self.slow_get_stream_ms)]
         self._start(argv)
 
     def _start(self, argv: list[str]) -> None:
@@ -134,6 +138,7 @@ def upstream_server(
     flood: bool = False,
     list_cache: str = "",
     fastmcp: bool = False,
+    slow_get_stream_ms: int = 0,
 ) -> UpstreamServer:
     server = UpstreamServer(
         directory,
@@ -144,6 +149,7 @@ def upstream_server(
         resources=resources,
         list_cache=list_cache,
         fastmcp=fastmcp,
+        slow_get_stream_ms=slow_get_stream_ms,
     )
     server.start()
     stack.callback(server.stop)

@@ -8,7 +8,9 @@ back to ``initialize`` (2025-11-25), and the server's questions become server-to
 ``--no-listen`` answers ``subscriptions/listen`` with -32601, as FastMCP 4.2.3 does: a 2026-07-28 server that
 announces list changes only on a handshake-era session's GET stream. ``--flood`` publishes
 ``notifications/tools/list_changed`` to its listen streams every millisecond while any is open. ``--list-cache
-TTL_MS:SCOPE`` gives its list results those cache hints.
+TTL_MS:SCOPE`` gives its list results those cache hints. ``--slow-get-stream MS`` opens a handshake-era session's
+GET stream only MS milliseconds after it was asked for, as a distant or busy server may: what the server sends
+outside a request's own stream before then is lost.
 
 It records the Authorization header of every HTTP request it receives (tool ``seen_authorization``) and the calls
 that were cancelled (tool ``cancelled_calls``), so tests can check what the platform forwarded. Outside MCP,
@@ -350,6 +352,18 @@ def announcing_get_streams(app: Any) -> Any:
     return asgi
 
 
+def slow_get_streams(app: Any, delay_ms: int) -> Any:
+    """``app`` that opens a handshake-era session's GET stream only ``delay_ms`` after the request came in."""
+
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or [])
+        if scope["type"] == "http" and scope["method"] == "GET" and b"mcp-session-id" in headers:
+            await asyncio.sleep(delay_ms / 1000)
+        await app(scope, receive, send)
+
+    return asgi
+
+
 def inspecting(app: Any, refused: frozenset[str] = frozenset()) -> Any:
     """``app`` counting the JSON-RPC methods posted to it (``METHODS``) and answering those in ``refused`` with
     -32601 (Method not found), as a server that does not implement them."""
@@ -392,6 +406,7 @@ def main() -> None:
     parser.add_argument("--no-listen", action="store_true")
     parser.add_argument("--flood", action="store_true")
     parser.add_argument("--list-cache", help="TTL_MS:SCOPE, the cache hints of its list results (2026-07-28).")
+    parser.add_argument("--slow-get-stream", type=int, default=0, metavar="MS")
     options = parser.parse_args()
     list_cache = None
     if options.list_cache:
@@ -400,6 +415,8 @@ def main() -> None:
     server = build(options.name, CountingBus(flood=options.flood), options.resource, list_cache)
     app = server.sse_app() if options.transport == "sse" else server.streamable_http_app()
     app = announcing_get_streams(app)
+    if options.slow_get_stream:
+        app = slow_get_streams(app, options.slow_get_stream)
     refused = set()
     if options.handshake_only:
         refused.add("server/discover")
