@@ -2,14 +2,20 @@
 
 Loaded before Django is set up, so that each worker's settings see a place of their own: its own ``MCP_VAR_DIR``
 (leases, generated keys, the metrics files) and, on the production path, its own Redis database (channel
-layer, cache, Celery broker). pytest-django already gives each worker its own test database. Without ``-n`` this
-plugin changes nothing.
+layer, cache, Celery broker). pytest-django already gives each worker its own test database.
+
+What the workers share is the run's prepared databases (``made_once``): the first worker that needs one prepares it
+while the others wait, and the process that started the run drops them when it ends.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
-from collections.abc import Generator
+import shutil
+import tempfile
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -17,6 +23,9 @@ import pytest
 
 WORKER_ENV = "PYTEST_XDIST_WORKER"
 METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+# The run's directory of prepared databases: SQLite files, and files naming PostgreSQL databases (``*.database``).
+TEMPLATES_ENV = "MCP_TEST_TEMPLATES_DIR"
+TEMPLATES_KEY = pytest.StashKey[Path]()
 # Redis databases 1…15 go to workers gw0…gw14; the run's database 0 stays the controller's.
 REDIS_DATABASES = 16
 
@@ -61,3 +70,50 @@ def _own_places(worker: str) -> None:
 def distributing(config: pytest.Config) -> bool:
     """Whether this process hands the tests to workers rather than running them."""
     return config.pluginmanager.hasplugin("dsession")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In the process that starts the run: a directory for the run's prepared databases, which workers inherit."""
+    if os.environ.get(WORKER_ENV) or os.environ.get(TEMPLATES_ENV):
+        return
+    directory = Path(tempfile.mkdtemp(prefix="mcp-test-templates-"))
+    os.environ[TEMPLATES_ENV] = str(directory)
+    config.stash[TEMPLATES_KEY] = directory
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    directory = config.stash.get(TEMPLATES_KEY, None)
+    if directory is not None:
+        os.environ.pop(TEMPLATES_ENV, None)
+        drop_templates(directory)
+
+
+@contextlib.contextmanager
+def made_once(name: str) -> Iterator[Path]:
+    """Hold the run-wide lock of the prepared database ``name``; its path in the run's directory (which exists once it
+    is prepared). Outside a run started with this plugin, the directory is this process's own, gone when it exits."""
+    configured = os.environ.get(TEMPLATES_ENV)
+    if configured:
+        directory = Path(configured)
+    else:
+        import atexit
+
+        directory = Path(tempfile.mkdtemp(prefix="mcp-test-templates-"))
+        os.environ[TEMPLATES_ENV] = str(directory)
+        atexit.register(drop_templates, directory)
+    with open(directory / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield directory / name
+
+
+def drop_templates(directory: Path) -> None:
+    """Drop the PostgreSQL databases named in ``directory`` (a ``*.database`` file holds a server's admin URL and a
+    database name) and remove it."""
+    for named in directory.glob("*.database"):
+        admin_url, name = named.read_text().split("\n")[:2]
+        with contextlib.suppress(Exception):
+            import psycopg
+
+            with psycopg.connect(admin_url, autocommit=True) as connection:
+                connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    shutil.rmtree(directory, ignore_errors=True)

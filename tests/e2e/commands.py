@@ -1,15 +1,17 @@
-"""``manage.py`` commands of the end-to-end tests, run by one long-lived process per live platform
+"""``manage.py`` commands of the end-to-end tests, run by long-lived processes per live platform
 (``tests/e2e/command_server.py``) where the test is not about the command itself.
 
-Django's start-up costs a command about 4 s of CPU on these machines; the tests run about a hundred. Only the
-commands that change data through the services (``shell -c``, the loaders) go to the long-lived process; the rest
-(refreshes and imports that open upstream connections, the serving and worker commands) start a process each, as a
-person would run them. A command sent while the long-lived process is busy with another starts a process of its
-own too, so commands run concurrently never wait on each other.
+Django's start-up costs a command 2 to 4 s of CPU on these machines; the tests run a few hundred. The commands that
+change data through the services (``shell -c``, the loaders, ``migrate``, ``upstream_add``, which connects to the
+upstream once and closes) go to a long-lived process; the rest (refreshes that go through the upstream pool, the
+serving and worker commands) start a process each, as a person would run them. Commands sent at once each get a
+long-lived process of their own (up to ``MAX_KEPT_PROCESSES``, started the first time they are needed), so commands
+run concurrently never wait on each other.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import threading
@@ -24,7 +26,19 @@ PYTHON = REPO / ".venv" / "bin" / "python"
 SERVER = Path(__file__).resolve().parent / "command_server.py"
 COMMAND_TIMEOUT = 90.0
 # The commands the long-lived process runs; anything else is a process of its own.
-KEPT_COMMANDS = frozenset({"shell", "load_demo_tenant", "load_conformance_tenant", "load_bench_tenants", "secret_set"})
+KEPT_COMMANDS = frozenset(
+    {
+        "shell",
+        "load_demo_tenant",
+        "load_conformance_tenant",
+        "load_bench_tenants",
+        "secret_set",
+        "migrate",
+        "upstream_add",
+    }
+)
+# Long-lived processes per runner: as many commands as the tests of one platform send at once.
+MAX_KEPT_PROCESSES = 3
 
 
 @dataclass(frozen=True)
@@ -35,21 +49,36 @@ class Outcome:
 
 
 class CommandRunner:
-    """Runs ``manage.py`` commands with one environment; ``stop`` ends its long-lived process."""
+    """Runs ``manage.py`` commands with one environment; ``stop`` ends its long-lived processes."""
 
     def __init__(self, env: dict[str, str]) -> None:
         self.env = {**env, "PYTHONPATH": str(REPO)}
-        self._process: subprocess.Popen[str] | None = None
-        self._busy = threading.Lock()
+        self._lock = threading.Lock()
+        self._idle: list[subprocess.Popen[str]] = []
+        self._started = 0
+        self._stopped = False
 
     def run(self, *args: str) -> Outcome:
         """Run ``manage.py *args`` to completion (blocking)."""
-        if args and args[0] in KEPT_COMMANDS and self._busy.acquire(blocking=False):
-            try:
-                return self._run_kept(list(args))
-            finally:
-                self._busy.release()
-        return self._run_alone(list(args))
+        process = self._take() if args and args[0] in KEPT_COMMANDS else None
+        if process is None:
+            return self._run_alone(list(args))
+        try:
+            outcome = self._run_kept(process, list(args))
+        except BaseException:
+            self._end(process)
+            with self._lock:
+                self._started -= 1
+            raise
+        with self._lock:
+            keep = not self._stopped
+            if keep:
+                self._idle.append(process)
+            else:
+                self._started -= 1
+        if not keep:
+            self._end(process)
+        return outcome
 
     async def arun(self, *args: str) -> Outcome:
         """``run`` from async code, without blocking the event loop."""
@@ -75,38 +104,54 @@ class CommandRunner:
             pytest.fail(f"{' '.join(argv)} did not finish in {COMMAND_TIMEOUT}s: {exc.stdout!r} {exc.stderr!r}")
         return Outcome(done.returncode, done.stdout, done.stderr)
 
-    def _run_kept(self, args: list[str]) -> Outcome:
-        process = self._started()
+    def _run_kept(self, process: subprocess.Popen[str], args: list[str]) -> Outcome:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(json.dumps(args) + "\n")
         process.stdin.flush()
         line = process.stdout.readline()
         if not line:
-            self.stop()
             pytest.fail(f"the long-lived manage.py process ended while running {' '.join(args)}")
         answer = json.loads(line)
         return Outcome(int(answer["code"]), str(answer["stdout"]), str(answer["stderr"]))
 
-    def _started(self) -> subprocess.Popen[str]:
-        if self._process is None or self._process.poll() is not None:
-            self._process = subprocess.Popen(
-                [str(PYTHON), str(SERVER)],
-                cwd=REPO,
-                env=self.env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-                start_new_session=True,
-            )
-        return self._process
+    def _take(self) -> subprocess.Popen[str] | None:
+        """An idle long-lived process (started when none is and fewer than the most are running), or None."""
+        with self._lock:
+            if self._stopped:
+                return None
+            while self._idle:
+                process = self._idle.pop()
+                if process.poll() is None:
+                    return process
+                self._started -= 1
+            if self._started >= MAX_KEPT_PROCESSES:
+                return None
+            self._started += 1
+        return subprocess.Popen(
+            [str(PYTHON), str(SERVER)],
+            cwd=REPO,
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
 
     def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None:
-            return
+        """End the idle long-lived processes (a command still running ends its own when it returns here)."""
+        with self._lock:
+            self._stopped = True
+            idle, self._idle = self._idle, []
+            self._started -= len(idle)
+        for process in idle:
+            self._end(process)
+
+    @staticmethod
+    def _end(process: subprocess.Popen[str]) -> None:
         if process.stdin is not None:
-            process.stdin.close()
+            with contextlib.suppress(OSError):
+                process.stdin.close()
         try:
             process.wait(10)
         except subprocess.TimeoutExpired:

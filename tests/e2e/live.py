@@ -11,8 +11,8 @@ Either way the platform trusts a test CA for client metadata documents served on
 
 from __future__ import annotations
 
-import atexit
 import base64
+import hashlib
 import os
 import secrets
 import shutil
@@ -32,6 +32,7 @@ import pytest
 
 from tests.e2e.commands import CommandRunner
 from tests.https_documents import make_test_pki
+from tests.workers import made_once
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = REPO / ".venv" / "bin" / "python"
@@ -314,30 +315,40 @@ MIGRATED = (("migrate", "--noinput"),)
 LIVE_DATA = (("migrate", "--noinput"), ("load_conformance_tenant",), ("shell", "-c", PAGED_TENANT_SCRIPT))
 
 
+def prepare(env: dict[str, str], commands: tuple[tuple[str, ...], ...]) -> None:
+    """Run ``commands`` (``manage.py`` argument lists) in order with ``env``, in one long-lived process."""
+    runner = CommandRunner(env)
+    try:
+        for command in commands:
+            runner.check(*command)
+    finally:
+        runner.stop()
+
+
 def prepare_data(env: dict[str, str]) -> None:
     sqlite_database(env, prepared_with=LIVE_DATA)
 
 
 SQLITE_NAME = "db.sqlite3"
-# Embedded databases by the commands that prepared them: made once per test process, copied for each platform.
-_sqlite_templates: dict[tuple[tuple[str, ...], ...], Path] = {}
+
+
+def _digest(commands: tuple[tuple[str, ...], ...]) -> str:
+    return hashlib.sha256(repr(commands).encode()).hexdigest()[:16]
 
 
 def sqlite_database(env: dict[str, str], *, prepared_with: tuple[tuple[str, ...], ...]) -> None:
     """Give the embedded platform of ``env`` (its ``MCP_VAR_DIR``) a database ``prepared_with`` (``manage.py``
-    argument lists) prepared: a copy of one those commands prepared once per test process, as PostgreSQL topologies
-    copy a template (``fresh_database``). What the commands write depends on no key of a platform (no tenant secret)."""
-    template = _sqlite_templates.get(prepared_with)
-    if template is None:
-        directory = Path(tempfile.mkdtemp(prefix="mcp-sqlite-template-"))
-        atexit.register(shutil.rmtree, directory, True)
-        template_env = {**env, "MCP_VAR_DIR": str(directory)}
-        for command in prepared_with:
-            run_command([str(PYTHON), "manage.py", *command], template_env)
-        template = _sqlite_templates[prepared_with] = directory / SQLITE_NAME
+    argument lists) prepared: a copy of one those commands prepared once per test run (``made_once``), as PostgreSQL
+    topologies copy a template (``fresh_database``). What the commands write depends on no key of a platform (no
+    tenant secret)."""
+    with made_once(f"sqlite-{_digest(prepared_with)}.sqlite3") as template:
+        if not template.exists():
+            with tempfile.TemporaryDirectory(prefix="mcp-sqlite-template-") as directory:
+                prepare({**env, "MCP_VAR_DIR": directory}, prepared_with)
+                # The commands' process has ended: SQLite folded its write-ahead log into the file when it closed it.
+                shutil.move(Path(directory) / SQLITE_NAME, template)
     var_dir = Path(env["MCP_VAR_DIR"])
     var_dir.mkdir(parents=True, exist_ok=True)
-    # The commands' processes have ended: SQLite folded its write-ahead log into the file when they closed it.
     shutil.copyfile(template, var_dir / SQLITE_NAME)
 
 
@@ -393,29 +404,28 @@ def _drop_database(name: str) -> None:
         connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-# Prepared databases by the commands that prepared them: made once per test run, copied for each topology.
-_templates: dict[tuple[tuple[str, ...], ...], str] = {}
-
-
 def _template(commands: tuple[tuple[str, ...], ...]) -> str:
-    """A database ``commands`` (``manage.py`` argument lists) prepared, made on first use and dropped when the
-    test run ends; its name. What the commands write depends on no key of a topology (no tenant secret)."""
+    """A database ``commands`` (``manage.py`` argument lists) prepared, made on first use in the test run (one
+    worker prepares it, the others wait: ``made_once``) and dropped when the run ends; its name. What the commands
+    write depends on no key of a topology (no tenant secret)."""
     import psycopg
 
-    name = _templates.get(commands)
-    if name is not None:
+    with made_once(f"postgresql-{_digest(commands)}.database") as named:
+        if named.exists():
+            return named.read_text().split("\n")[1]
+        name = f"mcp_e2e_template_{secrets.token_hex(6)}"
+        with psycopg.connect(_admin_url(), autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{name}"')
+        try:
+            env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_BROKER_URL")}
+            with tempfile.TemporaryDirectory() as var_dir:
+                env.update({"DATABASE_URL": _database_url(name), "MCP_VAR_DIR": var_dir})
+                prepare(env, commands)
+        except BaseException:
+            _drop_database(name)
+            raise
+        named.write_text(f"{_admin_url()}\n{name}\n")
         return name
-    name = f"mcp_e2e_template_{secrets.token_hex(6)}"
-    with psycopg.connect(_admin_url(), autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    atexit.register(_drop_database, name)
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_BROKER_URL")}
-    with tempfile.TemporaryDirectory() as var_dir:
-        env.update({"DATABASE_URL": _database_url(name), "MCP_VAR_DIR": var_dir})
-        for command in commands:
-            run_command([str(PYTHON), "manage.py", *command], env)
-    _templates[commands] = name
-    return name
 
 
 def fresh_database(stack: ExitStack, *, prepared_with: tuple[tuple[str, ...], ...] = ()) -> str:
