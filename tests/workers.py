@@ -10,6 +10,7 @@ while the others wait, and the process that started the run drops them when it e
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import os
@@ -74,11 +75,8 @@ def distributing(config: pytest.Config) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     """In the process that starts the run: a directory for the run's prepared databases, which workers inherit."""
-    if os.environ.get(WORKER_ENV) or os.environ.get(TEMPLATES_ENV):
-        return
-    directory = Path(tempfile.mkdtemp(prefix="mcp-test-templates-"))
-    os.environ[TEMPLATES_ENV] = str(directory)
-    config.stash[TEMPLATES_KEY] = directory
+    if not os.environ.get(WORKER_ENV) and not os.environ.get(TEMPLATES_ENV):
+        config.stash[TEMPLATES_KEY] = _new_templates_dir()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -86,6 +84,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if directory is not None:
         os.environ.pop(TEMPLATES_ENV, None)
         drop_templates(directory)
+
+
+def _new_templates_dir() -> Path:
+    directory = Path(tempfile.mkdtemp(prefix="mcp-test-templates-"))
+    os.environ[TEMPLATES_ENV] = str(directory)
+    return directory
 
 
 @contextlib.contextmanager
@@ -96,21 +100,29 @@ def made_once(name: str) -> Iterator[Path]:
     if configured:
         directory = Path(configured)
     else:
-        import atexit
-
-        directory = Path(tempfile.mkdtemp(prefix="mcp-test-templates-"))
-        os.environ[TEMPLATES_ENV] = str(directory)
+        directory = _new_templates_dir()
         atexit.register(drop_templates, directory)
     with open(directory / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield directory / name
 
 
+def record_database(path: Path, admin_url: str, name: str) -> None:
+    """Write at ``path`` (a ``*.database`` name from ``made_once``) that the run made the PostgreSQL database ``name``
+    on the server of ``admin_url``: it is dropped when the run ends."""
+    path.write_text(f"{admin_url}\n{name}\n")
+
+
+def recorded_database(path: Path) -> tuple[str, str]:
+    """The admin URL and name ``record_database`` wrote at ``path``."""
+    admin_url, name = path.read_text().split("\n")[:2]
+    return admin_url, name
+
+
 def drop_templates(directory: Path) -> None:
-    """Drop the PostgreSQL databases named in ``directory`` (a ``*.database`` file holds a server's admin URL and a
-    database name) and remove it."""
+    """Drop the PostgreSQL databases recorded in ``directory`` (``record_database``) and remove it."""
     for named in directory.glob("*.database"):
-        admin_url, name = named.read_text().split("\n")[:2]
+        admin_url, name = recorded_database(named)
         with contextlib.suppress(Exception):
             import psycopg
 

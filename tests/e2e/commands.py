@@ -66,18 +66,9 @@ class CommandRunner:
         try:
             outcome = self._run_kept(process, list(args))
         except BaseException:
-            self._end(process)
-            with self._lock:
-                self._started -= 1
+            self._retire(process)
             raise
-        with self._lock:
-            keep = not self._stopped
-            if keep:
-                self._idle.append(process)
-            else:
-                self._started -= 1
-        if not keep:
-            self._end(process)
+        self._give_back(process)
         return outcome
 
     async def arun(self, *args: str) -> Outcome:
@@ -138,14 +129,26 @@ class CommandRunner:
             start_new_session=True,
         )
 
+    def _give_back(self, process: subprocess.Popen[str]) -> None:
+        """``process`` is idle again: kept for the next command, or ended when the runner has stopped."""
+        with self._lock:
+            if not self._stopped:
+                self._idle.append(process)
+                return
+        self._retire(process)
+
+    def _retire(self, process: subprocess.Popen[str]) -> None:
+        with self._lock:
+            self._started -= 1
+        self._end(process)
+
     def stop(self) -> None:
-        """End the idle long-lived processes (a command still running ends its own when it returns here)."""
+        """End the idle long-lived processes (a command still running ends its own when it returns)."""
         with self._lock:
             self._stopped = True
             idle, self._idle = self._idle, []
-            self._started -= len(idle)
         for process in idle:
-            self._end(process)
+            self._retire(process)
 
     @staticmethod
     def _end(process: subprocess.Popen[str]) -> None:

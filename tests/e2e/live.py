@@ -32,7 +32,7 @@ import pytest
 
 from tests.e2e.commands import CommandRunner
 from tests.https_documents import make_test_pki
-from tests.workers import made_once
+from tests.workers import made_once, record_database, recorded_database
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = REPO / ".venv" / "bin" / "python"
@@ -412,7 +412,7 @@ def _template(commands: tuple[tuple[str, ...], ...]) -> str:
 
     with made_once(f"postgresql-{_digest(commands)}.database") as named:
         if named.exists():
-            return named.read_text().split("\n")[1]
+            return recorded_database(named)[1]
         name = f"mcp_e2e_template_{secrets.token_hex(6)}"
         with psycopg.connect(_admin_url(), autocommit=True) as connection:
             connection.execute(f'CREATE DATABASE "{name}"')
@@ -424,7 +424,7 @@ def _template(commands: tuple[tuple[str, ...], ...]) -> str:
         except BaseException:
             _drop_database(name)
             raise
-        named.write_text(f"{_admin_url()}\n{name}\n")
+        record_database(named, _admin_url(), name)
         return name
 
 
