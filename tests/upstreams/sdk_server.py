@@ -320,12 +320,17 @@ def recording(app: Any) -> Any:
     return asgi
 
 
+def session_get(scope: Any) -> bool:
+    """Whether ``scope`` is a handshake-era session's GET stream request."""
+    headers = dict(scope.get("headers") or [])
+    return bool(scope["type"] == "http" and scope["method"] == "GET" and b"mcp-session-id" in headers)
+
+
 def announcing_get_streams(app: Any) -> Any:
     """``app`` whose handshake-era GET streams also carry what ``/grow`` announces, between the SDK's events."""
 
     async def asgi(scope: Any, receive: Any, send: Any) -> None:
-        headers = dict(scope.get("headers") or [])
-        if scope["type"] != "http" or scope["method"] != "GET" or b"mcp-session-id" not in headers:
+        if not session_get(scope):
             await app(scope, receive, send)
             return
         lock = asyncio.Lock()
@@ -356,8 +361,7 @@ def slow_get_streams(app: Any, delay_ms: int) -> Any:
     """``app`` that opens a handshake-era session's GET stream only ``delay_ms`` after the request came in."""
 
     async def asgi(scope: Any, receive: Any, send: Any) -> None:
-        headers = dict(scope.get("headers") or [])
-        if scope["type"] == "http" and scope["method"] == "GET" and b"mcp-session-id" in headers:
+        if session_get(scope):
             await asyncio.sleep(delay_ms / 1000)
         await app(scope, receive, send)
 
