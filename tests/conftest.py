@@ -40,20 +40,31 @@ STATEFUL_FIXTURES = frozenset(
     }
 )
 STATEFUL_MARKS = ("django_db", "e2e", "production")
+# A page driven in the browser is the same page on both paths: what it writes and reads there is tested on both by
+# the tests without a browser. Browser tests run on the embedded pass only, unless they are marked
+# ``across_processes`` (what the page drives goes from web process to worker and back there) or ``production``.
+BROWSER_FIXTURE = "chromium"
+BOTH_PATHS_MARKS = ("production", "across_processes")
 # Set by scripts/test on its second pass (PostgreSQL + Redis): what needs neither ran in the first pass.
 STATEFUL_ONLY_ENV = "MCP_TEST_STATEFUL_ONLY"
 
 
 def is_stateful(item: pytest.Item) -> bool:
-    """Whether ``item`` depends on the database, Redis or a live server, and so must run on both paths.
+    """Whether ``item`` depends on the database, Redis or a live server, and so must run on both paths (a browser
+    test only when marked so: see ``BROWSER_FIXTURE``).
 
     A test that needs none of them cannot slip into the once-only set unnoticed: pytest-django refuses database
     access to a test without the ``django_db`` mark, and a test that needs PostgreSQL or Redis by itself says so
     with the ``production`` mark.
     """
+    fixtures = getattr(item, "fixturenames", ())
+    if any(item.get_closest_marker(name) is not None for name in BOTH_PATHS_MARKS):
+        return True
+    if BROWSER_FIXTURE in fixtures:
+        return False
     if any(item.get_closest_marker(name) is not None for name in STATEFUL_MARKS):
         return True
-    return not STATEFUL_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+    return not STATEFUL_FIXTURES.isdisjoint(fixtures)
 
 
 @pytest.hookimpl(trylast=True)

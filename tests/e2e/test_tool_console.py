@@ -75,6 +75,7 @@ def test_progress_and_a_question_answered_in_the_page(
     assert axe_violations(page) == []
 
 
+@pytest.mark.across_processes
 def test_a_task_runs_on_the_worker_and_its_result_comes_back(
     page: Any, live_platform: LiveServer, scene: ConsoleScene
 ) -> None:
@@ -91,6 +92,7 @@ def test_a_task_runs_on_the_worker_and_its_result_comes_back(
     expect(page.locator("#console-duration")).to_contain_text("(task ")
 
 
+@pytest.mark.across_processes
 def test_a_running_task_is_cancelled_from_the_page(page: Any, live_platform: LiveServer, scene: ConsoleScene) -> None:
     page.goto(scene.console(live_platform.web_urls[0], scene.task_tool))
 
