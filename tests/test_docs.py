@@ -13,7 +13,7 @@ PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 
 FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
 CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
-LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")  # every link's and image's target, nested ones too
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
 HTML_ANCHOR = re.compile(r"<a\s+(?:name|id)=\"([^\"]+)\"")
 
@@ -72,10 +72,11 @@ def test_the_link_checker_finds_a_broken_link_and_a_broken_anchor(tmp_path: Path
     (tmp_path / "other.md").write_text("# Other page\n\n## Same title\n\n## Same title\n", encoding="utf-8")
     page = tmp_path / "page.md"
     page.write_text(
-        "See [it](other.md#same-title-1), [gone](missing.md), `[code](missing.md)` and [up](#top).\n\n# Top\n",
+        "See [it](other.md#same-title-1), [gone](missing.md), `[code](missing.md)`, [up](#top) and\n"
+        "[![a picture](shots/a.png)](shots/b.png).\n\n# Top\n",
         encoding="utf-8",
     )
-    assert relative_links(page) == ["other.md#same-title-1", "missing.md", "#top"]
+    assert relative_links(page) == ["other.md#same-title-1", "missing.md", "#top", "shots/a.png", "shots/b.png"]
     assert anchors(tmp_path / "other.md") == {"other-page", "same-title", "same-title-1"}
     assert slug("Tasks (long tool calls)") == "tasks-long-tool-calls"
     assert slug("Metrics: `GET /metrics`") == "metrics-get-metrics"
