@@ -4,9 +4,10 @@ when it names one), and every ``manage.py`` command and ``scripts/`` program the
 import re
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import pytest
-from django.core.management import get_commands
+from django.core.management import get_commands, load_command_class
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
@@ -82,14 +83,28 @@ def test_the_link_checker_finds_a_broken_link_and_a_broken_anchor(tmp_path: Path
     assert slug("Metrics: `GET /metrics`") == "metrics-get-metrics"
 
 
-def mentioned(pattern: str) -> set[str]:
-    return {name for page in PAGES for name in re.findall(pattern, page.read_text(encoding="utf-8"))}
+def mentioned(pattern: str) -> set[Any]:
+    return {found for page in PAGES for found in re.findall(pattern, page.read_text(encoding="utf-8"))}
 
 
 def test_every_manage_py_command_the_docs_name_exists() -> None:
     named = mentioned(r"manage\.py ([a-z_]+)")
     assert "createsuperuser" in named and "serve" in named
     assert named <= set(get_commands()), f"no such manage.py command: {sorted(named - set(get_commands()))}"
+
+
+def test_every_manage_py_option_the_docs_name_exists() -> None:
+    """``manage.py serve --port 8001`` and the like: each option the docs write after a command is the command's."""
+    unknown = set()
+    for command, rest in mentioned(r"manage\.py ([a-z_]+)([^`\n#]*)"):
+        if command not in get_commands():
+            continue  # the test above reports it
+        parser = load_command_class(get_commands()[command], command).create_parser("manage.py", command)
+        known = {option for action in parser._actions for option in action.option_strings}
+        unknown |= {f"{command} {option}" for option in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", rest)} - {
+            f"{command} {option}" for option in known
+        }
+    assert not unknown, f"options the commands do not take: {sorted(unknown)}"
 
 
 def test_every_script_the_docs_name_exists() -> None:
