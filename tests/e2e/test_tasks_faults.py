@@ -1,6 +1,6 @@
 """Tasks when things break, on a production topology of the test's own: the worker killed mid-task, Redis
 restarted (every key lost) while tasks run and wait, and Redis down when a task is created. In each case the
-client's task ends the way the README says, and the worker process rides it out."""
+client's task ends the way docs/protocol.md says, and the worker process rides it out."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tests.e2e.raw_http import raw_http_client, stateless_headers, stateless_req
 pytestmark = [*PRODUCTION_ONLY, pytest.mark.timeout(300)]
 
 TASKS = "io.modelcontextprotocol/tasks"
-# The platform's defaults (README, "Tasks"): the lease a worker holds on a run, and how often the sweep looks.
+# The platform's defaults (docs/protocol.md, "Tasks"): the lease a worker holds on a run, and how often the sweep looks.
 LEASE_SECONDS = 30.0
 SWEEP_SECONDS = 5.0
 # What a worker needs to start (Django, Celery, connecting) and a run to be claimed, on a busy machine.
@@ -136,7 +136,7 @@ async def test_the_worker_rides_out_redis_restarts_with_tasks_running_and_the_lo
 async def test_a_task_created_while_redis_is_down_is_accepted_and_runs_once_redis_is_back(
     fault_topology: Topology,
 ) -> None:
-    """The choice the README documents: the run is stored and the client gets its task (no 500, no error); the
+    """The choice docs/protocol.md documents: the run is stored and the client gets its task (no 500, no error); the
     sweep queues it once the broker is back, and it finishes, so it stops counting against the caller's limit."""
     url = fault_topology.endpoint(DEMO_TENANT)
     async with raw_http_client() as http:
