@@ -11,6 +11,8 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
 from tenants import services, validation
 from tenants.admin.policy import OWNING, admin_scope
@@ -19,7 +21,10 @@ from tenants.admin.service_backed import ServiceBackedAdmin, adopt, form_for
 from tenants.admin.tenant_page import tenant_page_context
 from tenants.models import Membership, Tenant
 
-NOT_FOUND = "No single account has this username or e-mail address."
+NOT_FOUND = (
+    "No single account has this username or e-mail address. Someone without an account: invite them by e-mail "
+    "(Invitations)."
+)
 LAST_OWNER = "A tenant keeps at least one owner: make someone else owner first."
 
 
@@ -52,7 +57,6 @@ class MembershipForm(forms.ModelForm):
     person = forms.CharField(
         label="Username or e-mail",
         max_length=254,
-        help_text="Of someone who already has an account on this platform.",
         widget=forms.TextInput(attrs={"autocomplete": "off"}),
     )
 
@@ -62,6 +66,10 @@ class MembershipForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["person"].help_text = format_html(
+            'Of someone who already has an account on this platform; <a href="{}">invite</a> anyone else by e-mail.',
+            reverse("admin:tenants_invitation_add"),
+        )
         if self.instance.pk is not None:
             person = self.fields["person"]
             person.disabled = True
