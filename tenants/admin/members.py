@@ -11,8 +11,6 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
-from django.urls import reverse
-from django.utils.html import format_html
 
 from tenants import services, validation
 from tenants.admin.policy import OWNING, admin_scope
@@ -57,6 +55,8 @@ class MembershipForm(forms.ModelForm):
     person = forms.CharField(
         label="Username or e-mail",
         max_length=254,
+        help_text="Of someone who already has an account on this platform. Anyone else: invite them by e-mail "
+        "(Invitations).",
         widget=forms.TextInput(attrs={"autocomplete": "off"}),
     )
 
@@ -66,10 +66,6 @@ class MembershipForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["person"].help_text = format_html(
-            'Of someone who already has an account on this platform; <a href="{}">invite</a> anyone else by e-mail.',
-            reverse("admin:tenants_invitation_add"),
-        )
         if self.instance.pk is not None:
             person = self.fields["person"]
             person.disabled = True
