@@ -144,7 +144,8 @@ def _send(invitation: Invitation, link: str) -> None:
         f"The link works once, for {invitation.email} only, until {expires}.\n"
         "If you did not expect it, ignore this e-mail.\n"
     )
-    send_mail(f"Invitation to {tenant.name} on the MCP platform", body, None, [invitation.email])
+    name = " ".join(tenant.name.split())  # a header holds one line
+    send_mail(f"Invitation to {name} on the MCP platform", body, None, [invitation.email])
 
 
 # ---- writes -------------------------------------------------------------------------------------------------

@@ -299,3 +299,13 @@ def test_principals_read_as_people_in_one_query(django_assert_num_queries: Any) 
         "": "—",
         "99999": "deleted account #99999",
     }
+
+
+def test_a_tenant_name_with_line_breaks_makes_a_one_line_subject(tenant: Tenant, mailoutbox: Any) -> None:
+    Tenant.objects.filter(pk=tenant.pk).update(name="Acme\nBcc: mallory@example.com")
+    tenant.refresh_from_db()
+
+    invite(tenant, person(tenant, "owner", "olivia"))
+
+    assert mailoutbox[0].subject == "Invitation to Acme Bcc: mallory@example.com on the MCP platform"
+    assert mailoutbox[0].recipients() == ["nadia@example.com"]
