@@ -449,3 +449,34 @@ class Upstream(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# ---- Invitations ------------------------------------------------------------------------------------------
+
+
+class Invitation(models.Model):
+    """Someone asked by e-mail to join a tenant with a role (``tenants.people`` owns the rules). The link's token is
+    kept only as its SHA-256 digest: the database alone opens no invitation."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField(max_length=254, verbose_name="e-mail")
+    role = models.CharField(max_length=16, choices=Membership.Role.choices)
+    token_digest = models.CharField(max_length=64, unique=True, editable=False)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(verbose_name="last sent")
+    expires_at = models.DateTimeField(verbose_name="expires")
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["tenant", "accepted_at", "revoked_at"], name="tenants_invitation_open")]
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.tenant} ({self.role})"

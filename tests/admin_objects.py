@@ -20,6 +20,7 @@ from mcp_platform.oauth.models import MachineClient, TenantApplication
 from tenants import secrets
 from tenants.backends.python_grants import python_function_grant
 from tenants.models import (
+    Invitation,
     Membership,
     OpenApiSource,
     Prompt,
@@ -216,6 +217,19 @@ def _openapi_source(tenant: Tenant) -> OpenApiSource:
     )
     ToolFactory(tenant=tenant, name=f"{tenant.slug}_imported", openapi_source=source)
     return source
+
+
+@makes(Invitation)
+def _invitation(tenant: Tenant) -> Invitation:
+    now = timezone.now()
+    return Invitation.objects.create(
+        tenant=tenant,
+        email=f"invitee@{tenant.slug}.example",
+        role=Membership.Role.ADMIN,
+        token_digest=token_bytes.token_hex(32),
+        sent_at=now,
+        expires_at=now + timedelta(days=7),
+    )
 
 
 @makes(PythonFunctionGrant)

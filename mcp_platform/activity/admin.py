@@ -19,6 +19,7 @@ from django.utils.html import format_html
 from mcp_platform.activity.export import export_response
 from mcp_platform.activity.models import ActivityRecord
 from tenants.admin.policy import admin_scope
+from tenants.admin.principals import PrincipalsNamed, named_choices
 from tenants.admin.scoping import TenantScopedAdmin
 
 # Distinct values offered by a filter: the most frequent first, at most this many (type-in search covers the rest).
@@ -67,9 +68,12 @@ class _ValueFilter(admin.SimpleListFilter):
 
 
 class PrincipalFilter(_ValueFilter):
-    title = "principal (user id)"
+    title = "person"
     parameter_name = "principal"
     field = "principal"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return named_choices([value for value, _ in super().lookups(request, model_admin)])
 
 
 class ClientFilter(_ValueFilter):
@@ -85,9 +89,9 @@ class TargetFilter(_ValueFilter):
 
 
 @admin.register(ActivityRecord)
-class ActivityRecordAdmin(TenantScopedAdmin):
+class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
     tenant_path = "tenant"
-    list_display = ("at", "tenant", "method", "target", "principal", "client", "outcome_shown", "duration")
+    list_display = ("at", "tenant", "method", "target", "principal_person", "client", "outcome_shown", "duration")
     list_filter = (PeriodFilter, "outcome", "kind", "method", TargetFilter, PrincipalFilter, ClientFilter, "tenant")
     search_fields = ("target", "request_id", "client_name", "principal")
     list_select_related = ("tenant",)
@@ -99,7 +103,7 @@ class ActivityRecordAdmin(TenantScopedAdmin):
         "kind",
         "method",
         "target",
-        "principal",
+        "principal_person",
         "client_id",
         "client_name",
         "client_version",

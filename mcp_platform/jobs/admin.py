@@ -17,6 +17,7 @@ from django.utils.html import format_html, format_html_join
 from mcp_platform.jobs.models import ToolRun
 from mcp_platform.jobs.selectors import TERMINAL_STATUSES, Caller
 from mcp_platform.jobs.services import tool_run_cancel
+from tenants.admin.principals import PrincipalFilter, PrincipalsNamed
 from tenants.admin.scoping import TenantScopedAdmin
 
 # The changelist asks for the runs it shows (one page, 100 at most by default).
@@ -58,7 +59,7 @@ def progress_label(run: ToolRun) -> str:
 
 
 @admin.register(ToolRun)
-class ToolRunAdmin(TenantScopedAdmin):
+class ToolRunAdmin(PrincipalsNamed, TenantScopedAdmin):
     list_display = (
         "id",
         "tenant",
@@ -66,14 +67,17 @@ class ToolRunAdmin(TenantScopedAdmin):
         "live_status",
         "live_progress",
         "live_message",
-        "principal",
+        "principal_person",
         "created_at",
         "duration",
         "expires_at",
     )
-    list_filter = ("status", "tenant", "tool_name", "principal")
+    list_filter = ("status", "tenant", "tool_name", PrincipalFilter)
     search_fields = ("id", "tool_name", "principal")
-    readonly_fields = [*(field.name for field in ToolRun._meta.fields), "duration"]
+    readonly_fields = [
+        *("principal_person" if field.name == "principal" else field.name for field in ToolRun._meta.fields),
+        "duration",
+    ]
     # What changes while a run works is shown once, in the live panel at the top of its page.
     fields = [name for name in readonly_fields if name not in LIVE_FIELDS]
     actions = ["cancel_runs"]

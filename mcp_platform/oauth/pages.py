@@ -1,4 +1,5 @@
-"""Pages people see around authorization: sign-in and sign-out (Django's views, our templates) and connected apps."""
+"""Pages people see around authorization: sign-in and sign-out (Django's views, our templates), connected apps,
+and the page an invitation's link opens."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from mcp_platform.oauth.connections import connection_list, connection_revoke
 from mcp_platform.oauth.headers import page_policy
+from mcp_platform.oauth.invitations import invitation_page
 from mcp_platform.oauth.models import TenantApplication
 from mcp_platform.oauth.presentation import client_face
 
@@ -60,4 +62,5 @@ urlpatterns = [
     path("logout/", page_policy(auth_views.LogoutView.as_view(next_page="oauth-login")), name="oauth-logout"),
     path("apps/", connected_apps, name="oauth-connected-apps"),
     path("apps/<int:application_id>/revoke/", connected_app_revoke, name="oauth-connected-app-revoke"),
+    path("invitation/<str:token>/", invitation_page, name="account-invitation"),
 ]

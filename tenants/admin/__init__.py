@@ -6,7 +6,9 @@
 - ``fields``, ``schema``: form fields that keep what was typed, and the JSON Schema editor;
 - ``service_backed``: the base of admin classes whose writes go through the services;
 - ``pages``: pages other apps add to an admin class (the console's pages on the tool admin);
-- the areas: ``members`` (tenants and their members; ``tenant_page`` is the tenant page's context), ``catalog``
+- ``principals``: people by name wherever a page shows a principal (activity log, tool runs);
+- the areas: ``members`` (tenants and their members; ``tenant_page`` is the tenant page's context), ``invitations``
+  (inviting people by e-mail), ``catalog``
   (tools, resources, templates, prompts), ``secrets``, ``python_functions`` (the grants, and the function select of
   the catalog forms), ``openapi`` (OpenAPI sources and their import page), ``upstreams`` (upstream MCP servers).
 
@@ -14,4 +16,4 @@ Importing the package (Django's admin autodiscovery does) registers every area's
 site, once; no other app registers or replaces them.
 """
 
-from tenants.admin import catalog, members, openapi, python_functions, secrets, upstreams  # noqa: F401
+from tenants.admin import catalog, invitations, members, openapi, python_functions, secrets, upstreams  # noqa: F401

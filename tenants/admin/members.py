@@ -19,7 +19,10 @@ from tenants.admin.service_backed import ServiceBackedAdmin, adopt, form_for
 from tenants.admin.tenant_page import tenant_page_context
 from tenants.models import Membership, Tenant
 
-NOT_FOUND = "No single account has this username or e-mail address."
+NOT_FOUND = (
+    "No single account has this username or e-mail address. Someone without an account: invite them by e-mail "
+    "(Invitations)."
+)
 LAST_OWNER = "A tenant keeps at least one owner: make someone else owner first."
 
 
@@ -52,7 +55,8 @@ class MembershipForm(forms.ModelForm):
     person = forms.CharField(
         label="Username or e-mail",
         max_length=254,
-        help_text="Of someone who already has an account on this platform.",
+        help_text="Of someone who already has an account on this platform. Anyone else: invite them by e-mail "
+        "(Invitations).",
         widget=forms.TextInput(attrs={"autocomplete": "off"}),
     )
 

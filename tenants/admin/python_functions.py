@@ -1,5 +1,6 @@
-"""Admin for Python functions: the per-tenant grants (superusers only) and the select of granted functions that
-tool, template and prompt forms offer instead of a typed name."""
+"""Admin for Python functions: the per-tenant grants (superusers only; several functions in one form, only those the
+tenant may be granted offered) and the select of granted functions that tool, template and prompt forms offer
+instead of a typed name."""
 
 from __future__ import annotations
 
@@ -10,13 +11,21 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponseRedirect
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from tenants.admin.scoping import NOBODY, TenantScopedAdmin
-from tenants.backends.python_grants import function_help, grant_problem, python_function_grant, python_function_revoke
+from tenants.backends.python_grants import (
+    function_help,
+    grant_problem,
+    grantable_functions,
+    python_function_revoke,
+    python_functions_grant,
+    python_functions_granted,
+)
 from tenants.backends.registry import default_registry
-from tenants.models import Backend, Prompt, PythonFunctionGrant, ResourceTemplate, Tool
+from tenants.models import Backend, Prompt, PythonFunctionGrant, ResourceTemplate, Tenant, Tool
 
 FunctionChoices = list[tuple[str, Any]]
 
@@ -94,31 +103,50 @@ class PythonFunctionForm(forms.ModelForm):
 
 
 class GrantForm(forms.ModelForm):
-    function = forms.ChoiceField()
+    """One tenant and any number of functions at once; only functions the tenant may be granted are offered (those
+    reserved for another built-in tenant never are), and those it holds already are listed, not offered."""
+
+    functions = forms.MultipleChoiceField(
+        label="Python functions", widget=forms.CheckboxSelectMultiple, error_messages={"required": "Tick at least one."}
+    )
 
     class Meta:
         model = PythonFunctionGrant
-        fields = ("tenant", "function")
+        fields = ("tenant", "functions")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        names = default_registry.names()
-        field = self.fields["function"]
-        assert isinstance(field, forms.ChoiceField)
-        field.choices = [(name, name) for name in names]
-        field.help_text = format_html(
-            "Registered functions; <code>conformance.*</code> and <code>bench.*</code> only for their built-in "
-            "tenants.<ul>{}</ul>",
-            format_html_join("", "<li><code>{}</code></li>", ((function_help(n),) for n in names)),
-        )
+        tenant = self._chosen_tenant()
+        held = set(python_functions_granted(tenant_id=tenant.pk)) if tenant is not None else set()
+        names = [name for name in grantable_functions(tenant) if name not in held]
+        field = self.fields["functions"]
+        assert isinstance(field, forms.MultipleChoiceField)
+        field.choices = [(name, function_help(name)) for name in names]
+        notes = ["Registered functions this tenant may be granted."]
+        if held:
+            notes.append(format_html("Already granted: {}.", ", ".join(sorted(held))))
+        if tenant is None:
+            notes.append(
+                "Packages reserved for a built-in tenant (conformance.*, bench.*) are offered for that tenant only."
+            )
+        field.help_text = format_html_join(" ", "{}", ((note,) for note in notes))
+
+    def _chosen_tenant(self) -> Tenant | None:
+        raw = self.data.get("tenant") if self.is_bound else self.initial.get("tenant")
+        if isinstance(raw, Tenant):
+            return raw
+        try:
+            return Tenant.objects.filter(pk=int(raw)).first() if raw not in (None, "") else None
+        except (TypeError, ValueError):
+            return None
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        tenant, function = cleaned.get("tenant"), cleaned.get("function")
-        if tenant is not None and function:
-            problem = grant_problem(tenant, function)
+        tenant = cleaned.get("tenant")
+        for function in cleaned.get("functions") or ():
+            problem = grant_problem(tenant, function) if tenant is not None else None
             if problem is not None:
-                self.add_error("function", problem)
+                self.add_error("functions", problem)
         return cleaned
 
 
@@ -138,9 +166,29 @@ class PythonFunctionGrantAdmin(TenantScopedAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # a grant is added or withdrawn, never edited into another
 
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return ("tenant", "functions") if obj is None else ("tenant", "function", "granted_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return () if obj is None else ("tenant", "function", "granted_at")
+
     def save_model(self, request: HttpRequest, obj: PythonFunctionGrant, form: forms.ModelForm, change: bool) -> None:
-        stored = python_function_grant(tenant=obj.tenant, function=obj.function)
+        functions = sorted(form.cleaned_data["functions"])
+        python_functions_grant(tenant=obj.tenant, functions=functions)
+        stored = PythonFunctionGrant.objects.get(tenant=obj.tenant, function=functions[0])
         obj.__dict__.update(stored.__dict__)
+        obj.granted_now = functions  # type: ignore[attr-defined]
+
+    def response_add(self, request: HttpRequest, obj: PythonFunctionGrant, post_url_continue: str | None = None) -> Any:
+        functions = getattr(obj, "granted_now", [obj.function])
+        self.message_user(
+            request,
+            f"Granted {len(functions)} function{'s' if len(functions) != 1 else ''} to {obj.tenant.slug}: "
+            f"{', '.join(functions)}.",
+            messages.SUCCESS,
+        )
+        changelist = reverse("admin:tenants_pythonfunctiongrant_changelist")
+        return HttpResponseRedirect(f"{changelist}?tenant__id__exact={obj.tenant_id}")
 
     def _revoke(self, request: HttpRequest, grant: PythonFunctionGrant) -> None:
         try:

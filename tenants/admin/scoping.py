@@ -47,19 +47,31 @@ def scoped_choices(queryset: QuerySet[Any], request: HttpRequest, site: admin.Ad
 
 def scope_form_fields(form: forms.BaseForm, request: HttpRequest, site: admin.AdminSite, roles: Roles) -> None:
     """Narrow every model choice of ``form`` (declared or generated) to what the person may pick. A tenant choice
-    is required of tenant admins: a row without a tenant is platform staff's. A form that offers tenants' rows in
-    other fields narrows them in its ``limit_to_tenants(tenant_ids)``."""
+    is required of tenant admins (a row without a tenant is platform staff's) and comes chosen when they may pick
+    one tenant only. A form that offers tenants' rows in other fields narrows them in its
+    ``limit_to_tenants(tenant_ids)``."""
     scope = admin_scope(request)
     if scope.everything:
         return
+    tenant_ids = scope.tenant_ids(roles)
     limit = getattr(form, "limit_to_tenants", None)
     if callable(limit):
-        limit(scope.tenant_ids(roles))
-    for field in form.fields.values():
+        limit(tenant_ids)
+    for name, field in form.fields.items():
         if isinstance(field, forms.ModelChoiceField) and field.queryset is not None:
             field.queryset = scoped_choices(field.queryset, request, site, roles)
             if issubclass(field.queryset.model, Tenant):
                 field.required = True
+                preselect_only_tenant(form, name, tenant_ids)
+
+
+def preselect_only_tenant(form: forms.BaseForm, name: str, tenant_ids: frozenset[int]) -> None:
+    """A person who may pick one tenant only finds it chosen in a new row's form (what they typed, or a tenant
+    named in the address, stays)."""
+    if len(tenant_ids) != 1 or form.is_bound or getattr(getattr(form, "instance", None), "pk", None) is not None:
+        return
+    if form.initial.get(name) in (None, ""):
+        (form.initial[name],) = tenant_ids
 
 
 def scoped_form(form_class: type[Any], request: HttpRequest, site: admin.AdminSite, roles: Roles) -> type[Any]:

@@ -4,6 +4,7 @@ to any admin class that does not declare how its model reaches a tenant."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import admin
@@ -14,10 +15,12 @@ from django.core.exceptions import ValidationError
 from django.db.models import Model
 from django.db.models.base import ModelBase
 from django.http import Http404, HttpRequest, HttpResponse
-from django.urls import NoReverseMatch, URLPattern, URLResolver, path
+from django.template.response import TemplateResponse
+from django.urls import NoReverseMatch, URLPattern, URLResolver, path, reverse
 
-from tenants.admin.policy import admin_scope, admin_scope_for
+from tenants.admin.policy import ADMINISTERING, admin_scope, admin_scope_for
 from tenants.admin.scoping import TenantScopedAdmin, platform_only
+from tenants.models import Membership, Tenant
 
 
 class TenantAdminAuthenticationForm(AdminAuthenticationForm):
@@ -40,11 +43,48 @@ class TenantAdminAuthenticationForm(AdminAuthenticationForm):
             )
 
 
+@dataclass(frozen=True)
+class YourTenant:
+    """One line of the index's "Your tenants": a tenant the person holds a role in, and where to go from there."""
+
+    tenant: Tenant
+    role: str
+    page: str
+    tools: str
+    invite: str
+
+
+def your_tenants(request: HttpRequest) -> list[YourTenant]:
+    """The tenants the signed-in person administers by membership (a superuser's own memberships), by name."""
+    roles = dict(
+        Membership.objects.filter(user_id=request.user.pk or 0, role__in=ADMINISTERING).values_list("tenant_id", "role")
+    )
+    labels = dict(Membership.Role.choices)
+    tools, invite = reverse("admin:tenants_tool_changelist"), reverse("admin:tenants_invitation_add")
+    return [
+        YourTenant(
+            tenant=tenant,
+            role=str(labels[roles[tenant.pk]]),
+            page=reverse("admin:tenants_tenant_change", args=[tenant.pk]),
+            tools=f"{tools}?tenant__id__exact={tenant.pk}",
+            invite=f"{invite}?tenant={tenant.pk}",
+        )
+        for tenant in Tenant.objects.filter(pk__in=roles).order_by("name", "slug")
+    ]
+
+
 class TenantAdminSite(admin.AdminSite):
     site_header = "MCP platform administration"
     site_title = "MCP platform admin"
     index_title = "Your tenants"
+    index_template = "admin/platform_index.html"
     login_form = TenantAdminAuthenticationForm
+
+    def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
+        context = {**(extra_context or {}), "your_tenants": your_tenants(request)}
+        if request.user.is_superuser:
+            context["all_tenants_count"] = Tenant.objects.count()
+        return super().index(request, context)
 
     def has_permission(self, request: HttpRequest) -> bool:
         # The scope is resolved here, once, before any admin view runs; the views read it from the request.

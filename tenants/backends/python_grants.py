@@ -26,6 +26,17 @@ def grant_problem(tenant: Tenant, function: str, *, registry: PythonRegistry = d
     return None
 
 
+def grantable_functions(tenant: Tenant | None, *, registry: PythonRegistry = default_registry) -> list[str]:
+    """The registered functions ``tenant`` may be granted (those reserved for another tenant left out); without a
+    tenant, those any tenant may be granted."""
+    slug = tenant.slug if tenant is not None else None
+    return [
+        name
+        for name in registry.names()
+        if (reserved := registry.reserved_for(name)) is None or (slug is not None and slug in reserved)
+    ]
+
+
 def python_function_grant(*, tenant: Tenant, function: str) -> PythonFunctionGrant:
     """Allow ``tenant`` to bind ``function`` (idempotent). Raises ``ValidationError``."""
     problem = grant_problem(tenant, function)

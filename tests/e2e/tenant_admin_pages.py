@@ -6,6 +6,7 @@ The owner is made only through a membership: no staff flag, no model permission.
 
 from __future__ import annotations
 
+import re
 import secrets
 import sys
 from dataclasses import dataclass
@@ -78,6 +79,18 @@ def add_member(page: Any, base: str, scene: TenantAdminScene, who: str, role: st
     page.get_by_label("Username or e-mail").fill(who)
     page.get_by_label("Role").select_option(label=role)
     page.get_by_role("button", name="Save", exact=True).click()
+
+
+def mailed_link(live: LiveServer, address: str) -> str:
+    """The invitation link in the last message the platform mailed to ``address`` (the file-based mail backend)."""
+    found = ""
+    for message in sorted(Path(live.command_env["EMAIL_FILE_PATH"]).glob("*.log")):
+        text = message.read_text()
+        if f"To: {address}" in text:
+            links = re.findall(r"https?://\S+/account/invitation/[A-Za-z0-9_\-]+/", text)
+            found = links[-1] if links else found
+    assert found, f"no invitation mailed to {address}"
+    return found
 
 
 def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:

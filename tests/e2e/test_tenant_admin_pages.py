@@ -1,6 +1,7 @@
 """A tenant owner made only through a membership runs their tenant from /admin/ in Debian's Chromium: signs in,
-sees only their tenant's rows, meets a 404 at another tenant's page, adds a member by username and by e-mail;
-the pages pass axe-core."""
+sees only their tenant's rows, meets a 404 at another tenant's page, adds a member by username and by e-mail,
+invites someone by e-mail who creates their account from the mailed link and lands in the admin; the pages pass
+axe-core."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.browser import axe_violations
+from tests.e2e.browser import PASSWORD, axe_violations
 from tests.e2e.live import LiveServer
-from tests.e2e.tenant_admin_pages import TenantAdminScene, add_member, scene_create, sign_in
+from tests.e2e.tenant_admin_pages import TenantAdminScene, add_member, mailed_link, scene_create, sign_in
 
 
 @pytest.fixture
@@ -108,3 +109,76 @@ def test_the_tenant_page_gives_the_endpoint_to_copy(
     expect(page.get_by_role("row", name="Claude Code")).to_contain_text(
         f"claude mcp add --transport http {scene.ours_slug}"
     )
+
+
+# Each page in both themes and both widths, two axe runs a page: (light, 390) and (dark, 1,400), then the other way.
+LOOKS = (("light", 390), ("dark", 1400))
+
+
+def fits(page: Any, width: int) -> bool:
+    return bool(page.evaluate(f"document.documentElement.scrollWidth <= {width}"))
+
+
+@pytest.mark.timeout(300)  # the live platform's start, when this test runs first, counts too
+def test_an_owner_invites_by_email_and_the_invitee_runs_the_tenant(
+    chromium: Any, page: Any, live_platform: LiveServer, scene: TenantAdminScene
+) -> None:
+    base = live_platform.web_urls[0]
+    invitee, address = f"ines-{scene.ours_slug}", f"ines@{scene.ours_slug}.example"
+    checked: dict[str, list[str]] = {}
+
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{base}/admin/tenants/invitation/add/")
+    expect(page.get_by_label("Tenant")).to_have_value(str(scene.ours))  # their only tenant, already chosen
+    page.get_by_label("E-mail").fill(address)
+    page.get_by_label("Role").select_option(label="Owner")
+    checked["invite form"] = axe_violations(page)
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator(".messagelist")).to_contain_text("was added successfully")
+    expect(page.get_by_role("row", name=address)).to_contain_text("Pending")
+    link = mailed_link(live_platform, address)
+    assert link.startswith(f"{base}/account/invitation/")
+
+    context = chromium.new_context(viewport={"width": 390, "height": 844})
+    context.set_default_timeout(15_000)
+    guest = context.new_page()
+    try:
+        guest.goto(link)
+        expect(guest.get_by_role("heading", name="Join Acme support")).to_be_visible()
+        expect(guest.locator("#invited-email")).to_have_text(address)
+        for scheme, width in LOOKS:
+            guest.emulate_media(color_scheme=scheme)
+            guest.set_viewport_size({"width": width, "height": 900})
+            checked[f"invitation {scheme} {width}"] = axe_violations(guest)
+            assert fits(guest, width), f"invitation page wider than {width} px"
+        guest.get_by_label("Username").fill(invitee)
+        guest.get_by_label("Password", exact=True).fill("short")
+        guest.get_by_label("Password again").fill("short")
+        guest.get_by_role("button", name="Create account and accept").click()
+        expect(guest.get_by_text("This password is too short.")).to_be_visible()
+        expect(guest.get_by_label("Username")).to_have_value(invitee)  # nothing typed is lost but the passwords
+        guest.get_by_label("Password", exact=True).fill(PASSWORD)
+        guest.get_by_label("Password again").fill(PASSWORD)
+        guest.get_by_role("button", name="Create account and accept").click()
+
+        guest.wait_for_url(f"{base}/admin/")
+        expect(guest.locator(".messagelist")).to_contain_text("You joined Acme support as owner.")
+        tenants = guest.locator("#your-tenants")
+        expect(tenants.get_by_role("link", name="Acme support", exact=True)).to_be_visible()
+        expect(tenants).to_contain_text("Owner")
+        assert "Globex billing" not in guest.content()
+        for scheme, width in reversed(LOOKS):
+            guest.emulate_media(color_scheme=scheme)
+            guest.set_viewport_size({"width": width, "height": 900})
+            checked[f"index {scheme} {width}"] = axe_violations(guest)
+            box = tenants.bounding_box()
+            assert box is not None and box["x"] + box["width"] <= width, f"tenants wider than {width} px"
+
+        guest.goto(f"{base}/admin/tenants/resource/add/")
+        expect(guest.get_by_label("Tenant")).to_have_value(str(scene.ours))
+        guest.goto(link)
+        expect(guest.get_by_role("heading", name="This invitation was already accepted")).to_be_visible()
+    finally:
+        context.close()
+
+    assert checked == {name: [] for name in checked}

@@ -30,6 +30,7 @@ TENANT_ADMINS = {
     "Prompt": "tenants.admin.catalog.PromptAdmin",
     "Secret": "tenants.admin.secrets.SecretAdmin",
     "PythonFunctionGrant": "tenants.admin.python_functions.PythonFunctionGrantAdmin",
+    "Invitation": "tenants.admin.invitations.InvitationAdmin",
     "OpenApiSource": "tenants.admin.openapi.OpenApiSourceAdmin",
     "Upstream": "tenants.admin.upstreams.UpstreamAdmin",
 }

@@ -213,7 +213,8 @@ def test_an_owner_adds_members_by_username_or_email(client: Client, ours: Tenant
 
     assert by_name.status_code == 302 and by_email.status_code == 302
     assert unknown.context["adminform"].form.errors["person"] == [
-        "No single account has this username or e-mail address."
+        "No single account has this username or e-mail address. Someone without an account: invite them by e-mail "
+        "(Invitations)."
     ]
     assert "person" in again.context["adminform"].form.errors
     roles = dict(Membership.objects.filter(tenant=ours).values_list("user__username", "role"))

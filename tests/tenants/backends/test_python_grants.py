@@ -101,14 +101,46 @@ def test_only_superusers_see_and_make_grants(client: Any, tenant: Tenant) -> Non
 
     client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
     response = client.post(
-        reverse("admin:tenants_pythonfunctiongrant_add"), {"tenant": tenant.pk, "function": "conformance.greet"}
+        reverse("admin:tenants_pythonfunctiongrant_add"), {"tenant": tenant.pk, "functions": ["conformance.greet"]}
     )
-    assert "belongs to the built-in tenant" in response.content.decode()
+    assert "conformance.greet is not one of the available choices" in response.content.decode()
     response = client.post(
-        reverse("admin:tenants_pythonfunctiongrant_add"), {"tenant": tenant.pk, "function": "demo.echo"}
+        reverse("admin:tenants_pythonfunctiongrant_add"), {"tenant": tenant.pk, "functions": ["demo.echo"]}
     )
     assert response.status_code == 302
     assert python_functions_granted(tenant_id=tenant.pk) == ["demo.echo"]
+
+
+def test_staff_grant_several_functions_to_a_tenant_in_one_form(admin_client: Any, tenant: Tenant) -> None:
+    add = reverse("admin:tenants_pythonfunctiongrant_add")
+
+    response = admin_client.post(
+        add, {"tenant": tenant.pk, "functions": ["demo.echo", "demo.add", "demo.count_slowly"]}
+    )
+
+    assert response.status_code == 302
+    assert response["Location"].endswith(f"?tenant__id__exact={tenant.pk}")
+    assert python_functions_granted(tenant_id=tenant.pk) == ["demo.add", "demo.count_slowly", "demo.echo"]
+    listing = admin_client.get(response["Location"]).content.decode()
+    assert "Granted 3 functions to acme: demo.add, demo.count_slowly, demo.echo." in listing
+
+
+def test_the_grant_form_offers_only_what_the_tenant_may_be_granted(admin_client: Any, tenant: Tenant) -> None:
+    python_function_grant(tenant=tenant, function="demo.echo")
+    conformance = TenantFactory(slug="conformance", name="Conformance")
+    add = reverse("admin:tenants_pythonfunctiongrant_add")
+
+    for_acme = admin_client.get(f"{add}?tenant={tenant.pk}").content.decode()
+    for_conformance = admin_client.get(f"{add}?tenant={conformance.pk}").content.decode()
+    without_tenant = admin_client.get(add).content.decode()
+
+    assert 'type="checkbox" name="functions" value="demo.add"' in for_acme
+    assert 'value="demo.echo"' not in for_acme and "Already granted: demo.echo." in for_acme
+    assert 'value="conformance.' not in for_acme and 'value="bench.' not in for_acme
+    assert 'value="conformance.greet"' in for_conformance and 'value="bench.' not in for_conformance
+    assert 'value="demo.add"' in without_tenant and 'value="conformance.' not in without_tenant
+    refused = admin_client.post(add, {"tenant": tenant.pk, "functions": []})
+    assert "Tick at least one." in refused.content.decode()
 
 
 def test_the_tool_form_offers_the_granted_functions_with_their_signatures(admin_client: Any, tenant: Tenant) -> None:
