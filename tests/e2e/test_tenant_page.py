@@ -21,6 +21,9 @@ from tests.e2e.browser import axe_violations
 from tests.e2e.live import PYTHON, REPO, LiveServer
 from tests.e2e.tenant_admin_pages import TenantAdminScene, scene_create, sign_in
 
+# Past the default: a platform to start (and, once, the TypeScript SDK to install) on a shared machine.
+pytestmark = pytest.mark.timeout(300)
+
 SNIPPET_TIMEOUT = 60.0
 # The TypeScript SDK the snippet is run with: installed once into the repository's cache (npm registry needed; a
 # machine without it fails this test, as CI would).
