@@ -1,7 +1,8 @@
 """The tenant's admin page in Debian's Chromium, as its owner sees it: every snippet runs as copied against the live
 platform (the Python one with the official SDK, the TypeScript one with @modelcontextprotocol/sdk under Node, curl),
-for a public tenant and for one that requires a token; and the page, its tool's schema editor and console read well
-at 390 px and 1,400 px, light and dark (axe-core clean, no sideways scrolling, editors dark in the dark theme)."""
+for a public tenant and for one that requires a token; and the page, its tool's schema editor and console, and the
+landing page read well at 390 px and 1,400 px, light and dark (axe-core clean, no sideways scrolling, editors dark
+in the dark theme)."""
 
 from __future__ import annotations
 
@@ -176,6 +177,7 @@ def test_the_tenant_page_and_its_tools_pages_read_well(
     found: dict[str, Any] = {}
     try:
         for name, path in (
+            ("landing", "/"),
             ("tenant", f"/admin/tenants/tenant/{protected.pk}/change/"),
             ("tool", f"/admin/tenants/tool/{scene.our_tool}/change/"),
             ("console", f"/admin/tenants/tool/{scene.our_tool}/console/"),
@@ -196,7 +198,8 @@ def test_the_tenant_page_and_its_tools_pages_read_well(
         context.close()
 
     clean = {"wider than the window": False, "axe": []}
-    assert {name: found[name] for name in ("tenant", "tool", "console")} == {
+    assert {name: found[name] for name in ("landing", "tenant", "tool", "console")} == {
+        "landing": clean,
         "tenant": clean,
         "tool": clean,
         "console": clean,
