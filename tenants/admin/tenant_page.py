@@ -4,6 +4,7 @@ and SDKs, and the catalog at a glance (with links to each list, filtered to the 
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +48,7 @@ def _python_snippet(endpoint: str, *, token: bool) -> str:
             "import anyio\n"
             "from mcp.client import Client\n\n\n"
             "async def main() -> None:\n"
-            f'    async with Client("{endpoint}") as client:\n'
+            f"    async with Client({json.dumps(endpoint)}) as client:\n"
             "        tools = await client.list_tools()\n"
             "        for tool in tools.tools:\n"
             '            print(tool.name, "-", tool.description or "")\n\n\n'
@@ -59,7 +60,7 @@ def _python_snippet(endpoint: str, *, token: bool) -> str:
         "import httpx2\n"
         "from mcp.client import Client\n"
         "from mcp.client.streamable_http import streamable_http_client\n\n"
-        f'URL = "{endpoint}"\n\n\n'
+        f"URL = {json.dumps(endpoint)}\n\n\n"
         "async def main() -> None:\n"
         f'    headers = {{"Authorization": f"Bearer {{os.environ[\'{TOKEN_VARIABLE}\']}}"}}\n'
         "    async with (\n"
@@ -82,7 +83,7 @@ def _typescript_snippet(endpoint: str, *, token: bool) -> str:
     return (
         'import { Client } from "@modelcontextprotocol/sdk/client/index.js";\n'
         'import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";\n\n'
-        f'const transport = new StreamableHTTPClientTransport(new URL("{endpoint}"){options});\n'
+        f"const transport = new StreamableHTTPClientTransport(new URL({json.dumps(endpoint)}){options});\n"
         'const client = new Client({ name: "my-client", version: "1.0.0" });\n'
         "await client.connect(transport);\n"
         "const { tools } = await client.listTools();\n"
@@ -95,7 +96,7 @@ def _curl_snippet(endpoint: str, *, token: bool) -> str:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": STATELESS_META}})
     auth = f'  -H "Authorization: Bearer ${TOKEN_VARIABLE}" \\\n' if token else ""
     return (
-        f"curl -s {endpoint} \\\n"
+        f"curl -s {shlex.quote(endpoint)} \\\n"
         '  -H "Content-Type: application/json" -H "Accept: application/json, text/event-stream" \\\n'
         '  -H "MCP-Protocol-Version: 2026-07-28" -H "Mcp-Method: tools/list" \\\n'
         f"{auth}"
@@ -106,8 +107,8 @@ def _curl_snippet(endpoint: str, *, token: bool) -> str:
 def _token_snippet(endpoint: str, token_url: str) -> str:
     return (
         "# CLIENT_ID and CLIENT_SECRET: a machine client of this tenant (its secret is shown once, when it is added)\n"
-        f'export {TOKEN_VARIABLE}=$(curl -s -u "$CLIENT_ID:$CLIENT_SECRET" {token_url} \\\n'
-        f"  -d grant_type=client_credentials -d resource={endpoint} \\\n"
+        f'export {TOKEN_VARIABLE}=$(curl -s -u "$CLIENT_ID:$CLIENT_SECRET" {shlex.quote(token_url)} \\\n'
+        f"  -d grant_type=client_credentials -d resource={shlex.quote(endpoint)} \\\n"
         "  | python3 -c 'import json, sys; print(json.load(sys.stdin)[\"access_token\"])')\n"
     )
 
