@@ -121,7 +121,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files (the pages' stylesheet, the admin's assets) in every topology, DEBUG or not.
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # WhiteNoise, streaming asynchronously under ASGI (mcp_platform/static_files.py).
+    "mcp_platform.static_files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -50,6 +50,7 @@ class Tenant(models.Model):
     instructions = models.TextField(blank=True, help_text="Sent to clients as the MCP server instructions.")
     requires_authorization = models.BooleanField(default=False)
     cache_ttl_ms = models.PositiveIntegerField(
+        "cache TTL (ms)",
         null=True,
         blank=True,
         help_text="2026-07-28 cache hint: how long clients may reuse lists and resource reads (ms). "
@@ -177,11 +178,11 @@ class Tool(models.Model):
 
 class Resource(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="resources")
-    uri = models.CharField(max_length=2048)
+    uri = models.CharField("URI", max_length=2048)
     name = models.CharField(max_length=255)
     title = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
-    mime_type = models.CharField(max_length=255, blank=True)
+    mime_type = models.CharField("MIME type", max_length=255, blank=True)
     # NULL, not "", says which of the two a resource has: "" is a valid (empty) text.
     text = models.TextField(null=True, blank=True)  # noqa: DJ001
     blob = models.TextField(null=True, blank=True, help_text="Base64-encoded binary content.")  # noqa: DJ001
@@ -212,10 +213,12 @@ class Resource(models.Model):
 class ResourceTemplate(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="resource_templates")
     name = models.CharField(max_length=255)
-    uri_template = models.CharField(max_length=2048, help_text="RFC 6570 template, e.g. docs://{section}/{page}.")
+    uri_template = models.CharField(
+        "URI template", max_length=2048, help_text="RFC 6570 template, e.g. docs://{section}/{page}."
+    )
     title = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
-    mime_type = models.CharField(max_length=255, blank=True)
+    mime_type = models.CharField("MIME type", max_length=255, blank=True)
     backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.STATIC)
     config = models.JSONField(
         default=dict,
@@ -313,12 +316,14 @@ class OpenApiSource(models.Model):
     location = models.CharField(max_length=2048, help_text="The document's URL, or the file name it was read from.")
     prefix = models.CharField(max_length=64, blank=True, help_text="Put before every tool name, e.g. petstore_.")
     base_url = models.CharField(
-        max_length=2048, blank=True, help_text="Overrides the document's servers. Empty: from the document."
+        "base URL", max_length=2048, blank=True, help_text="Overrides the document's servers. Empty: from the document."
     )
     secret_name = models.CharField(
         max_length=64, blank=True, help_text="The tenant secret the tools authenticate with."
     )
-    client_id = models.CharField(max_length=255, blank=True, help_text="OAuth 2.0 client credentials: the client id.")
+    client_id = models.CharField(
+        "client ID", max_length=255, blank=True, help_text="OAuth 2.0 client credentials: the client id."
+    )
     document_sha256 = models.CharField(max_length=64, editable=False)
     imported_at = models.DateTimeField(editable=False)
 
@@ -342,6 +347,7 @@ Tool.add_to_class(
         editable=False,
         on_delete=models.CASCADE,
         related_name="tools",
+        verbose_name="OpenAPI source",
         help_text="The OpenAPI import this tool came from; importing it again updates or removes the tool.",
     ),
 )
@@ -391,7 +397,7 @@ class Upstream(models.Model):
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="upstreams")
     name = models.CharField(max_length=64, validators=[upstream_name_validator])
-    url = models.URLField(max_length=2048, help_text="The upstream's MCP endpoint (Streamable HTTP or /sse).")
+    url = models.URLField("URL", max_length=2048, help_text="The upstream's MCP endpoint (Streamable HTTP or /sse).")
     prefix = models.CharField(
         max_length=64,
         blank=True,

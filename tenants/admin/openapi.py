@@ -41,7 +41,9 @@ class SourceForm(forms.Form):
     secret_name = forms.CharField(
         required=False, max_length=64, label="Secret", help_text="The tenant secret the tools authenticate with."
     )
-    client_id = forms.CharField(required=False, max_length=255, help_text="OAuth 2.0 client credentials only.")
+    client_id = forms.CharField(
+        required=False, max_length=255, label="Client ID", help_text="OAuth 2.0 client credentials only."
+    )
     name = forms.CharField(required=False, max_length=200, help_text="Default: the document's title.")
     # Set by the preview: what was previewed (gzip, base64) and where it came from, so the import stores exactly it.
     document = forms.CharField(required=False, widget=forms.HiddenInput)

@@ -4,12 +4,13 @@ and SDKs, and the catalog at a glance (with links to each list, filtered to the 
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Model
 from django.http import HttpRequest
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 
 from mcp_infra.addresses import MCP, SSE, base_url_from_request, endpoint_url
 from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool
@@ -19,6 +20,7 @@ GLANCE_NAMES = 8  # names listed per kind; the link shows the rest
 
 @dataclass(frozen=True)
 class Snippet:
+    key: str  # the id of its <pre> (snippet-<key>), stable for links and tests
     client: str
     where: str
     text: str
@@ -32,29 +34,120 @@ class CatalogKind:
     url: str
 
 
-def connection_snippets(*, slug: str, endpoint: str) -> list[Snippet]:
-    """How each common client or SDK is pointed at ``endpoint`` (the server is named after the tenant)."""
+# The token a protected tenant's snippets send: from the environment, so that no secret is pasted into a file.
+TOKEN_VARIABLE = "MCP_TOKEN"
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def _python_snippet(endpoint: str, *, token: bool) -> str:
+    if not token:
+        return (
+            "import anyio\n"
+            "from mcp.client import Client\n\n\n"
+            "async def main() -> None:\n"
+            f"    async with Client({json.dumps(endpoint)}) as client:\n"
+            "        tools = await client.list_tools()\n"
+            "        for tool in tools.tools:\n"
+            '            print(tool.name, "-", tool.description or "")\n\n\n'
+            "anyio.run(main)\n"
+        )
+    return (
+        "import os\n\n"
+        "import anyio\n"
+        "import httpx2\n"
+        "from mcp.client import Client\n"
+        "from mcp.client.streamable_http import streamable_http_client\n\n"
+        f"URL = {json.dumps(endpoint)}\n\n\n"
+        "async def main() -> None:\n"
+        f'    headers = {{"Authorization": f"Bearer {{os.environ[\'{TOKEN_VARIABLE}\']}}"}}\n'
+        "    async with (\n"
+        "        httpx2.AsyncClient(headers=headers) as http,\n"
+        "        Client(streamable_http_client(URL, http_client=http)) as client,\n"
+        "    ):\n"
+        "        tools = await client.list_tools()\n"
+        "        for tool in tools.tools:\n"
+        '            print(tool.name, "-", tool.description or "")\n\n\n'
+        "anyio.run(main)\n"
+    )
+
+
+def _typescript_snippet(endpoint: str, *, token: bool) -> str:
+    options = (
+        f", {{\n  requestInit: {{ headers: {{ Authorization: `Bearer ${{process.env.{TOKEN_VARIABLE}}}` }} }},\n}}"
+        if token
+        else ""
+    )
+    return (
+        'import { Client } from "@modelcontextprotocol/sdk/client/index.js";\n'
+        'import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";\n\n'
+        f"const transport = new StreamableHTTPClientTransport(new URL({json.dumps(endpoint)}){options});\n"
+        'const client = new Client({ name: "my-client", version: "1.0.0" });\n'
+        "await client.connect(transport);\n"
+        "const { tools } = await client.listTools();\n"
+        'for (const tool of tools) console.log(tool.name, "-", tool.description ?? "");\n'
+        "await client.close();\n"
+    )
+
+
+def _curl_snippet(endpoint: str, *, token: bool) -> str:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": STATELESS_META}})
+    auth = f'  -H "Authorization: Bearer ${TOKEN_VARIABLE}" \\\n' if token else ""
+    return (
+        f"curl -s {shlex.quote(endpoint)} \\\n"
+        '  -H "Content-Type: application/json" -H "Accept: application/json, text/event-stream" \\\n'
+        '  -H "MCP-Protocol-Version: 2026-07-28" -H "Mcp-Method: tools/list" \\\n'
+        f"{auth}"
+        f"  -d '{body}'\n"
+    )
+
+
+def _token_snippet(endpoint: str, token_url: str) -> str:
+    return (
+        "# CLIENT_ID and CLIENT_SECRET: a machine client of this tenant (its secret is shown once, when it is added)\n"
+        f'export {TOKEN_VARIABLE}=$(curl -s -u "$CLIENT_ID:$CLIENT_SECRET" {shlex.quote(token_url)} \\\n'
+        f"  -d grant_type=client_credentials -d resource={shlex.quote(endpoint)} \\\n"
+        "  | python3 -c 'import json, sys; print(json.load(sys.stdin)[\"access_token\"])')\n"
+    )
+
+
+def connection_snippets(*, slug: str, endpoint: str, token_url: str | None = None) -> list[Snippet]:
+    """How each common client or SDK is pointed at ``endpoint`` (the server is named after the tenant).
+
+    With ``token_url`` (a tenant that requires authorization) the SDK and curl snippets send a bearer token from
+    the ``MCP_TOKEN`` environment variable, and a first snippet gets one for a machine client at ``token_url``.
+    Every snippet runs as copied (tests/e2e/test_tenant_page.py runs them against a live platform).
+    """
 
     def as_json(value: Any) -> str:
         return json.dumps(value, indent=2)
 
+    token = token_url is not None
+    first = (
+        [Snippet("token", "Access token", "in a terminal", _token_snippet(endpoint, token_url))] if token_url else []
+    )
     return [
-        Snippet("Claude Code", "in a terminal", f"claude mcp add --transport http {slug} {endpoint}"),
-        Snippet("Cursor", "~/.cursor/mcp.json", as_json({"mcpServers": {slug: {"url": endpoint}}})),
-        Snippet("VS Code", ".vscode/mcp.json", as_json({"servers": {slug: {"type": "http", "url": endpoint}}})),
+        *first,
+        Snippet("claude-code", "Claude Code", "in a terminal", f"claude mcp add --transport http {slug} {endpoint}"),
+        Snippet("cursor", "Cursor", "~/.cursor/mcp.json", as_json({"mcpServers": {slug: {"url": endpoint}}})),
         Snippet(
+            "vscode", "VS Code", ".vscode/mcp.json", as_json({"servers": {slug: {"type": "http", "url": endpoint}}})
+        ),
+        Snippet(
+            "python",
             "Python SDK",
-            'pip install "mcp>=2.3"',
-            "from mcp.client import Client\n\n"
-            f'async with Client("{endpoint}") as client:\n'
-            "    print(await client.list_tools())",
+            'pip install "mcp>=2.3"; save as client.py; python client.py',
+            _python_snippet(endpoint, token=token),
         ),
         Snippet(
+            "typescript",
             "TypeScript SDK",
-            "npm install @modelcontextprotocol/sdk",
-            f'const transport = new StreamableHTTPClientTransport(new URL("{endpoint}"));\n'
-            "await client.connect(transport);",
+            "npm install @modelcontextprotocol/sdk; save as client.mjs; node client.mjs",
+            _typescript_snippet(endpoint, token=token),
         ),
+        Snippet("curl", "curl", "in a terminal (2026-07-28, one request)", _curl_snippet(endpoint, token=token)),
     ]
 
 
@@ -79,12 +172,22 @@ def catalog_glance(tenant: Tenant) -> list[CatalogKind]:
     ]
 
 
+def _url_or_none(name: str) -> str | None:
+    try:
+        return reverse(name)
+    except NoReverseMatch:
+        return None
+
+
 def tenant_page_context(request: HttpRequest, tenant: Tenant) -> dict[str, Any]:
     base = base_url_from_request(request)
     endpoint = endpoint_url(base, tenant.slug, MCP)
+    token_url = base + reverse("oauth2_provider:token") if tenant.requires_authorization else None
     return {
         "endpoint_url": endpoint,
         "legacy_endpoint_url": endpoint_url(base, tenant.slug, SSE),
-        "snippets": connection_snippets(slug=tenant.slug, endpoint=endpoint),
+        "snippets": connection_snippets(slug=tenant.slug, endpoint=endpoint, token_url=token_url),
+        "requires_authorization": tenant.requires_authorization,
+        "machine_client_add_url": _url_or_none("admin:oauth_machineclient_add"),
         "catalog": catalog_glance(tenant),
     }

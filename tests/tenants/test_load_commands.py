@@ -100,6 +100,20 @@ def test_loading_twice_changes_nothing_the_second_time(command: str, slug: str) 
     assert Tenant.objects.filter(slug=slug).count() == 1
 
 
+@pytest.mark.parametrize("command", ["load_demo_tenant", "load_conformance_tenant"])
+def test_a_first_load_prints_one_summary_line(command: str) -> None:
+    output = run(command)
+
+    assert len(output.splitlines()) == 1
+    assert " created, 0 updated, 0 unchanged." in output
+
+
+def test_every_entry_is_named_at_verbosity_two() -> None:
+    output = run("load_demo_tenant", "--verbosity", "2")
+
+    assert "tool echo: created" in output.splitlines()
+
+
 def test_conformance_tenant_holds_every_fixture() -> None:
     run("load_conformance_tenant")
     tenant = Tenant.objects.get(slug="conformance")

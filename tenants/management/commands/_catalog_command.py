@@ -13,7 +13,7 @@ from tenants.services import UpsertOutcome
 
 
 class CatalogLoadCommand(BaseCommand):
-    """Store ``spec`` through the services and print what each entry went through."""
+    """Store ``spec`` through the services and print a summary, with the entries a reload changed."""
 
     spec: CatalogSpec
 
@@ -35,9 +35,10 @@ class CatalogLoadCommand(BaseCommand):
             tenant, steps = catalog_load(self.spec)
         except ValidationError as exc:
             raise CommandError(f"the {self.spec.slug} catalog is invalid: {exc}") from exc
+        # One summary line on a first load; a reload also names what it changed back (-v 2: every entry).
         verbose = options["verbosity"] > 1
         for step in steps:
-            if verbose or step.outcome != UpsertOutcome.UNCHANGED:
+            if verbose or step.outcome not in (UpsertOutcome.CREATED, UpsertOutcome.UNCHANGED):
                 self.stdout.write(str(step))
         counts = {outcome: sum(1 for s in steps if s.outcome == outcome) for outcome in UpsertOutcome}
         summary = ", ".join(f"{count} {outcome}" for outcome, count in counts.items())

@@ -49,3 +49,30 @@ def test_the_endpoint_follows_the_public_base_url(admin_client: Any, tenant: Ten
     response = admin_client.get(reverse("admin:tenants_tenant_change", args=[tenant.pk]))
 
     assert response.context["endpoint_url"] == "https://mcp.example.com/t/acme/mcp"
+
+
+def test_a_public_tenants_snippets_send_no_token(admin_client: Any, tenant: Tenant) -> None:
+    response = admin_client.get(reverse("admin:tenants_tenant_change", args=[tenant.pk]))
+    snippets = {snippet.key: snippet.text for snippet in response.context["snippets"]}
+
+    assert list(snippets) == ["claude-code", "cursor", "vscode", "python", "typescript", "curl"]
+    assert not any("MCP_TOKEN" in text for text in snippets.values())
+    assert 'async with Client("http://testserver/t/acme/mcp") as client:' in snippets["python"]
+    assert "new Client(" in snippets["typescript"] and "import { Client }" in snippets["typescript"]
+    assert "requires authorization" not in response.content.decode()
+
+
+def test_a_protected_tenants_snippets_say_where_the_token_comes_from(admin_client: Any) -> None:
+    tenant = TenantFactory(slug="vault", requires_authorization=True)
+
+    response = admin_client.get(reverse("admin:tenants_tenant_change", args=[tenant.pk]))
+    page = response.content.decode()
+    snippets = {snippet.key: snippet.text for snippet in response.context["snippets"]}
+
+    assert next(iter(snippets)) == "token"
+    assert "http://testserver/oauth/token/" in snippets["token"]
+    assert "resource=http://testserver/t/vault/mcp" in snippets["token"]
+    for key in ("python", "typescript", "curl"):
+        assert "MCP_TOKEN" in snippets[key], key
+    assert "This tenant requires authorization." in page
+    assert f'href="/admin/oauth/machineclient/add/?tenant={tenant.pk}"' in page
