@@ -14,12 +14,26 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.urls import URLPattern, path
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
+from mcp_platform.activity.changes import bulk_summary, field_changes
 from mcp_platform.activity.export import export_response
 from mcp_platform.activity.models import ActivityRecord
 from tenants.admin.policy import admin_scope
 from tenants.admin.scoping import TenantScopedAdmin
+
+ACTIONS = {"admin/create": "Created", "admin/change": "Changed", "admin/delete": "Deleted"}
+
+
+def action_label(method: str) -> str:
+    """An admin change's action as a person reads it: "Changed", or a bulk change's operation ("OpenAPI import")."""
+    return ACTIONS.get(method) or method.removeprefix("admin/")
+
+
+def person(principal: str) -> str:
+    """A principal (a user id) as the log shows it."""
+    return principal
+
 
 # Distinct values offered by a filter: the most frequent first, at most this many (type-in search covers the rest).
 FILTER_CHOICES = 50
@@ -87,7 +101,7 @@ class TargetFilter(_ValueFilter):
 @admin.register(ActivityRecord)
 class ActivityRecordAdmin(TenantScopedAdmin):
     tenant_path = "tenant"
-    list_display = ("at", "tenant", "method", "target", "principal", "client", "outcome_shown", "duration")
+    list_display = ("at", "tenant", "method_shown", "target", "principal", "client", "outcome_shown", "duration")
     list_filter = (PeriodFilter, "outcome", "kind", "method", TargetFilter, PrincipalFilter, ClientFilter, "tenant")
     search_fields = ("target", "request_id", "client_name", "principal")
     list_select_related = ("tenant",)
@@ -111,7 +125,14 @@ class ActivityRecordAdmin(TenantScopedAdmin):
         "error_code",
         "details_shown",
     )
-    readonly_fields = fields
+    # An admin change's page: when, who, what, and the fields it changed (before → after).
+    admin_change_fields = ("at", "tenant", "action", "target", "by", "changes")
+    readonly_fields = (*fields, *admin_change_fields)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is not None and obj.kind == ActivityRecord.Kind.ADMIN:
+            return self.admin_change_fields
+        return self.fields
 
     def get_list_display(self, request: HttpRequest) -> Any:
         # Someone who administers one tenant learns nothing from a tenant column: the room goes to the outcome.
@@ -119,6 +140,13 @@ class ActivityRecordAdmin(TenantScopedAdmin):
         if not scope.everything and len(scope.tenant_ids()) == 1:
             return tuple(field for field in self.list_display if field != "tenant")
         return self.list_display
+
+    class Media:
+        css = {"all": ("admin-activity.css",)}
+
+    @admin.display(description="method or action", ordering="method")
+    def method_shown(self, obj: ActivityRecord) -> str:
+        return action_label(obj.method) if obj.kind == ActivityRecord.Kind.ADMIN else obj.method
 
     @admin.display(description="client")
     def client(self, obj: ActivityRecord) -> str:
@@ -137,6 +165,49 @@ class ActivityRecordAdmin(TenantScopedAdmin):
     @admin.display(description="duration (ms)", ordering="duration_ms")
     def duration(self, obj: ActivityRecord) -> str:
         return "" if obj.duration_ms is None else f"{obj.duration_ms:.1f}"
+
+    @admin.display(description="action")
+    def action(self, obj: ActivityRecord) -> str:
+        return action_label(obj.method)
+
+    @admin.display(description="by")
+    def by(self, obj: ActivityRecord) -> str:
+        """Who made the change: the person, or what made it (a command, the schedule) for a bulk change."""
+        who = person(obj.principal)
+        return f"{who} ({obj.client_name})" if who and obj.client_name else who or obj.client_name or "—"
+
+    @admin.display(description="what changed")
+    def changes(self, obj: ActivityRecord) -> str:
+        bulk = bulk_summary(obj.details)
+        if bulk is not None:
+            return format_html(
+                '<dl class="activity-bulk">{}</dl>',
+                format_html_join(
+                    "",
+                    "<dt>{}</dt><dd>{}</dd>",
+                    (
+                        (label, ", ".join(names) or "—")
+                        for label, names in (
+                            ("Added", bulk.added),
+                            ("Changed", bulk.changed),
+                            ("Removed", bulk.removed),
+                        )
+                    ),
+                ),
+            )
+        rows = field_changes(obj.details)
+        if not rows:
+            return "—"
+        return format_html(
+            '<table class="activity-changes"><thead><tr><th scope="col">Field</th><th scope="col">Before</th>'
+            '<th scope="col">After</th></tr></thead><tbody>{}</tbody></table>',
+            format_html_join(
+                "",
+                '<tr><th scope="row">{}</th><td><span class="activity-value">{}</span></td>'
+                '<td><span class="activity-value">{}</span></td></tr>',
+                ((row.label, row.before, row.after) for row in rows),
+            ),
+        )
 
     @admin.display(description="details")
     def details_shown(self, obj: ActivityRecord) -> str:
