@@ -10,7 +10,7 @@ from typing import Any
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.exceptions import BadRequest, PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.urls import URLPattern, path
 from django.utils import timezone
@@ -58,22 +58,26 @@ class PeriodFilter(admin.SimpleListFilter):
         return queryset if period is None else queryset.filter(at__gte=timezone.now() - period)
 
 
+def _sorted(choices: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Choices in the order a person looks for them: by their label, whatever the case."""
+    return sorted(choices, key=lambda choice: (choice[1].casefold(), choice[1]))
+
+
+def _most_frequent(queryset: QuerySet[Any], *fields: str) -> list[tuple[Any, ...]]:
+    """The distinct values of ``fields`` in ``queryset``, the ``FILTER_CHOICES`` most frequent (ties by value)."""
+    rows = queryset.values_list(*fields).annotate(n=Count("id")).order_by("-n", *fields)[:FILTER_CHOICES]
+    return [row[:-1] for row in rows]
+
+
 class _ValueFilter(admin.SimpleListFilter):
-    """Choices from the rows the person may see (most frequent first): never another tenant's values."""
+    """Choices from the rows the person may see (the most frequent, sorted by name): never another tenant's values."""
 
     field = ""
+    kinds: tuple[str, ...] = (ActivityRecord.Kind.CALL, ActivityRecord.Kind.ADMIN)
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        from django.db.models import Count
-
-        values = (
-            model_admin.get_queryset(request)
-            .exclude(**{self.field: ""})
-            .values_list(self.field)
-            .annotate(n=Count("id"))
-            .order_by("-n", self.field)[:FILTER_CHOICES]
-        )
-        return [(value, value) for value, _ in values]
+        rows = model_admin.get_queryset(request).filter(kind__in=self.kinds).exclude(**{self.field: ""})
+        return _sorted([(value, value) for (value,) in _most_frequent(rows, self.field)])
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
@@ -90,19 +94,82 @@ class ClientFilter(_ValueFilter):
     title = "client"
     parameter_name = "client"
     field = "client_name"
+    # A bulk change names what made it (a command, the schedule) where a call names its client: not a client.
+    kinds = (ActivityRecord.Kind.CALL,)
 
 
-class TargetFilter(_ValueFilter):
-    title = "tool, resource or prompt"
+# What a call's method calls, as its filter names it (tools are the common case: their names stand alone).
+CALLED = {"tools/call": "", "resources/read": "resource", "prompts/get": "prompt"}
+
+
+class CallTargetFilter(admin.SimpleListFilter):
+    """Calls by what they called: tools, resources and prompts by name (admin changes have their own filter)."""
+
+    title = "calls to tool, resource or prompt"
     parameter_name = "target"
-    field = "target"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        calls = model_admin.get_queryset(request).filter(kind=ActivityRecord.Kind.CALL).exclude(target="")
+        choices: dict[str, str] = {}
+        for method, target in _most_frequent(calls, "method", "target"):
+            kind = CALLED.get(method, method)
+            choices.setdefault(target, f"{target} ({kind})" if kind else target)
+        return _sorted(list(choices.items()))
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(kind=ActivityRecord.Kind.CALL, target=value)
+
+
+BULK = "bulk:"
+
+
+class AdminObjectFilter(admin.SimpleListFilter):
+    """Admin changes by the kind of object changed (tool, secret, membership, ...), and bulk changes (an OpenAPI
+    import, an upstream refresh) by their operation."""
+
+    title = "admin changes to"
+    parameter_name = "object_type"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        changes = model_admin.get_queryset(request).filter(kind=ActivityRecord.Kind.ADMIN)
+        choices = [
+            (str(kind), str(kind))
+            for (kind,) in _most_frequent(changes.filter(details__has_key="object_type"), "details__object_type")
+            if isinstance(kind, str) and kind
+        ]
+        choices += [
+            (BULK + operation, f"{operation} (bulk)")
+            for (operation,) in _most_frequent(changes.filter(details__has_key="operation"), "details__operation")
+            if isinstance(operation, str) and operation
+        ]
+        return _sorted(choices)
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value is None:
+            return queryset
+        admin_changes = queryset.filter(kind=ActivityRecord.Kind.ADMIN)
+        if value.startswith(BULK):
+            return admin_changes.filter(details__operation=value.removeprefix(BULK))
+        return admin_changes.filter(details__object_type=value)
 
 
 @admin.register(ActivityRecord)
 class ActivityRecordAdmin(TenantScopedAdmin):
     tenant_path = "tenant"
     list_display = ("at", "tenant", "method_shown", "target", "principal", "client", "outcome_shown", "duration")
-    list_filter = (PeriodFilter, "outcome", "kind", "method", TargetFilter, PrincipalFilter, ClientFilter, "tenant")
+    list_filter = (
+        PeriodFilter,
+        "kind",
+        "outcome",
+        CallTargetFilter,
+        AdminObjectFilter,
+        "method",
+        PrincipalFilter,
+        ClientFilter,
+        "tenant",
+    )
     search_fields = ("target", "request_id", "client_name", "principal")
     list_select_related = ("tenant",)
     list_per_page = 100

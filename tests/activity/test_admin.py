@@ -15,6 +15,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from mcp_platform.activity.models import ActivityRecord
+from mcp_platform.activity.services import activity_admin_change_record, activity_bulk_change_record
+from tenants.bulk_changes import Actor, BulkChange
 from tenants.models import Membership, Tenant
 from tests.factories import MembershipFactory, TenantFactory, UserFactory
 
@@ -45,10 +47,10 @@ def row(tenant: Tenant, target: str, *, outcome: str = "ok", ago: dt.timedelta =
     return ActivityRecord.objects.create(
         tenant=tenant,
         at=timezone.now() - ago,
-        method="tools/call",
         target=target,
         outcome=outcome,
         client_name=fields.pop("client_name", "Claude"),
+        method=fields.pop("method", "tools/call"),
         principal=fields.pop("principal", "7"),
         duration_ms=fields.pop("duration_ms", 10.0),
         **fields,
@@ -79,6 +81,56 @@ def test_rows_filter_by_time_tool_outcome_principal_and_client(admin_client: Cli
     assert listed(admin_client.get(url, {"outcome__exact": "tool_error"})) == ["weather"]
     assert listed(admin_client.get(url, {"principal": "8"})) == ["search"]
     assert listed(admin_client.get(url, {"client": "Cursor"})) == ["search"]
+
+
+def filter_choices(page: Any, parameter: str) -> list[tuple[str, str]]:
+    [spec] = [spec for spec in page.context["cl"].filter_specs if getattr(spec, "parameter_name", "") == parameter]
+    return [(str(value), str(label)) for value, label in spec.lookup_choices]
+
+
+def test_filters_offer_calls_and_admin_changes_apart_sorted_by_name(
+    admin_client: Client, ours: Tenant, theirs: Tenant
+) -> None:
+    row(ours, "weather", client_name="cursor")
+    row(ours, "Alerts", client_name="Claude")
+    row(ours, "docs://handbook", method="resources/read", client_name="zed")
+    row(ours, "triage", method="prompts/get")
+    for _ in range(3):
+        row(ours, "search")
+    row(theirs, "globex_tool", client_name="Globex robot")
+    for object_type, name in (("tool", "weather"), ("secret", "api"), ("tool", "search")):
+        activity_admin_change_record(
+            tenant_id=ours.pk,
+            user_id=1,
+            action="change",
+            object_type=object_type,
+            object_repr=name,
+            object_id="1",
+            before={},
+            after={},
+        )
+    activity_bulk_change_record(
+        change=BulkChange(tenant_id=ours.pk, operation="OpenAPI import", source="petstore", actor=Actor("cli"))
+    )
+    url = reverse(CHANGELIST)
+    page = admin_client.get(url)
+
+    assert filter_choices(page, "target") == [
+        ("Alerts", "Alerts"),
+        ("docs://handbook", "docs://handbook (resource)"),
+        ("search", "search"),
+        ("triage", "triage (prompt)"),
+        ("weather", "weather"),
+    ]
+    assert filter_choices(page, "object_type") == [
+        ("bulk:OpenAPI import", "OpenAPI import (bulk)"),
+        ("secret", "secret"),
+        ("tool", "tool"),
+    ]
+    assert filter_choices(page, "client") == [("Claude", "Claude"), ("cursor", "cursor"), ("zed", "zed")]
+    assert listed(admin_client.get(url, {"target": "weather"})) == ["weather"], "calls only, not the tool's changes"
+    assert sorted(listed(admin_client.get(url, {"object_type": "tool"}))) == ["tool: search", "tool: weather"]
+    assert listed(admin_client.get(url, {"object_type": "bulk:OpenAPI import"})) == ["petstore"]
 
 
 def test_rows_are_read_only(admin_client: Client, ours: Tenant) -> None:
