@@ -13,6 +13,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
 
 from mcp_platform.activity.models import ActivityRecord
 from mcp_platform.activity.services import activity_admin_change_record, activity_bulk_change_record
@@ -200,6 +201,35 @@ def test_the_dashboard_shows_calls_errors_and_latency_per_tool_and_client(
     assert "<svg" in page.content.decode() and "globex" not in page.content.decode()
     month = admin_client.get(reverse("admin:activity_activityrecord_usage"), {"window": "30d"})
     assert month.context["summary"]["totals"]["calls"] == 6
+
+
+def test_the_dashboards_rows_and_columns_lead_to_the_log_filtered_to_them(
+    admin_client: Client, ours: Tenant, theirs: Tenant
+) -> None:
+    row(ours, "weather", client_name="Claude")
+    row(ours, "weather", client_name="Cursor", ago=dt.timedelta(hours=3))
+    row(ours, "search", client_name="Cursor")
+    row(ours, "weather", ago=dt.timedelta(days=2))
+    row(theirs, "weather", client_name="Cursor")
+    page = admin_client.get(reverse("admin:activity_activityrecord_usage"), {"window": "24h"})
+    tools = {r.usage.name: r.href for r in page.context["tools"]}
+    clients = {r.usage.name: r.href for r in page.context["clients"]}
+    busy = [c for c in page.context["timeline"].columns if c.calls]
+
+    def log(href: str) -> list[tuple[str, str]]:
+        response = admin_client.get(href)
+        assert response.status_code == 200, href
+        return sorted((r.target, r.client_name) for r in response.context["cl"].result_list)
+
+    assert log(tools["weather"]) == [("weather", "Claude"), ("weather", "Cursor")]
+    assert log(clients["Cursor"]) == [("search", "Cursor"), ("weather", "Cursor")]
+    assert [(c.calls, log(c.href)) for c in busy] == [
+        (1, [("weather", "Cursor")]),
+        (2, [("search", "Cursor"), ("weather", "Claude")]),
+    ]
+    html = page.content.decode()
+    assert "3 calls" in html and "0 errors" in html and "1 call, 0 errors" in html and "1 calls" not in html
+    assert f'href="{escape(tools["weather"])}"' in html
 
 
 def test_the_dashboard_refuses_another_tenant(admin_client: Client, theirs: Tenant) -> None:
