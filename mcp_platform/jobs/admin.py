@@ -16,6 +16,8 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect, JsonResponse
 from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
@@ -118,18 +120,9 @@ def progress_label(run: ToolRun) -> str:
 
 @admin.register(ToolRun)
 class ToolRunAdmin(TenantScopedAdmin):
-    # Short columns that fit 1,400 px beside the filters: the run's id is cut to its start (the link holds it all).
-    list_display = (
-        "run",
-        "tenant",
-        "tool_name",
-        "live_status",
-        "live_progress",
-        "live_message",
-        "principal",
-        "created_at",
-        "duration",
-    )
+    # Short columns that fit 1,400 px beside the menu and the filters: the run's id cut to its start (the link holds
+    # it all), its status, progress and status message in one column, its start as day and time.
+    list_display = ("run", "tenant", "tool_name", "live_state", "principal", "started", "duration")
     list_display_links = ("run",)
     list_filter = ("status", "tenant", "tool_name", "principal")
     search_fields = ("id", "tool_name", "principal")
@@ -215,13 +208,24 @@ class ToolRunAdmin(TenantScopedAdmin):
     def error_shown(self, run: ToolRun) -> str:
         return _json_block(run.error)
 
+    @admin.display(description="started", ordering="created_at")
+    def started(self, run: ToolRun) -> str:
+        return date_format(timezone.localtime(run.created_at), "j M H:i")
+
     @admin.display(description="status", ordering="status")
+    def live_state(self, run: ToolRun) -> str:
+        return format_html(
+            '{}<span class="run-list-progress">{}</span><span class="run-list-message">{}</span>',
+            self.live_status(run),
+            self.live_progress(run),
+            self.live_message(run),
+        )
+
     def live_status(self, run: ToolRun) -> str:
         finished = "1" if run.status in TERMINAL_STATUSES else "0"
         live = reverse("admin:jobs_toolrun_live")
         return self._cell(run, "status", run.get_status_display(), finished=finished, **{"live-url": live})
 
-    @admin.display(description="progress")
     def live_progress(self, run: ToolRun) -> str:
         label = f"Progress of {run.tool_name}"
         bar = (
@@ -233,7 +237,6 @@ class ToolRunAdmin(TenantScopedAdmin):
         )
         return self._cell(run, "progress", format_html("{}{}", bar, progress_label(run)), label=label)
 
-    @admin.display(description="status message")
     def live_message(self, run: ToolRun) -> str:
         return self._cell(run, "status_message", run.status_message)
 

@@ -42,7 +42,7 @@ def test_the_list_follows_a_run_to_its_end_without_a_reload(
     task_id = task_start(live_platform, scene, steps=6, delay_ms=400)
     page.goto(f"{live_platform.web_urls[0]}/admin/jobs/toolrun/")
     page.evaluate("window.samePage = true")
-    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=task_id))
+    row = page.get_by_role("row").filter(has=page.locator(f'[data-run="{task_id}"]'))
 
     expect(row).to_contain_text("Working")
     expect(row.get_by_label("Progress of count_slowly")).to_be_visible(timeout=FOLLOW_MS)
