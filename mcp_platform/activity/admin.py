@@ -193,7 +193,7 @@ class ActivityRecordAdmin(TenantScopedAdmin):
         "details_shown",
     )
     # An admin change's page: when, who, what, and the fields it changed (before → after).
-    admin_change_fields = ("at", "tenant", "action", "target", "by", "changes")
+    admin_change_fields = ("at", "tenant", "action", "changed_object", "by", "changes")
     readonly_fields = (*fields, *admin_change_fields)
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
@@ -236,6 +236,10 @@ class ActivityRecordAdmin(TenantScopedAdmin):
     @admin.display(description="action")
     def action(self, obj: ActivityRecord) -> str:
         return action_label(obj.method)
+
+    @admin.display(description="object")
+    def changed_object(self, obj: ActivityRecord) -> str:
+        return obj.target
 
     @admin.display(description="by")
     def by(self, obj: ActivityRecord) -> str:

@@ -79,11 +79,12 @@ class Timeline:
 
 
 def nice_ceiling(value: int) -> int:
-    """The smallest of 1, 2, 5, 10, 20, 50, ... at least ``value`` (at least 1): the top of the calls axis."""
+    """The smallest of 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, ... at least ``value`` (at least 1): the top of the calls
+    axis, a round number near the busiest column."""
     if value <= 1:
         return 1
     magnitude = 10 ** (len(str(value)) - 1)
-    for step in (1, 2, 5, 10):
+    for step in (1, 2, 3, 4, 5, 6, 8, 10):
         if step * magnitude >= value:
             return step * magnitude
     return 10 * magnitude

@@ -79,11 +79,11 @@ def test_the_time_axis_labels_every_third_hour_and_scales_to_a_round_number() ->
     drawn = charts.timeline(buckets, "24h", lambda bucket: f"/log?at={bucket.start.hour}")
 
     assert [t.label for t in drawn.x_ticks] == [f"{h % 24:02d}:00" for h in range(15, 39, 3)]
-    assert [t.label for t in drawn.y_ticks] == ["0", "5", "10"], "7 calls at most: the axis goes to 10"
+    assert [t.label for t in drawn.y_ticks] == ["0", "4", "8"], "7 calls at most: the axis goes to 8"
     busiest = drawn.columns[2]
     assert busiest.title == "28 Nov 16:00 UTC: 7 calls, 1 error"
     assert busiest.href == "/log?at=16"
-    assert busiest.calls_h == pytest.approx(charts.PLOT_HEIGHT * 0.7)
+    assert busiest.calls_h == pytest.approx(charts.PLOT_HEIGHT * 7 / 8)
     assert drawn.columns[0].calls_h == 0 and drawn.bucket == "hour"
     assert charts.timeline([], "1h", str).columns == []
 
@@ -91,7 +91,7 @@ def test_the_time_axis_labels_every_third_hour_and_scales_to_a_round_number() ->
 def test_counts_read_as_words_in_the_singular_and_the_plural() -> None:
     assert charts.calls_and_errors(1, 0) == "1 call, 0 errors"
     assert charts.calls_and_errors(2, 1) == "2 calls, 1 error"
-    assert [charts.nice_ceiling(n) for n in (0, 1, 3, 7, 10, 11, 240)] == [1, 1, 5, 10, 10, 20, 500]
+    assert [charts.nice_ceiling(n) for n in (0, 1, 3, 7, 10, 11, 23, 240)] == [1, 1, 3, 8, 10, 20, 30, 300]
 
 
 @pytest.mark.parametrize("exact", [True, False])
