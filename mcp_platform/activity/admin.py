@@ -1,5 +1,7 @@
-"""The activity log in the admin: read-only, tenant-scoped, filtered by time, principal, client, tool and outcome,
-exported as CSV or JSON Lines with the filters in force, and the usage dashboard built from the same rows."""
+"""The activity log in the admin: read-only, tenant-scoped, filtered by time, kind, outcome, what a call called, what
+kind of object an admin change changed, principal and client (each filter sorted by name), an admin change shown as
+its fields before and after, exported as CSV or JSON Lines with the filters in force, and the usage dashboard built
+from the same rows."""
 
 from __future__ import annotations
 
@@ -244,8 +246,7 @@ class ActivityRecordAdmin(TenantScopedAdmin):
     @admin.display(description="by")
     def by(self, obj: ActivityRecord) -> str:
         """Who made the change: the person, or what made it (a command, the schedule) for a bulk change."""
-        who = person(obj.principal)
-        return f"{who} ({obj.client_name})" if who and obj.client_name else who or obj.client_name or "—"
+        return person(obj.principal) or obj.client_name or "—"
 
     @admin.display(description="what changed")
     def changes(self, obj: ActivityRecord) -> str:

@@ -82,6 +82,7 @@ def run_live_state(run: ToolRun, *, may_cancel: bool) -> dict[str, Any]:
         "progressMessage": run.progress_message,
         "finished": finished,
         "cancellable": may_cancel and not finished,
+        "duration": run_duration(run),
     }
 
 
@@ -122,7 +123,7 @@ def progress_label(run: ToolRun) -> str:
 class ToolRunAdmin(TenantScopedAdmin):
     # Short columns that fit 1,400 px beside the menu and the filters: the run's id cut to its start (the link holds
     # it all), its status, progress and status message in one column, its start as day and time.
-    list_display = ("run", "tenant", "tool_name", "live_state", "principal", "started", "duration")
+    list_display = ("run", "tenant", "tool_name", "live_state", "principal", "started", "live_duration")
     list_display_links = ("run",)
     list_filter = ("status", "tenant", "tool_name", "principal")
     search_fields = ("id", "tool_name", "principal")
@@ -195,6 +196,10 @@ class ToolRunAdmin(TenantScopedAdmin):
     @admin.display(description="duration", ordering="finished_at")
     def duration(self, run: ToolRun) -> str:
         return run_duration(run)
+
+    @admin.display(description="duration", ordering="finished_at")
+    def live_duration(self, run: ToolRun) -> str:
+        return self._cell(run, "duration", run_duration(run))
 
     @admin.display(description="arguments")
     def arguments_shown(self, run: ToolRun) -> str:
