@@ -1,5 +1,5 @@
 // Tool runs in the admin (list and run page): while any run shown has not finished, asks the admin's live endpoint
-// each second for their status, progress and status message and updates them in place; on a run's page it also
+// each second for their status, progress, status message and duration and updates them in place; on a run's page it also
 // announces a change of status and takes the Cancel button away once the run has finished. Polling stops when
 // every run shown has finished, and pauses while the page is hidden.
 (function () {
@@ -50,6 +50,8 @@
         cell.textContent = state.progressMessage;
       } else if (field === "status_message") {
         cell.textContent = state.statusMessage;
+      } else if (field === "duration") {
+        cell.textContent = state.duration;
       }
     }
     if (!state.cancellable) {

@@ -1,5 +1,7 @@
-"""The activity log in the admin: read-only, tenant-scoped, filtered by time, principal, client, tool and outcome,
-exported as CSV or JSON Lines with the filters in force, and the usage dashboard built from the same rows."""
+"""The activity log in the admin: read-only, tenant-scoped, filtered by time, kind, outcome, what a call called, what
+kind of object an admin change changed, principal and client (each filter sorted by name), an admin change shown as
+its fields before and after, exported as CSV or JSON Lines with the filters in force, and the usage dashboard built
+from the same rows."""
 
 from __future__ import annotations
 
@@ -10,17 +12,26 @@ from typing import Any
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.exceptions import BadRequest, PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.urls import URLPattern, path
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
+from mcp_platform.activity.changes import bulk_summary, field_changes
 from mcp_platform.activity.export import export_response
 from mcp_platform.activity.models import ActivityRecord
 from tenants.admin.policy import admin_scope
-from tenants.admin.principals import PrincipalsNamed, named_choices
+from tenants.admin.principals import PrincipalsNamed, named_choices, person_of
 from tenants.admin.scoping import TenantScopedAdmin
+
+ACTIONS = {"admin/create": "Created", "admin/change": "Changed", "admin/delete": "Deleted"}
+
+
+def action_label(method: str) -> str:
+    """An admin change's action as a person reads it: "Changed", or a bulk change's operation ("OpenAPI import")."""
+    return ACTIONS.get(method) or method.removeprefix("admin/")
+
 
 # Distinct values offered by a filter: the most frequent first, at most this many (type-in search covers the rest).
 FILTER_CHOICES = 50
@@ -45,22 +56,26 @@ class PeriodFilter(admin.SimpleListFilter):
         return queryset if period is None else queryset.filter(at__gte=timezone.now() - period)
 
 
+def _sorted(choices: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Choices in the order a person looks for them: by their label, whatever the case."""
+    return sorted(choices, key=lambda choice: (choice[1].casefold(), choice[1]))
+
+
+def _most_frequent(queryset: QuerySet[Any], *fields: str) -> list[tuple[Any, ...]]:
+    """The distinct values of ``fields`` in ``queryset``, the ``FILTER_CHOICES`` most frequent (ties by value)."""
+    rows = queryset.values_list(*fields).annotate(n=Count("id")).order_by("-n", *fields)[:FILTER_CHOICES]
+    return [row[:-1] for row in rows]
+
+
 class _ValueFilter(admin.SimpleListFilter):
-    """Choices from the rows the person may see (most frequent first): never another tenant's values."""
+    """Choices from the rows the person may see (the most frequent, sorted by name): never another tenant's values."""
 
     field = ""
+    kinds: tuple[str, ...] = (ActivityRecord.Kind.CALL, ActivityRecord.Kind.ADMIN)
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        from django.db.models import Count
-
-        values = (
-            model_admin.get_queryset(request)
-            .exclude(**{self.field: ""})
-            .values_list(self.field)
-            .annotate(n=Count("id"))
-            .order_by("-n", self.field)[:FILTER_CHOICES]
-        )
-        return [(value, value) for value, _ in values]
+        rows = model_admin.get_queryset(request).filter(kind__in=self.kinds).exclude(**{self.field: ""})
+        return _sorted([(value, value) for (value,) in _most_frequent(rows, self.field)])
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
@@ -80,19 +95,82 @@ class ClientFilter(_ValueFilter):
     title = "client"
     parameter_name = "client"
     field = "client_name"
+    # A bulk change names what made it (a command, the schedule) where a call names its client: not a client.
+    kinds = (ActivityRecord.Kind.CALL,)
 
 
-class TargetFilter(_ValueFilter):
-    title = "tool, resource or prompt"
+# What a call's method calls, as its filter names it (tools are the common case: their names stand alone).
+CALLED = {"tools/call": "", "resources/read": "resource", "prompts/get": "prompt"}
+
+
+class CallTargetFilter(admin.SimpleListFilter):
+    """Calls by what they called: tools, resources and prompts by name (admin changes have their own filter)."""
+
+    title = "calls to tool, resource or prompt"
     parameter_name = "target"
-    field = "target"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        calls = model_admin.get_queryset(request).filter(kind=ActivityRecord.Kind.CALL).exclude(target="")
+        choices: dict[str, str] = {}
+        for method, target in _most_frequent(calls, "method", "target"):
+            kind = CALLED.get(method, method)
+            choices.setdefault(target, f"{target} ({kind})" if kind else target)
+        return _sorted(list(choices.items()))
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(kind=ActivityRecord.Kind.CALL, target=value)
+
+
+BULK = "bulk:"
+
+
+class AdminObjectFilter(admin.SimpleListFilter):
+    """Admin changes by the kind of object changed (tool, secret, membership, ...), and bulk changes (an OpenAPI
+    import, an upstream refresh) by their operation."""
+
+    title = "admin changes to"
+    parameter_name = "object_type"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        changes = model_admin.get_queryset(request).filter(kind=ActivityRecord.Kind.ADMIN)
+        choices = [
+            (str(kind), str(kind))
+            for (kind,) in _most_frequent(changes.filter(details__has_key="object_type"), "details__object_type")
+            if isinstance(kind, str) and kind
+        ]
+        choices += [
+            (BULK + operation, f"{operation} (bulk)")
+            for (operation,) in _most_frequent(changes.filter(details__has_key="operation"), "details__operation")
+            if isinstance(operation, str) and operation
+        ]
+        return _sorted(choices)
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value is None:
+            return queryset
+        admin_changes = queryset.filter(kind=ActivityRecord.Kind.ADMIN)
+        if value.startswith(BULK):
+            return admin_changes.filter(details__operation=value.removeprefix(BULK))
+        return admin_changes.filter(details__object_type=value)
 
 
 @admin.register(ActivityRecord)
 class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
     tenant_path = "tenant"
-    list_display = ("at", "tenant", "method", "target", "principal_person", "client", "outcome_shown", "duration")
-    list_filter = (PeriodFilter, "outcome", "kind", "method", TargetFilter, PrincipalFilter, ClientFilter, "tenant")
+    list_display = ("at", "tenant", "method_shown", "target", "principal_person", "client", "outcome_shown", "duration")
+    list_filter = (
+        PeriodFilter,
+        "kind",
+        "outcome",
+        CallTargetFilter,
+        AdminObjectFilter,
+        "method",
+        PrincipalFilter,
+        ClientFilter,
+        "tenant",
+    )
     search_fields = ("target", "request_id", "client_name", "principal")
     list_select_related = ("tenant",)
     list_per_page = 100
@@ -115,7 +193,14 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
         "error_code",
         "details_shown",
     )
-    readonly_fields = fields
+    # An admin change's page: when, who, what, and the fields it changed (before → after).
+    admin_change_fields = ("at", "tenant", "action", "changed_object", "by", "changes")
+    readonly_fields = (*fields, *admin_change_fields)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is not None and obj.kind == ActivityRecord.Kind.ADMIN:
+            return self.admin_change_fields
+        return self.fields
 
     def get_list_display(self, request: HttpRequest) -> Any:
         # Someone who administers one tenant learns nothing from a tenant column: the room goes to the outcome.
@@ -123,6 +208,13 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
         if not scope.everything and len(scope.tenant_ids()) == 1:
             return tuple(field for field in self.list_display if field != "tenant")
         return self.list_display
+
+    class Media:
+        css = {"all": ("admin-activity.css",)}
+
+    @admin.display(description="method or action", ordering="method")
+    def method_shown(self, obj: ActivityRecord) -> str:
+        return action_label(obj.method) if obj.kind == ActivityRecord.Kind.ADMIN else obj.method
 
     @admin.display(description="client")
     def client(self, obj: ActivityRecord) -> str:
@@ -141,6 +233,52 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
     @admin.display(description="duration (ms)", ordering="duration_ms")
     def duration(self, obj: ActivityRecord) -> str:
         return "" if obj.duration_ms is None else f"{obj.duration_ms:.1f}"
+
+    @admin.display(description="action")
+    def action(self, obj: ActivityRecord) -> str:
+        return action_label(obj.method)
+
+    @admin.display(description="object")
+    def changed_object(self, obj: ActivityRecord) -> str:
+        return obj.target
+
+    @admin.display(description="by")
+    def by(self, obj: ActivityRecord) -> str:
+        """Who made the change: the person, or what made it (a command, the schedule) for a bulk change."""
+        return str(person_of(obj)) if obj.principal else obj.client_name or "—"
+
+    @admin.display(description="what changed")
+    def changes(self, obj: ActivityRecord) -> str:
+        bulk = bulk_summary(obj.details)
+        if bulk is not None:
+            return format_html(
+                '<dl class="activity-bulk">{}</dl>',
+                format_html_join(
+                    "",
+                    "<dt>{}</dt><dd>{}</dd>",
+                    (
+                        (label, ", ".join(names) or "—")
+                        for label, names in (
+                            ("Added", bulk.added),
+                            ("Changed", bulk.changed),
+                            ("Removed", bulk.removed),
+                        )
+                    ),
+                ),
+            )
+        rows = field_changes(obj.details)
+        if not rows:
+            return "—"
+        return format_html(
+            '<table class="activity-changes"><thead><tr><th scope="col">Field</th><th scope="col">Before</th>'
+            '<th scope="col">After</th></tr></thead><tbody>{}</tbody></table>',
+            format_html_join(
+                "",
+                '<tr><th scope="row">{}</th><td><span class="activity-value">{}</span></td>'
+                '<td><span class="activity-value">{}</span></td></tr>',
+                ((row.label, row.before, row.after) for row in rows),
+            ),
+        )
 
     @admin.display(description="details")
     def details_shown(self, obj: ActivityRecord) -> str:

@@ -56,4 +56,7 @@ class ActivityRecord(models.Model):
         indexes = [models.Index(fields=["tenant", "-at"], name="activity_tenant_at")]
 
     def __str__(self) -> str:
+        if self.kind == self.Kind.ADMIN and self.method.startswith("admin/"):
+            action = self.method.removeprefix("admin/")
+            return f"{action.capitalize()}: {self.target}".strip()
         return f"{self.method} {self.target}".strip()

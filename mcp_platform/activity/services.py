@@ -330,7 +330,7 @@ def activity_admin_change_record(
         principal="" if user_id is None else str(user_id),
         method=_cut(f"admin/{action}", "method"),
         target=_cut(f"{object_type}: {object_repr}", "target"),
-        request_id=_cut(object_id, "request_id"),
+        # No request id: an admin change answers no JSON-RPC request (its object's id is in ``details``).
         details={
             "object_type": object_type,
             "object_id": object_id,

@@ -1,4 +1,5 @@
-"""Usage figures from activity rows: calls, errors and p50/p95 latency per tool and per client, and calls over time.
+"""Usage figures from activity rows: calls, errors and p50/p95 latency per tool, per client and per upstream, and
+calls over time.
 
 Percentiles are computed by PostgreSQL (``percentile_cont``, or over 30 days from a histogram it counts); other
 databases (SQLite, embedded) get them from the durations in Python, which suits their small logs.
@@ -14,13 +15,29 @@ from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection
-from django.db.models import Aggregate, Count, F, FloatField, Func, IntegerField, Q, QuerySet
+from django.db.models import (
+    Aggregate,
+    Case,
+    CharField,
+    Count,
+    F,
+    FloatField,
+    Func,
+    IntegerField,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
 from django.db.models.functions import TruncDay, TruncHour, TruncMinute
+
+from tenants.models import Prompt, Resource, Tool
 
 WINDOWS: dict[str, tuple[str, dt.timedelta, Any, dt.timedelta]] = {
     # key: (label, span, bucket function, bucket width)
     "1h": ("Last hour", dt.timedelta(hours=1), TruncMinute, dt.timedelta(minutes=1)),
     "24h": ("Last 24 hours", dt.timedelta(days=1), TruncHour, dt.timedelta(hours=1)),
+    "7d": ("Last 7 days", dt.timedelta(days=7), TruncDay, dt.timedelta(days=1)),
     "30d": ("Last 30 days", dt.timedelta(days=30), TruncDay, dt.timedelta(days=1)),
 }
 TOP = 20
@@ -36,11 +53,18 @@ class Percentiles(Aggregate):
 
 @dataclass(frozen=True)
 class Usage:
+    """One group's figures: ``name`` as shown ("(none)" for an empty value), ``value`` the grouped value itself."""
+
     name: str
     calls: int
     errors: int
     p50_ms: float | None
     p95_ms: float | None
+    value: str = ""
+
+
+def _usage(value: str | None, calls: int, errors: int, p50: float | None, p95: float | None) -> Usage:
+    return Usage(value or "(none)", calls, errors, p50, p95, value or "")
 
 
 @dataclass(frozen=True)
@@ -74,7 +98,7 @@ def usage_by(calls: QuerySet[Any], field: str, *, exact: bool = True) -> list[Us
         return _usage_from_histogram(calls, field)
     if connection.vendor == "postgresql":
         rows = grouped.annotate(p=Percentiles(F("duration_ms"))).order_by("-calls", field)[:TOP]
-        return [Usage(r[field] or "(none)", r["calls"], r["errors"], *(r["p"] or (None, None))) for r in rows]
+        return [_usage(r[field], r["calls"], r["errors"], *(r["p"] or (None, None))) for r in rows]
     top = list(grouped.order_by("-calls", field)[:TOP])
     durations: dict[str, list[float]] = defaultdict(list)
     names = [r[field] for r in top]
@@ -82,8 +106,8 @@ def usage_by(calls: QuerySet[Any], field: str, *, exact: bool = True) -> list[Us
         if duration is not None:
             durations[name].append(duration)
     return [
-        Usage(
-            r[field] or "(none)",
+        _usage(
+            r[field],
             r["calls"],
             r["errors"],
             _percentile(durations[r[field]], 0.5),
@@ -138,8 +162,8 @@ def _usage_from_histogram(calls: QuerySet[Any], field: str) -> list[Usage]:
         errors[row[field]] += row["errors"]
     totals = sorted(((sum(n for _, n in b), name) for name, b in per_name.items()), key=lambda t: (-t[0], t[1]))
     return [
-        Usage(
-            name or "(none)",
+        _usage(
+            name,
             count,
             errors[name],
             _histogram_percentile(per_name[name], 0.5),
@@ -147,6 +171,63 @@ def _usage_from_histogram(calls: QuerySet[Any], field: str) -> list[Usage]:
         )
         for count, name in totals[:TOP]
     ]
+
+
+@dataclass(frozen=True)
+class UpstreamCalls:
+    """The calls served by one upstream: those to the tools, resources and prompts mirrored from it (``condition``),
+    shown as ``label`` (its name, with its tenant's slug when several tenants are shown)."""
+
+    upstream_id: int
+    label: str
+    condition: Q
+
+
+# The catalog rows mirrored from upstreams, and how a call names each: (model, the call's method, its target field).
+_MIRRORED: tuple[tuple[Any, str, str], ...] = (
+    (Tool, "tools/call", "name"),
+    (Resource, "resources/read", "uri"),
+    (Prompt, "prompts/get", "name"),
+)
+
+
+def upstream_calls(*, tenant_ids: frozenset[int] | None, with_tenant: bool) -> list[UpstreamCalls]:
+    """Per upstream of ``tenant_ids`` (None: every tenant's), which calls it served, from the items mirrored from it
+    now (a call recorded before an item was renamed or removed is not counted). One query per kind of item."""
+    targets: dict[tuple[int, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    tenant_of: dict[tuple[int, str], int] = {}
+    for model, method, field in _MIRRORED:
+        items = model.objects.filter(upstream__isnull=False)
+        if tenant_ids is not None:
+            items = items.filter(tenant_id__in=tenant_ids)
+        rows = items.values_list("tenant_id", "tenant__slug", "upstream_id", "upstream__name", field)
+        for tenant_id, slug, upstream_id, name, target in rows:
+            key = (upstream_id, f"{slug}/{name}" if with_tenant else name)
+            targets[key][method].append(target)
+            tenant_of[key] = tenant_id
+    found = []
+    for key, by_method in sorted(targets.items(), key=lambda item: item[0][1]):
+        condition = Q()
+        for method, names in by_method.items():
+            condition |= Q(method=method, target__in=names)
+        found.append(UpstreamCalls(key[0], key[1], Q(tenant_id=tenant_of[key]) & condition))
+    return found
+
+
+def usage_by_upstream(calls: QuerySet[Any], upstreams: list[UpstreamCalls], *, exact: bool = True) -> list[Usage]:
+    """Calls, errors and p50/p95 latency per upstream, from the calls to its mirrored items: the busiest first. The
+    database groups the calls by upstream (one ``CASE`` branch per upstream), as ``usage_by`` groups by tool."""
+    if not upstreams:
+        return []
+    served = Q()
+    for upstream in upstreams:
+        served |= upstream.condition
+    which = Case(
+        *(When(upstream.condition, then=Value(upstream.label)) for upstream in upstreams),
+        default=Value(""),
+        output_field=CharField(),
+    )
+    return usage_by(calls.filter(served).annotate(upstream=which), "upstream", exact=exact)
 
 
 def calls_over_time(calls: QuerySet[Any], window: str, now: dt.datetime) -> list[Bucket]:
@@ -177,8 +258,11 @@ def _truncate(moment: dt.datetime, width: dt.timedelta) -> dt.datetime:
     return moment.replace(second=0, microsecond=0)
 
 
-def usage_summary(calls: QuerySet[Any], window: str, now: dt.datetime) -> dict[str, Any]:
-    """Everything the dashboard shows for the call rows ``calls`` (already scoped and limited to the window)."""
+def usage_summary(
+    calls: QuerySet[Any], window: str, now: dt.datetime, upstreams: list[UpstreamCalls] | None = None
+) -> dict[str, Any]:
+    """Everything the dashboard shows for the call rows ``calls`` (already scoped and limited to the window), with
+    the latency per upstream of ``upstreams`` (``upstream_calls``)."""
     timeline = calls_over_time(calls, window, now)
     # The totals are the timeline's sums: one scan of the rows fewer.
     totals = {"calls": sum(b.calls for b in timeline), "errors": sum(b.errors for b in timeline)}
@@ -187,5 +271,6 @@ def usage_summary(calls: QuerySet[Any], window: str, now: dt.datetime) -> dict[s
         # A month of calls is too many to sort per group on every page view: approximate percentiles there.
         "tools": usage_by(calls, "target", exact=window != "30d"),
         "clients": usage_by(calls, "client_name", exact=window != "30d"),
+        "upstreams": usage_by_upstream(calls, upstreams or [], exact=window != "30d"),
         "timeline": timeline,
     }

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tenants', '0012_upstream_list_cache_hints'),
+        ('tenants', '0013_invitations'),
     ]
 
     operations = [

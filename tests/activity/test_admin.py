@@ -13,8 +13,11 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
 
 from mcp_platform.activity.models import ActivityRecord
+from mcp_platform.activity.services import activity_admin_change_record, activity_bulk_change_record
+from tenants.bulk_changes import Actor, BulkChange
 from tenants.models import Membership, Tenant
 from tests.factories import MembershipFactory, TenantFactory, UserFactory
 
@@ -45,10 +48,10 @@ def row(tenant: Tenant, target: str, *, outcome: str = "ok", ago: dt.timedelta =
     return ActivityRecord.objects.create(
         tenant=tenant,
         at=timezone.now() - ago,
-        method="tools/call",
         target=target,
         outcome=outcome,
         client_name=fields.pop("client_name", "Claude"),
+        method=fields.pop("method", "tools/call"),
         principal=fields.pop("principal", "7"),
         duration_ms=fields.pop("duration_ms", 10.0),
         **fields,
@@ -79,6 +82,56 @@ def test_rows_filter_by_time_tool_outcome_principal_and_client(admin_client: Cli
     assert listed(admin_client.get(url, {"outcome__exact": "tool_error"})) == ["weather"]
     assert listed(admin_client.get(url, {"principal": "8"})) == ["search"]
     assert listed(admin_client.get(url, {"client": "Cursor"})) == ["search"]
+
+
+def filter_choices(page: Any, parameter: str) -> list[tuple[str, str]]:
+    [spec] = [spec for spec in page.context["cl"].filter_specs if getattr(spec, "parameter_name", "") == parameter]
+    return [(str(value), str(label)) for value, label in spec.lookup_choices]
+
+
+def test_filters_offer_calls_and_admin_changes_apart_sorted_by_name(
+    admin_client: Client, ours: Tenant, theirs: Tenant
+) -> None:
+    row(ours, "weather", client_name="cursor")
+    row(ours, "Alerts", client_name="Claude")
+    row(ours, "docs://handbook", method="resources/read", client_name="zed")
+    row(ours, "triage", method="prompts/get")
+    for _ in range(3):
+        row(ours, "search")
+    row(theirs, "globex_tool", client_name="Globex robot")
+    for object_type, name in (("tool", "weather"), ("secret", "api"), ("tool", "search")):
+        activity_admin_change_record(
+            tenant_id=ours.pk,
+            user_id=1,
+            action="change",
+            object_type=object_type,
+            object_repr=name,
+            object_id="1",
+            before={},
+            after={},
+        )
+    activity_bulk_change_record(
+        change=BulkChange(tenant_id=ours.pk, operation="OpenAPI import", source="petstore", actor=Actor("cli"))
+    )
+    url = reverse(CHANGELIST)
+    page = admin_client.get(url)
+
+    assert filter_choices(page, "target") == [
+        ("Alerts", "Alerts"),
+        ("docs://handbook", "docs://handbook (resource)"),
+        ("search", "search"),
+        ("triage", "triage (prompt)"),
+        ("weather", "weather"),
+    ]
+    assert filter_choices(page, "object_type") == [
+        ("bulk:OpenAPI import", "OpenAPI import (bulk)"),
+        ("secret", "secret"),
+        ("tool", "tool"),
+    ]
+    assert filter_choices(page, "client") == [("Claude", "Claude"), ("cursor", "cursor"), ("zed", "zed")]
+    assert listed(admin_client.get(url, {"target": "weather"})) == ["weather"], "calls only, not the tool's changes"
+    assert sorted(listed(admin_client.get(url, {"object_type": "tool"}))) == ["tool: search", "tool: weather"]
+    assert listed(admin_client.get(url, {"object_type": "bulk:OpenAPI import"})) == ["petstore"]
 
 
 def test_rows_are_read_only(admin_client: Client, ours: Tenant) -> None:
@@ -148,6 +201,35 @@ def test_the_dashboard_shows_calls_errors_and_latency_per_tool_and_client(
     assert "<svg" in page.content.decode() and "globex" not in page.content.decode()
     month = admin_client.get(reverse("admin:activity_activityrecord_usage"), {"window": "30d"})
     assert month.context["summary"]["totals"]["calls"] == 6
+
+
+def test_the_dashboards_rows_and_columns_lead_to_the_log_filtered_to_them(
+    admin_client: Client, ours: Tenant, theirs: Tenant
+) -> None:
+    row(ours, "weather", client_name="Claude")
+    row(ours, "weather", client_name="Cursor", ago=dt.timedelta(hours=3))
+    row(ours, "search", client_name="Cursor")
+    row(ours, "weather", ago=dt.timedelta(days=2))
+    row(theirs, "weather", client_name="Cursor")
+    page = admin_client.get(reverse("admin:activity_activityrecord_usage"), {"window": "24h"})
+    tools = {r.usage.name: r.href for r in page.context["tools"]}
+    clients = {r.usage.name: r.href for r in page.context["clients"]}
+    busy = [c for c in page.context["timeline"].columns if c.calls]
+
+    def log(href: str) -> list[tuple[str, str]]:
+        response = admin_client.get(href)
+        assert response.status_code == 200, href
+        return sorted((r.target, r.client_name) for r in response.context["cl"].result_list)
+
+    assert log(tools["weather"]) == [("weather", "Claude"), ("weather", "Cursor")]
+    assert log(clients["Cursor"]) == [("search", "Cursor"), ("weather", "Cursor")]
+    assert [(c.calls, log(c.href)) for c in busy] == [
+        (1, [("weather", "Cursor")]),
+        (2, [("search", "Cursor"), ("weather", "Claude")]),
+    ]
+    html = page.content.decode()
+    assert "3 calls" in html and "0 errors" in html and "1 call, 0 errors" in html and "1 calls" not in html
+    assert f'href="{escape(tools["weather"])}"' in html
 
 
 def test_the_dashboard_refuses_another_tenant(admin_client: Client, theirs: Tenant) -> None:

@@ -57,6 +57,16 @@ def test_a_tool_change_is_logged_with_the_fields_before_and_after(owner: tuple[C
     assert entry.details["before"]["description"] == "old words"
     assert entry.details["after"]["description"] == "new words"
     assert "name" not in entry.details["after"], "only changed fields are recorded"
+    assert entry.request_id == "" and entry.details["object_id"] == str(tool.pk)
+
+    page = client.get(reverse("admin:activity_activityrecord_change", args=[entry.pk])).content.decode()
+    assert (
+        '<tr><th scope="row">Description</th><td><span class="activity-value">old words</span></td>'
+        '<td><span class="activity-value">new words</span></td></tr>'
+    ) in page
+    assert '<div class="readonly">Changed</div>' in page
+    assert '<div class="readonly">olivia (olivia@example.com)</div>' in page, "by whom"
+    assert "Request id" not in page and "field-request_id" not in page
 
 
 def test_a_secret_is_logged_without_its_value(owner: tuple[Client, int], ours: Tenant) -> None:
@@ -70,6 +80,12 @@ def test_a_secret_is_logged_without_its_value(owner: tuple[Client, int], ours: T
     assert SECRET_VALUE not in str([(e.target, e.details) for e in audit()])
     assert audit()[0].details["after"]["value"] == "[redacted]"
     assert audit()[2].details["before"]["ciphertext"] == "[redacted]"
+    for entry in audit():
+        page = client.get(reverse("admin:activity_activityrecord_change", args=[entry.pk])).content.decode()
+        assert SECRET_VALUE not in page
+    created = client.get(reverse("admin:activity_activityrecord_change", args=[audit()[0].pk])).content.decode()
+    assert '<tr><th scope="row">Value</th><td><span class="activity-value">—</span></td>' in created
+    assert '<td><span class="activity-value">[redacted]</span></td></tr>' in created
 
 
 def test_a_member_added_on_the_tenant_page_is_logged(owner: tuple[Client, int], ours: Tenant) -> None:

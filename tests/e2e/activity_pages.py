@@ -18,7 +18,8 @@ from tests.e2e.screenshots import Shots, run
 from tests.e2e.tenant_admin_pages import sign_in
 
 # Runs in ``manage.py shell -c``: two tenants, an admin of the first by membership, a day of calls for each (a
-# spread of tools, clients, outcomes and durations), and an admin change. Prints the ids the pages need.
+# spread of tools, clients, outcomes and durations; two of the tools mirrored from an upstream, kept disabled so
+# that no refresh reaches for it), and an admin change. Prints the ids the pages need.
 SETUP_SCRIPT = """
 import datetime as dt, random
 from django.contrib.auth import get_user_model
@@ -26,13 +27,19 @@ from django.utils import timezone
 from mcp_platform.activity.models import ActivityRecord
 from mcp_platform.activity.services import activity_admin_change_record
 from tenants import services
+from tenants.models import Tool, Upstream
 random.seed(7)
 ours = services.tenant_create(slug={ours!r}, name="Acme support")
 theirs = services.tenant_create(slug={theirs!r}, name="Globex billing")
 admin = get_user_model().objects.create_user({admin!r}, {admin_email!r}, {password!r})
 services.membership_add(tenant=ours, user=admin, role="admin")
+upstream = Upstream.objects.create(tenant=ours, name="warehouse", url="https://warehouse.invalid/mcp", enabled=False)
+for name in ("stock_level", "reserve_item"):
+    Tool.objects.create(tenant=ours, name=name, backend="upstream", upstream=upstream,
+                        config={{"remote": {{"name": name}}}})
 now = timezone.now()
-tools = [("lookup_order", 40), ("refund_order", 120), ("search_kb", 15), ("docs://handbook", 5)]
+tools = [("lookup_order", 40), ("refund_order", 120), ("search_kb", 15), ("docs://handbook", 5),
+         ("stock_level", 300), ("reserve_item", 700)]
 clients = [("Claude Desktop", "1.4.2", "2026-07-28", "streamable-http"), ("Cursor", "0.48", "2025-11-25",
            "streamable-http"), ("legacy-agent", "0.9", "2024-11-05", "http+sse")]
 rows = []

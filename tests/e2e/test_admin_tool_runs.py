@@ -42,11 +42,16 @@ def test_the_list_follows_a_run_to_its_end_without_a_reload(
     task_id = task_start(live_platform, scene, steps=6, delay_ms=400)
     page.goto(f"{live_platform.web_urls[0]}/admin/jobs/toolrun/")
     page.evaluate("window.samePage = true")
-    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=task_id))
+    row = page.get_by_role("row").filter(has=page.locator(f'[data-run="{task_id}"]'))
 
     expect(row).to_contain_text("Working")
+    expect(row.locator("td.field-live_duration")).to_have_text("running")
     expect(row.get_by_label("Progress of count_slowly")).to_be_visible(timeout=FOLLOW_MS)
     expect(row).to_contain_text("Completed", timeout=FOLLOW_MS)
+    # Its run time, from the call to its end (six steps of 400 ms), not the moment it took to queue it.
+    expect(row.locator("td.field-live_duration")).to_have_text(re.compile(r"^\d+\.\d s$"))
+    seconds = float(row.locator("td.field-live_duration").inner_text().removesuffix(" s"))
+    assert seconds >= 2.4
     expect(row).to_contain_text("6 of 6")  # the last progress stays; the status message goes with completion
     assert row.get_by_label("Progress of count_slowly").get_attribute("aria-label") == "Progress of count_slowly"
     assert page.evaluate("window.samePage") is True
@@ -82,4 +87,11 @@ def test_the_run_list_passes_axe_while_a_run_works(
     page.goto(f"{live_platform.web_urls[0]}/admin/jobs/toolrun/")
     expect(page.get_by_label("Progress of count_slowly").first).to_be_visible(timeout=FOLLOW_MS)
 
+    assert axe_violations(page) == []
+    # Every column fits 1,400 px beside the menu and the filters: the list does not scroll sideways.
+    assert page.evaluate("(r => r.scrollWidth <= r.clientWidth)(document.querySelector('#changelist .results'))")
+    page.set_viewport_size({"width": 390, "height": 900})
+    page.emulate_media(color_scheme="dark")
+    page.reload()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert axe_violations(page) == []

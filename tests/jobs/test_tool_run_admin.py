@@ -3,13 +3,17 @@ status and principal."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
+from django.contrib.admin.sites import site
 from django.contrib.admin.utils import quote
+from django.db.models import F
 from django.test import Client
 from django.urls import reverse
 
+from mcp_platform.jobs.admin import ToolRunAdmin
 from mcp_platform.jobs.models import ToolRun
 from tests.admin_objects import admin_object
 from tests.factories import MembershipFactory, TenantFactory, UserFactory
@@ -72,6 +76,7 @@ def test_the_live_endpoint_answers_for_the_tenants_runs_only(signed_in_admin: Cl
                 "progressMessage": "Counted 3 of 10",
                 "finished": False,
                 "cancellable": True,
+                "duration": "running",
             }
         }
     }
@@ -125,3 +130,44 @@ def test_the_principal_filter_offers_the_tenants_callers_only(signed_in_admin: C
     principals = next(spec for spec in page.context["cl"].filter_specs if spec.title == "person")
 
     assert [value for value, _ in principals.lookup_choices] == ["user:1"]
+
+
+def test_a_runs_duration_is_its_run_time_and_running_until_it_ends(signed_in_admin: Client, tenant: Any) -> None:
+    running = admin_object(ToolRun, tenant)
+    done = admin_object(ToolRun, tenant)
+    ToolRun.objects.filter(pk=done.pk).update(
+        status=ToolRun.Status.COMPLETED, finished_at=F("created_at") + dt.timedelta(seconds=5.8)
+    )
+
+    page = signed_in_admin.get(reverse("admin:jobs_toolrun_changelist"))
+    durations = {run.pk: ToolRunAdmin(ToolRun, site).duration(run) for run in page.context["cl"].result_list}
+
+    assert durations == {running.pk: "running", done.pk: "5.8 s"}
+    assert f'<span data-run="{done.pk}" data-run-field="duration">5.8 s</span>' in page.content.decode()
+    assert f'<span data-run="{running.pk}" data-run-field="duration">running</span>' in page.content.decode()
+
+
+def test_a_tenant_admin_sees_no_internals_of_a_run(signed_in_admin: Client, tenant: Any) -> None:
+    run = admin_object(ToolRun, tenant)
+    ToolRun.objects.filter(pk=run.pk).update(quota_key="user:1", generation=3, takeovers=2)
+
+    page = signed_in_admin.get(reverse("admin:jobs_toolrun_change", args=[quote(run.pk)])).content.decode()
+    listed = signed_in_admin.get(reverse("admin:jobs_toolrun_changelist")).content.decode()
+
+    assert "Tool name" in page and "Duration" in page
+    for internal in ("Internals", "Generation", "Lease until", "Takeovers", "Quota key", "Scheduled at"):
+        assert internal not in page and internal not in listed
+    assert "field-tenant" not in listed, "one tenant: no tenant column"
+
+
+def test_platform_staff_find_a_runs_internals_in_a_collapsed_section(client: Client, tenant: Any) -> None:
+    run = admin_object(ToolRun, tenant)
+    ToolRun.objects.filter(pk=run.pk).update(quota_key="user:1", generation=3, takeovers=2)
+    client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
+
+    page = client.get(reverse("admin:jobs_toolrun_change", args=[quote(run.pk)])).content.decode()
+
+    main, internals = page.split('<fieldset class="module aligned collapse"')
+    assert '<h2 id="fieldset-0-1-heading" class="fieldset-heading">Internals</h2>' in internals
+    for internal in ("Generation", "Lease until", "Takeovers", "Quota key"):
+        assert internal in internals and internal not in main
