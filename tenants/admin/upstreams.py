@@ -378,6 +378,12 @@ class UpstreamAdmin(TenantScopedAdmin):
         refresh = bool(data)
         if form.items_changed:
             served_again = set(stored.excluded or []) - set(form.new_excluded)
+            # The mirror keeps no copy of a resource's own name and description: an override taken back is undone
+            # by reading them from the upstream.
+            resource_reverted = any(
+                key.startswith("resources:") and form.new_overrides.get(key) != entry
+                for key, entry in (stored.overrides or {}).items()
+            )
             try:
                 report = upstream_items_update(
                     upstream=stored,
@@ -390,8 +396,8 @@ class UpstreamAdmin(TenantScopedAdmin):
             else:
                 level = messages.WARNING if report.skipped else messages.SUCCESS
                 messages.add_message(request, level, f"Items of {stored.name}: {report}.")
-                # An item served again is read from the upstream: a refresh brings it.
-                refresh = refresh or bool(served_again)
+                # An item served again is read from the upstream: a refresh brings it (and a resource's own values).
+                refresh = refresh or bool(served_again) or resource_reverted
         obj.__dict__.update(stored.__dict__)
         if refresh and stored.enabled:
             # A new prefix, URL or credentials, or an item served again, shows in the catalog now, not at the next

@@ -321,3 +321,21 @@ def test_the_test_button_reports_the_connection_and_a_dead_upstream_turns_red(
     assert '<span class="upstream-health upstream-health-failing">Failing</span>' in page
     added.refresh_from_db()
     assert added.consecutive_failures == 1 and added.last_error.startswith("upstream 'docs':")
+
+
+@LOOPBACK_ALLOWED
+def test_a_resources_description_taken_back_is_the_upstreams_again(
+    admin_client: Any, added: Upstream, tenant: Tenant
+) -> None:
+    change = reverse("admin:tenants_upstream_change", args=[added.pk])
+    form = change_form(admin_client, added)
+    form[item_field(form, "resources:notes://readme", "description")] = "Ours."
+    admin_client.post(change, form)
+    assert tenant.resources.get(uri="notes://readme").description == "Ours."
+
+    form = change_form(admin_client, added)
+    assert form[item_field(form, "resources:notes://readme", "description")] == "Ours."
+    form[item_field(form, "resources:notes://readme", "description")] = ""
+    admin_client.post(change, form)
+
+    assert tenant.resources.get(uri="notes://readme").description == "The readme."
