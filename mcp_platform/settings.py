@@ -171,6 +171,11 @@ else:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# The OpenAPI import page posts a box per operation ticked to import (up to 2,000 operations,
+# tenants.openapi.translate.MAX_OPERATIONS) and an upstream's page four fields per item (up to 2,000,
+# tenants.admin.upstreams.MAX_ITEMS_ON_PAGE): Django's default of 1,000 fields is too few for either.
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
+
 # Channel layer and Celery: Redis when REDIS_URL is set, in-process otherwise.
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:

@@ -417,6 +417,9 @@ class Upstream(models.Model):
         help_text='Upstream items not to serve, by the upstream\'s names: e.g. ["tools:delete_repo", "prompts:triage", '
         '"resources:notes://readme", "resource_templates:topic"]; a refresh removes them and keeps them out.',
     )
+    # What the tenant changed of a mirrored item, keyed like ``excluded``: {"tools:search": {"name": "find",
+    # "description": "..."}}. The mirror writes these over the upstream's values at every refresh.
+    overrides = models.JSONField(default=dict, blank=True, editable=False)
     session_mode = models.CharField(
         max_length=16,
         choices=SessionMode.choices,

@@ -1,5 +1,6 @@
-"""Admin for OpenAPI sources: the import page (read a document by URL or upload, preview its operations, pick which
-to import), re-import from the same location, and deletion that takes the source's tools along."""
+"""Admin for OpenAPI sources: the import page (read a document by URL or upload, preview its operations, tick those
+to import, review what would be added, changed and removed, then import), importing a source again through the same
+review, and deletion that takes the source's tools along."""
 
 from __future__ import annotations
 
@@ -20,10 +21,10 @@ from django.urls import path, reverse
 
 from tenants.admin.scoping import TenantScopedAdmin
 from tenants.bulk_changes import Actor
-from tenants.models import OpenApiSource, Tenant, Tool
-from tenants.openapi.document import MAX_DOCUMENT_BYTES, OpenApiDocument, OpenApiError, document_parse
+from tenants.models import OpenApiSource, Tenant
+from tenants.openapi.document import MAX_DOCUMENT_BYTES, OpenApiError, document_parse
 from tenants.openapi.fetching import document_fetch_once
-from tenants.openapi.importing import openapi_import, openapi_source_delete
+from tenants.openapi.importing import ImportDiff, openapi_import, openapi_import_diff, openapi_source_delete
 from tenants.openapi.translate import ImportOptions, Translation, document_translate
 
 
@@ -91,15 +92,30 @@ def _read(form: SourceForm) -> tuple[bytes, str]:
     return upload.read(), upload.name
 
 
-def _rows(tenant: Tenant, document: OpenApiDocument, translation: Translation) -> dict[str, Any]:
-    source = OpenApiSource.objects.filter(tenant=tenant, location=document.location).first()
-    ours = set(Tool.objects.filter(openapi_source=source).values_list("name", flat=True)) if source else set()
-    others = set(Tool.objects.filter(tenant=tenant).exclude(name__in=ours).values_list("name", flat=True))
+STATUS_LABELS = {
+    "added": "new tool",
+    "changed": "changes",
+    "unchanged": "unchanged",
+    "taken": "name taken by another tool",
+}
+
+
+def _field_names(fields: list[str]) -> str:
+    return ", ".join("request" if f == "config" else f.replace("_", " ") for f in fields)
+
+
+def _rows(diff: ImportDiff, translation: Translation, selected: set[str]) -> list[dict[str, Any]]:
+    by_key = {op.key: op for op in diff.operations}
     rows = []
     for plan in translation.tools:
         method, _, route = plan.key.partition(" ")
-        status = "update" if plan.name in ours else ("name taken" if plan.name in others else "new")
+        op = by_key[plan.key]
         hints = plan.fields["annotations"] or {}
+        status = STATUS_LABELS[op.status]
+        if op.status == "changed":
+            status = f"changes: {_field_names(op.fields)}"
+        elif op.status == "added" and diff.source is not None:
+            status = "not imported (new in the document, or left out before)"
         rows.append(
             {
                 "key": plan.key,
@@ -108,12 +124,23 @@ def _rows(tenant: Tenant, document: OpenApiDocument, translation: Translation) -
                 "name": plan.name,
                 "title": plan.fields["title"] or plan.fields["description"].splitlines()[0],
                 "status": status,
+                "state": op.status,
                 "hint": "read-only" if hints.get("readOnlyHint") else ("destructive" if hints else ""),
                 "arguments": len(plan.fields["input_schema"].get("properties", {})),
+                "selected": plan.key in selected,
             }
         )
-    vanishing = sorted(ours - {plan.name for plan in translation.tools})
-    return {"rows": rows, "vanishing": vanishing, "reimport": source is not None}
+    return rows
+
+
+def _selection(request: HttpRequest, keys: list[str]) -> list[str]:
+    """The operations ticked to import, in the document's order. A page loaded before the boxes meant "import"
+    posts those left out instead (``leave_out``), and is read so."""
+    if "operation" in request.POST or "leave_out" not in request.POST:
+        ticked = set(request.POST.getlist("operation"))
+        return [key for key in keys if key in ticked]
+    left_out = set(request.POST.getlist("leave_out"))
+    return [key for key in keys if key not in left_out]
 
 
 @admin.register(OpenApiSource)
@@ -128,6 +155,7 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
         *("document_sha256", "imported_at", "tool_count"),
     )
     actions = ["import_again"]
+    change_form_template = "admin/tenants/openapisource/change_form.html"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[OpenApiSource]:
         return super().get_queryset(request).annotate(tools_made=Count("tools"))
@@ -153,29 +181,48 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
         for source in queryset:
             openapi_source_delete(source=source)
 
-    @admin.action(description="Import again from the same URL")
-    def import_again(self, request: HttpRequest, queryset: QuerySet[OpenApiSource]) -> None:
-        for source in queryset.select_related("tenant"):
-            options = ImportOptions(
-                prefix=source.prefix,
-                base_url=source.base_url or None,
-                secret_name=source.secret_name or None,
-                client_id=source.client_id or None,
-            )
-            try:
-                content = async_to_sync(document_fetch_once)(source.location, tenant_id=source.tenant_id)
-                document = document_parse(content, location=source.location)
-                report = openapi_import(
-                    tenant=source.tenant,
-                    document=document,
-                    options=options,
-                    name=source.name,
-                    actor=Actor.person(request.user),
-                )
-            except OpenApiError as exc:
-                self.message_user(request, f"{source.name}: nothing changed: {exc}", level=messages.ERROR)
-                continue
-            self.message_user(request, report.summary(), level=messages.SUCCESS)
+    @admin.action(description="Import again (review the changes first)")
+    def import_again(self, request: HttpRequest, queryset: QuerySet[OpenApiSource]) -> HttpResponse | None:
+        sources = list(queryset[:2])
+        if len(sources) != 1:
+            self.message_user(request, "Choose one source to import again.", level=messages.WARNING)
+            return None
+        return HttpResponseRedirect(self._again_url(sources[0]))
+
+    @staticmethod
+    def _again_url(source: OpenApiSource) -> str:
+        return f"{reverse('admin:tenants_openapisource_import')}?source={source.pk}"
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> Any:
+        if obj is not None and self.has_add_permission(request):
+            context["import_again_url"] = self._again_url(obj)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def _initial(self, request: HttpRequest) -> dict[str, Any]:
+        """The form's first values: the tenant asked for, or everything a source was imported with (its page's
+        "Import again"); another tenant's source is a 404."""
+        source_id = request.GET.get("source")
+        if not source_id:
+            return {"tenant": request.GET.get("tenant")}
+        source = self.get_object(request, source_id)
+        location = source.location
+        return {
+            "tenant": source.tenant_id,
+            "url": location if location.startswith(("https://", "http://")) else "",
+            "tool_prefix": source.prefix,
+            "base_url": source.base_url,
+            "secret_name": source.secret_name,
+            "client_id": source.client_id,
+            "name": source.name,
+        }
 
     def import_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_add_permission(request):
@@ -183,7 +230,7 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
         context: dict[str, Any] = {**self.admin_site.each_context(request), "opts": self.model._meta}
         context["title"] = "Import an OpenAPI document"
         if request.method != "POST":
-            form = SourceForm(initial={"tenant": request.GET.get("tenant")})
+            form = SourceForm(initial=self._initial(request))
             self.scope_form(request, form)
             return TemplateResponse(request, "admin/tenants/openapisource/import.html", {**context, "form": form})
         form = SourceForm(request.POST, request.FILES)
@@ -196,17 +243,18 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
         return TemplateResponse(request, "admin/tenants/openapisource/import.html", {**context, "form": form})
 
     def _preview_or_import(self, request: HttpRequest, form: SourceForm, context: dict[str, Any]) -> HttpResponse:
+        """Three steps on one form: the preview (tick the operations to import), the review of what importing them
+        changes, the import. The document travels packed in the form, so each step reads exactly the same one."""
         tenant: Tenant = form.cleaned_data["tenant"]
         content, location = _read(form)
         document = document_parse(content, location=location)
-        if "_import" in request.POST and form.cleaned_data["document"]:
-            # The form names the operations left out, not those kept: a document of a thousand operations would
-            # otherwise post more fields than Django accepts (DATA_UPLOAD_MAX_NUMBER_FIELDS).
-            left_out = set(request.POST.getlist("leave_out"))
-            keys = [plan.key for plan in document_translate(document, form.options()).tools]
-            selected = [key for key in keys if key not in left_out]
+        translation = document_translate(document, form.options())
+        keys = [plan.key for plan in translation.tools]
+        reviewed = bool(form.cleaned_data["document"])
+        if "_import" in request.POST and reviewed:
+            selected = _selection(request, keys)
             if not selected:
-                raise OpenApiError("every operation was left out: nothing to import")
+                raise OpenApiError("no operation is ticked: nothing to import")
             report = openapi_import(
                 tenant=tenant,
                 document=document,
@@ -219,16 +267,39 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
                 self.message_user(request, warning, level=messages.WARNING)
             self.message_user(request, report.summary(), level=messages.SUCCESS)
             return HttpResponseRedirect(reverse("admin:tenants_openapisource_change", args=[report.source.pk]))
-        translation = document_translate(document, form.options())
+        diff = openapi_import_diff(tenant=tenant, location=document.location, plans=translation.tools)
+        review = "_review" in request.POST and reviewed
+        if reviewed and ("_review" in request.POST or "_back" in request.POST):
+            selected = _selection(request, keys)
+        else:
+            selected = diff.default_selection()
+        if review and not selected:
+            form.add_error(None, "No operation is ticked: tick those to import.")
+            review = False
         preview = SourceForm(
             initial={**form.cleaned_data, "tenant": tenant.pk, "document": _pack(content), "location": location}
         )
         self.scope_form(request, preview)
+        chosen = set(selected)
         context.update(
             form=preview,
+            errors=form.non_field_errors(),
             document=document,
             translation=translation,
             operations_count=len(translation.tools) + len(translation.skipped),
-            **_rows(tenant, document, translation),
+            rows=_rows(diff, translation, chosen),
+            reimport=diff.source is not None,
+            review=review,
+            selected=selected,
         )
+        if review:
+            changed = diff.of("changed", chosen)
+            context.update(
+                added=diff.of("added", chosen),
+                changed=[(op, _field_names(op.fields)) for op in changed],
+                unchanged=len(diff.of("unchanged", chosen)),
+                removed=diff.removed_by(chosen),
+            )
+        else:
+            context["vanishing"] = diff.removed_by(chosen)
         return TemplateResponse(request, "admin/tenants/openapisource/import.html", context)

@@ -1,8 +1,9 @@
 """Admin of upstream MCP servers: add one (connecting and mirroring its catalog before the form is accepted),
-change its URL, authentication, prefix and exclusions, refresh it now, and see its health and last error.
+change its URL, authentication and prefix, serve or leave out each of its items and give them names and
+descriptions of the tenant's own, refresh or test it now, and see its health in colour with its last error.
 
-Mirrored items are edited in the tool, template and prompt admins: a changed name, title, description or enabled
-flag is an override that refreshes keep (see ``tenants.federation.mirror``).
+The overrides set here are stored on the upstream (``Upstream.overrides``) and written by the mirror at every
+refresh; an edit on a mirrored item's own page is kept by refreshes too (see ``tenants.federation.mirror``).
 """
 
 from __future__ import annotations
@@ -12,17 +13,23 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import path, reverse
 from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.timesince import timesince
 
 from tenants.admin.scoping import TenantScopedAdmin
 from tenants.bulk_changes import SYSTEM, Actor
 from tenants.federation.connection import UpstreamFailure
+from tenants.federation.overrides import MAX_DESCRIPTION, UpstreamItem, overrides_errors, upstream_items
 from tenants.federation.services import (
     upstream_add,
     upstream_delete,
+    upstream_items_update,
+    upstream_probe,
     upstream_refresh,
     upstream_update,
     upstream_validate,
@@ -45,6 +52,67 @@ HEALTH_FIELDS = (
     "circuit_open_until",
     "last_refreshed_at",
 )
+# How long a page waits on the upstream (a refresh reads every list; a test only connects and pings).
+REFRESH_SECONDS = 30.0
+TEST_SECONDS = 15.0
+# More items than this are not offered as one form (each posts four fields).
+MAX_ITEMS_ON_PAGE = 2000
+HEALTH_LABELS = {"ok": "OK", "failing": "Failing", "circuit": "Circuit open", "never": "Never connected"}
+
+
+def health_state(upstream: Upstream) -> str:
+    """``ok``, ``failing``, ``circuit`` (open: calls are refused until it closes) or ``never`` (connected)."""
+    if upstream.circuit_open_until is not None and upstream.circuit_open_until > timezone.now():
+        return "circuit"
+    if upstream.consecutive_failures:
+        return "failing"
+    if upstream.last_ok_at is not None:
+        return "ok"
+    return "failing" if upstream.last_error else "never"
+
+
+def health_html(upstream: Upstream) -> str:
+    """The health as a coloured label with words (never colour alone), and the last error with its age."""
+    state = health_state(upstream)
+    label = format_html('<span class="upstream-health upstream-health-{}">{}</span>', state, HEALTH_LABELS[state])
+    if state in ("failing", "circuit") and upstream.last_error:
+        when = f"{timesince(upstream.last_error_at)} ago" if upstream.last_error_at else ""
+        return format_html(
+            '{} <span class="upstream-health-error">{}</span> <span class="upstream-health-when">{}</span>',
+            label,
+            upstream.last_error[:300],
+            when,
+        )
+    return label
+
+
+class UpstreamItemForm(forms.Form):
+    """One item of the upstream: served or left out, and the name and description the tenant gives it (empty:
+    the upstream's). ``item`` is set by the upstream's form, from the posted key."""
+
+    item: UpstreamItem | None = None
+    item_url = ""
+
+    key = forms.CharField(widget=forms.HiddenInput, max_length=2100)
+    served = forms.BooleanField(required=False, label="Served")
+    name = forms.CharField(required=False, max_length=255, label="Name")
+    description = forms.CharField(
+        required=False, max_length=MAX_DESCRIPTION, label="Description", widget=forms.Textarea(attrs={"rows": 2})
+    )
+
+
+def item_initial(item: UpstreamItem) -> dict[str, Any]:
+    """What the page shows: an override, or an edit made on the item's own page (it is one), else empty."""
+    name = item.override_name or (item.name if item.served and item.name != item.default_name else "")
+    description = item.override_description or (
+        item.description if item.served and item.description != item.default_description else ""
+    )
+    return {"key": item.key, "served": item.served, "name": name, "description": description}
+
+
+ItemFormSet = forms.formset_factory(
+    UpstreamItemForm, extra=0, max_num=MAX_ITEMS_ON_PAGE, absolute_max=MAX_ITEMS_ON_PAGE
+)
 
 
 class UpstreamForm(forms.ModelForm):
@@ -62,7 +130,7 @@ class UpstreamForm(forms.ModelForm):
 
     class Meta:
         model = Upstream
-        fields = ("tenant", "name", "url", "prefix", "enabled", "excluded", "session_mode", "session_tools")
+        fields = ("tenant", "name", "url", "prefix", "enabled", "session_mode", "session_tools")
         field_classes = {"url": forms.CharField}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -85,9 +153,96 @@ class UpstreamForm(forms.ModelForm):
             self.fields["session_mode"].required = False
         self.stored: Upstream | None = None
         self.report = ""
+        # The upstream's items, on its change page: a formset of their overrides, validated with this form.
+        self.items: Any = None
+        self.items_posted = False
+        self.new_excluded: list[str] = []
+        self.new_overrides: dict[str, dict[str, str]] = {}
+        if self.instance.pk is not None:
+            listed = upstream_items(self.instance)
+            if len(listed) <= MAX_ITEMS_ON_PAGE:
+                by_key = {item.key: item for item in listed}
+                # A form posted without the items (an older page, a script) leaves them as they are.
+                self.items_posted = self.is_bound and "items-TOTAL_FORMS" in self.data
+                self.items = ItemFormSet(
+                    self.data if self.items_posted else None,
+                    prefix="items",
+                    initial=[item_initial(item) for item in listed],
+                )
+                # Each form names its item by key: a form posted for an item gone since is ignored.
+                for form in self.items.forms:
+                    key = form["key"].value()
+                    form.item = by_key.get(key)
+                    if form.item is not None:
+                        self._describe(form, form.item)
 
     def clean_session_mode(self) -> str:
         return str(self.cleaned_data.get("session_mode") or self.instance.session_mode)
+
+    @staticmethod
+    def _describe(form: UpstreamItemForm, item: UpstreamItem) -> None:
+        """Labels for a row's boxes (the table's headings are not their labels), the upstream's values as
+        placeholders, and a link to the item's own page."""
+        form.fields["served"].widget.attrs["aria-label"] = f"Serve {item.remote}"
+        form.fields["name"].widget.attrs.update(
+            placeholder=item.default_name, **{"aria-label": f"Name of {item.remote}"}
+        )
+        form.fields["description"].widget.attrs.update(
+            placeholder=item.default_description[:200], **{"aria-label": f"Description of {item.remote}"}
+        )
+        if item.row is not None:
+            form.item_url = reverse(f"admin:tenants_{item.row._meta.model_name}_change", args=[item.row.pk])
+
+    def _clean_items(self) -> None:
+        """Read the items' forms into a new exclusion list and overrides, and put any refusal on its item's row."""
+        stored = self.instance
+        self.new_excluded, self.new_overrides = list(stored.excluded or []), dict(stored.overrides or {})
+        if self.items is None or not self.items_posted:
+            return
+        if not self.items.is_valid():
+            self.add_error(None, "Some of the upstream's items need attention: see below.")
+            return
+        forms_by_key: dict[str, UpstreamItemForm] = {}
+        excluded = set(self.new_excluded)
+        for form in self.items.forms:
+            item = form.item
+            if item is None:
+                continue
+            forms_by_key[item.key] = form
+            data = form.cleaned_data
+            if data.get("served"):
+                excluded.discard(item.key)
+            else:
+                excluded.add(item.key)
+            entry = {
+                "name": data.get("name", "").strip() if data.get("name", "").strip() != item.default_name else "",
+                "description": data.get("description", "")
+                if data.get("description", "") != item.default_description
+                else "",
+            }
+            entry = {field: value for field, value in entry.items() if value}
+            if entry:
+                self.new_overrides[item.key] = entry
+            else:
+                self.new_overrides.pop(item.key, None)
+        self.new_excluded = sorted(excluded)
+        errors = overrides_errors(upstream=stored, excluded=self.new_excluded, overrides=self.new_overrides)
+        for key, problems in errors.items():
+            form = forms_by_key.get(key)
+            if form is None:
+                self.add_error(None, f"{key}: {' '.join(problems)}")
+                continue
+            for problem in problems:
+                form.add_error("description" if problem.startswith("A description") else "name", problem)
+        if errors:
+            self.add_error(None, "Some of the upstream's items need attention: see below.")
+
+    @property
+    def items_changed(self) -> bool:
+        stored = self.instance
+        return self.items_posted and (
+            sorted(stored.excluded or []) != self.new_excluded or (stored.overrides or {}) != self.new_overrides
+        )
 
     def auth(self) -> dict[str, Any] | None:
         data = self.cleaned_data
@@ -113,6 +268,7 @@ class UpstreamForm(forms.ModelForm):
             if self.instance.pk is not None:
                 self.instance.auth = self.auth()
                 upstream_validate(self.instance)
+                self._clean_items()
                 return
             self.stored, report = upstream_add(
                 tenant=cleaned["tenant"],
@@ -134,11 +290,12 @@ class UpstreamForm(forms.ModelForm):
 class UpstreamAdmin(TenantScopedAdmin):
     tenant_path = "tenant"
     form = UpstreamForm
-    list_display = ("name", "tenant", "url", "enabled", "health", "last_ok_at", "last_refreshed_at")
+    list_display = ("name", "tenant", "url", "health", "enabled", "last_ok_at", "last_refreshed_at")
     list_filter = ("enabled", "tenant")
     list_select_related = ("tenant",)
     search_fields = ("name", "url", "tenant__slug")
-    readonly_fields = (*HEALTH_FIELDS, "created_at", "updated_at")
+    readonly_fields = ("health", *HEALTH_FIELDS, "created_at", "updated_at")
+    change_form_template = "admin/tenants/upstream/change_form.html"
     actions = ["refresh_now"]
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
@@ -147,13 +304,13 @@ class UpstreamAdmin(TenantScopedAdmin):
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         return [
-            (None, {"fields": ["tenant", "name", "url", "prefix", "enabled", "excluded"]}),
+            (None, {"fields": ["tenant", "name", "url", "prefix", "enabled"]}),
             ("Session", {"fields": ["session_mode", "session_tools"]}),
             (
                 "Authentication",
                 {"fields": ["auth_type", "auth_secret", "auth_header", "client_id", "token_url", "scope"]},
             ),
-            ("Health", {"fields": list(HEALTH_FIELDS)}),
+            *([("Health", {"fields": ["health", *HEALTH_FIELDS]})] if obj is not None else []),
         ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
@@ -162,11 +319,44 @@ class UpstreamAdmin(TenantScopedAdmin):
 
     @admin.display(description="Health")
     def health(self, upstream: Upstream) -> str:
-        if upstream.circuit_open_until is not None and upstream.circuit_open_until > timezone.now():
-            return f"circuit open: {upstream.last_error}"[:120]
-        if upstream.consecutive_failures:
-            return f"failing ({upstream.consecutive_failures}): {upstream.last_error}"[:120]
-        return "ok" if upstream.last_ok_at else "never reached"
+        return health_html(upstream)
+
+    def get_urls(self) -> list[Any]:
+        site = self.admin_site
+        return [
+            path("<path:object_id>/refresh/", site.admin_view(self.refresh_view), name="tenants_upstream_refresh"),
+            path("<path:object_id>/test/", site.admin_view(self.test_view), name="tenants_upstream_test"),
+            *super().get_urls(),
+        ]
+
+    def _changeable(self, request: HttpRequest, object_id: str) -> Upstream:
+        upstream = self.get_object(request, object_id)  # another tenant's upstream is a 404
+        if not self.has_change_permission(request, upstream):
+            raise PermissionDenied
+        assert isinstance(upstream, Upstream)
+        return upstream
+
+    def _back(self, upstream: Upstream) -> HttpResponse:
+        return HttpResponseRedirect(reverse("admin:tenants_upstream_change", args=[upstream.pk]))
+
+    def refresh_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        upstream = self._changeable(request, object_id)
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        self.refresh_now(request, Upstream.objects.filter(pk=upstream.pk))
+        return self._back(upstream)
+
+    def test_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        upstream = self._changeable(request, object_id)
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        try:
+            probe = async_to_sync(upstream_probe)(upstream.pk, timeout=TEST_SECONDS)
+        except UpstreamFailure as exc:
+            messages.error(request, f"Test of {upstream.name} failed: {exc}")
+        else:
+            messages.success(request, f"Test of {upstream.name}: {probe}.")
+        return self._back(upstream)
 
     def save_model(self, request: HttpRequest, obj: Upstream, form: forms.ModelForm, change: bool) -> None:
         assert isinstance(form, UpstreamForm)
@@ -179,15 +369,39 @@ class UpstreamAdmin(TenantScopedAdmin):
         data = {
             f: form.cleaned_data[f]
             for f in form.changed_data
-            if f in ("name", "url", "prefix", "enabled", "excluded", "session_mode", "session_tools")
+            if f in ("name", "url", "prefix", "enabled", "session_mode", "session_tools")
         }
         auth = form.auth()
         if auth != stored.auth:
             data["auth"] = auth
         upstream_update(upstream=stored, data=data)
+        refresh = bool(data)
+        if form.items_changed:
+            served_again = set(stored.excluded or []) - set(form.new_excluded)
+            # The mirror keeps no copy of a resource's own name and description: an override taken back is undone
+            # by reading them from the upstream.
+            resource_reverted = any(
+                key.startswith("resources:") and form.new_overrides.get(key) != entry
+                for key, entry in (stored.overrides or {}).items()
+            )
+            try:
+                report = upstream_items_update(
+                    upstream=stored,
+                    excluded=form.new_excluded,
+                    overrides=form.new_overrides,
+                    actor=Actor.person(request.user),
+                )
+            except ValidationError as exc:  # a name taken since the form was checked
+                messages.error(request, f"The items were not changed: {' '.join(exc.messages)}")
+            else:
+                level = messages.WARNING if report.skipped else messages.SUCCESS
+                messages.add_message(request, level, f"Items of {stored.name}: {report}.")
+                # An item served again is read from the upstream: a refresh brings it (and a resource's own values).
+                refresh = refresh or bool(served_again) or resource_reverted
         obj.__dict__.update(stored.__dict__)
-        if data and stored.enabled:
-            # A new prefix, exclusion list, URL or credentials shows in the catalog now, not at the next refresh.
+        if refresh and stored.enabled:
+            # A new prefix, URL or credentials, or an item served again, shows in the catalog now, not at the next
+            # refresh.
             self.refresh_now(request, Upstream.objects.filter(pk=stored.pk))
 
     def delete_model(self, request: HttpRequest, obj: Upstream) -> None:
@@ -201,10 +415,13 @@ class UpstreamAdmin(TenantScopedAdmin):
     def refresh_now(self, request: HttpRequest, queryset: QuerySet[Upstream]) -> None:
         for upstream in queryset:
             try:
-                report = async_to_sync(upstream_refresh)(upstream.pk, pooled=False, actor=Actor.person(request.user))
+                report = async_to_sync(upstream_refresh)(
+                    upstream.pk, pooled=False, actor=Actor.person(request.user), timeout=REFRESH_SECONDS
+                )
             except (UpstreamFailure, ValidationError) as exc:
                 text = str(exc) if isinstance(exc, UpstreamFailure) else " ".join(exc.messages)
                 messages.error(request, f"{upstream.name}: {text}")
                 continue
             level = messages.WARNING if report is not None and report.skipped else messages.SUCCESS
-            messages.add_message(request, level, f"{upstream.name}: {report or 'disabled, not refreshed'}.")
+            text = f"Refreshed {upstream.name}: {report}." if report is not None else f"{upstream.name} is disabled."
+            messages.add_message(request, level, text)

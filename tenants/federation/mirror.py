@@ -4,6 +4,8 @@ rows that came from it up to date through the services (which bump the revision 
 Each mirrored row keeps the upstream's own definition in ``config["remote"]`` and, in ``config["mirrored"]``, the
 values the mirror last wrote to the fields an admin may change (name, title, description, and ``enabled`` for
 tools). A field whose value differs from what the mirror last wrote was changed by an admin: a refresh keeps it.
+The overrides set on the upstream's own page (``Upstream.overrides``: a name and a description per item) are written
+over the upstream's values at every refresh, whatever the row holds.
 
 An item that cannot be stored (a URI that does not parse, a name another item of the tenant holds, a schema nested
 too deeply to check) is skipped and the report says why; the rest of the catalog is mirrored.
@@ -43,6 +45,8 @@ MAX_PAGES = 100
 PROMPT_ARGUMENT_KEYS = ("name", "title", "description", "required")
 TOOL_OVERRIDABLE = ("name", "title", "description", "enabled")
 ENTRY_OVERRIDABLE = ("name", "title", "description")
+# What ``Upstream.overrides`` may set, per item.
+OVERRIDE_FIELDS = ("name", "description")
 
 
 @dataclass
@@ -117,6 +121,21 @@ def _note_cache_hints(listing: Listing, key: str, page: Any) -> None:
 def local_name(prefix: str, name: str, *, limit: int = 128) -> str:
     """``prefix + name`` in the catalog's name alphabet (other characters become ``_``)."""
     return re.sub(r"[^A-Za-z0-9_.\-]", "_", f"{prefix}{name}")[:limit]
+
+
+def item_key(kind: str, remote: str) -> str:
+    """How ``Upstream.excluded`` and ``Upstream.overrides`` name an item: ``tools:echo``, ``resources:notes://a``."""
+    return f"{kind}:{remote}"
+
+
+def _overridden(upstream: Upstream, key: str, desired: JSONObject) -> set[str]:
+    """Write the item's overrides into ``desired``; the fields they set."""
+    entry = (upstream.overrides or {}).get(key)
+    if not isinstance(entry, dict):
+        return set()
+    fields = {f for f in OVERRIDE_FIELDS if isinstance(entry.get(f), str) and entry[f]}
+    desired.update({f: entry[f] for f in fields})
+    return fields
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -231,7 +250,11 @@ KINDS = (
 )
 
 
-def _mirror_kind(upstream: Upstream, kind: _Kind, items: Iterable[JSONObject], report: MirrorReport) -> None:
+def _mirror_kind(
+    upstream: Upstream, kind: _Kind, items: Iterable[JSONObject], report: MirrorReport, *, overrides_only: bool
+) -> None:
+    # Edits made on the item's own page are kept, but for the fields the upstream's page decides when it is saved.
+    kept = tuple(f for f in kind.overridable if not (overrides_only and f in OVERRIDE_FIELDS))
     excluded = set(upstream.excluded or [])
     existing = {row.config["remote"]["name"]: row for row in kind.model.objects.filter(upstream=upstream)}  # type: ignore[attr-defined]
     seen: set[str] = set()
@@ -241,6 +264,7 @@ def _mirror_kind(upstream: Upstream, kind: _Kind, items: Iterable[JSONObject], r
             continue
         seen.add(remote_name)
         desired = kind.fields(upstream, wire)
+        explicit = _overridden(upstream, item_key(kind.key, remote_name), desired)
         config = {"remote": wire, "mirrored": {f: desired[f] for f in kind.overridable if f in desired}}
         row = existing.get(remote_name)
         if row is None:
@@ -254,8 +278,9 @@ def _mirror_kind(upstream: Upstream, kind: _Kind, items: Iterable[JSONObject], r
         data = {
             f: value
             for f, value in desired.items()
-            # A field an admin changed since the last mirror (it differs from what was written then) stays.
-            if not (f in kind.overridable and f in mirrored and not _same(getattr(row, f), mirrored[f]))
+            # A field an admin changed since the last mirror (it differs from what was written then) stays, unless
+            # the upstream's page overrides it.
+            if f in explicit or not (f in kept and f in mirrored and not _same(getattr(row, f), mirrored[f]))
         }
         data["config"] = config
         data = {f: value for f, value in data.items() if not _same(getattr(row, f), value)}
@@ -279,6 +304,7 @@ def _mirror_resources(upstream: Upstream, items: Iterable[JSONObject], report: M
             continue
         seen.add(uri)
         desired = _resource_fields(wire)
+        _overridden(upstream, item_key("resources", uri), desired)
         row = existing.get(uri)
         if row is None:
             create = partial(services.resource_create, tenant=upstream.tenant, upstream=upstream, uri=uri, text="")
@@ -299,11 +325,41 @@ def _mirror_resources(upstream: Upstream, items: Iterable[JSONObject], report: M
             report.removed += 1
 
 
+def listing_stored(upstream: Upstream) -> Listing:
+    """What the upstream offered at the last refresh, as far as its mirrored rows keep it (an excluded item is not
+    kept; a resource keeps the values written last, overrides included): a refresh without the network."""
+    listing = Listing(cache_hints=upstream.list_cache_hints)
+    for kind in KINDS:
+        rows = kind.model.objects.filter(upstream=upstream).order_by("pk")  # type: ignore[attr-defined]
+        setattr(listing, kind.key, [row.config["remote"] for row in rows])
+    listing.resources = [
+        {
+            "uri": row.uri,
+            "name": row.name,
+            "title": row.title,
+            "description": row.description,
+            "mimeType": row.mime_type,
+            **({"annotations": row.annotations} if row.annotations is not None else {}),
+        }
+        for row in Resource.objects.filter(upstream=upstream).order_by("pk")
+    ]
+    return listing
+
+
 def mirror_apply(
-    *, upstream: Upstream, listing: Listing, actor: Actor = SCHEDULED_REFRESH, operation: str = "upstream refresh"
+    *,
+    upstream: Upstream,
+    listing: Listing,
+    actor: Actor = SCHEDULED_REFRESH,
+    operation: str = "upstream refresh",
+    refreshed: bool = True,
+    overrides_only: bool = False,
 ) -> MirrorReport:
     """Bring the rows mirrored from ``upstream`` in line with ``listing``, in one transaction; what changed is
-    announced after commit as ``operation`` by ``actor`` (``tenants.bulk_changes``).
+    announced after commit as ``operation`` by ``actor`` (``tenants.bulk_changes``). ``refreshed``: the listing
+    was read from the upstream just now (its time is recorded). ``overrides_only``: names and descriptions are the
+    upstream's or ``Upstream.overrides``', and an edit of them on the item's own page is dropped (the upstream's page
+    showed it as an override, and saving that page decided).
 
     An item that cannot be stored (e.g. its name is taken by another item of the tenant) is skipped, and
     ``report.skipped`` says which and why; an item stored before stays as it was.
@@ -311,11 +367,12 @@ def mirror_apply(
     report = MirrorReport()
     with transaction.atomic():
         for kind in KINDS:
-            _mirror_kind(upstream, kind, getattr(listing, kind.key), report)
+            _mirror_kind(upstream, kind, getattr(listing, kind.key), report, overrides_only=overrides_only)
         _mirror_resources(upstream, listing.resources, report)
-        Upstream.objects.filter(pk=upstream.pk).update(
-            last_refreshed_at=timezone.now(), list_cache_hints=listing.cache_hints
-        )
+        if refreshed:
+            Upstream.objects.filter(pk=upstream.pk).update(
+                last_refreshed_at=timezone.now(), list_cache_hints=listing.cache_hints
+            )
         if listing.cache_hints != upstream.list_cache_hints:
             # The tenant's lists carry them (cached with its catalog): a new revision makes every process re-read.
             upstream.list_cache_hints = listing.cache_hints

@@ -4,8 +4,11 @@ refresh their mirrored catalogs (on their list_changed, on a schedule, on demand
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
@@ -17,8 +20,9 @@ from mcp_core.uris import uri_scheme
 from tenants.bulk_changes import SCHEDULED_REFRESH, SYSTEM, UPSTREAM_NOTICE, Actor
 from tenants.events import CATALOG_KINDS, catalog_changed, tenant_changed
 from tenants.federation.backend import set_session_marker
-from tenants.federation.connection import UpstreamConnection, UpstreamFailure, UpstreamTarget
-from tenants.federation.mirror import Listing, MirrorReport, listing_fetch, mirror_apply
+from tenants.federation.connection import CONNECT_TIMEOUT, UpstreamConnection, UpstreamFailure, UpstreamTarget
+from tenants.federation.mirror import Listing, MirrorReport, listing_fetch, listing_stored, mirror_apply
+from tenants.federation.overrides import overrides_errors
 from tenants.federation.pool import upstream_pool
 from tenants.models import Tenant, Upstream
 from tenants.outbound_auth import auth_errors
@@ -138,6 +142,45 @@ def upstream_update(*, upstream: Upstream, data: Mapping[str, Any]) -> Upstream:
     return upstream
 
 
+def upstream_items_update(
+    *, upstream: Upstream, excluded: list[str], overrides: Mapping[str, Mapping[str, str]], actor: Actor = SYSTEM
+) -> MirrorReport:
+    """Store which of the upstream's items are left out and the names and descriptions the tenant gives the others
+    (``Upstream.overrides``; an empty value follows the upstream), and apply them to the mirrored rows at once,
+    without connecting: an item served again appears at the next refresh. ``actor`` made the change.
+
+    ``overrides`` is the whole truth for names and descriptions: an item's name or description edited on its own
+    page and not given here goes back to the upstream's.
+
+    Raises ``ValidationError`` by item key (``"tools:echo"``) when a name breaks the catalog's rule or is taken.
+    """
+    if not isinstance(overrides, Mapping):
+        raise ValidationError({"overrides": ["Overrides must be an object."]})
+    # An empty value follows the upstream: it is not stored.
+    cleaned = {
+        key: {field: value for field, value in entry.items() if value} if isinstance(entry, Mapping) else entry
+        for key, entry in overrides.items()
+        if not isinstance(entry, Mapping) or any(entry.values())
+    }
+    errors = overrides_errors(upstream=upstream, excluded=excluded, overrides=cleaned)
+    if errors:
+        raise ValidationError(errors)
+    with transaction.atomic():
+        stored = Upstream.objects.select_for_update().select_related("tenant").get(pk=upstream.pk)
+        stored.excluded, stored.overrides = list(excluded), cleaned
+        stored.save(update_fields=["excluded", "overrides", "updated_at"])
+        report = mirror_apply(
+            upstream=stored,
+            listing=listing_stored(stored),
+            actor=actor,
+            operation="upstream items changed",
+            refreshed=False,
+            overrides_only=True,
+        )
+    upstream.excluded, upstream.overrides = stored.excluded, stored.overrides
+    return report
+
+
 def upstream_tool_needs_session(*, upstream: Upstream, remote: str) -> None:
     """Record that the upstream's tool ``remote`` asks imperatively (its upstream refused a server-to-client request
     on 2026-07-28): in automatic mode it is called in a handshake session from now on, on every process. ``upstream``
@@ -165,13 +208,14 @@ def upstream_delete(*, upstream: Upstream) -> None:
 
 
 async def upstream_refresh(
-    upstream_id: int, *, pooled: bool = True, actor: Actor = SCHEDULED_REFRESH
+    upstream_id: int, *, pooled: bool = True, actor: Actor = SCHEDULED_REFRESH, timeout: float | None = None
 ) -> MirrorReport | None:
     """Re-read the upstream's catalog and mirror it (None when the upstream is disabled or gone); ``actor`` asked
     for the refresh (an admin, a command, the schedule).
 
     ``pooled``: over this process's pooled session (web processes); otherwise over a connection of its own
-    (Celery, commands). Raises ``UpstreamFailure`` and ``ValidationError`` (recorded as its last error too).
+    (Celery, commands). ``timeout``: seconds the reading may take (a page waiting on it). Raises
+    ``UpstreamFailure`` and ``ValidationError`` (recorded as its last error too).
     """
     upstream = await Upstream.objects.select_related("tenant").filter(pk=upstream_id).afirst()
     if upstream is None or not upstream.enabled:
@@ -186,7 +230,13 @@ async def upstream_refresh(
                 await upstream_pool.discard(connection)
                 raise connection.failure(exc) from None
         else:
-            listing, _ = await upstream_discover(target)
+            try:
+                async with asyncio.timeout(timeout):
+                    listing, _ = await upstream_discover(target)
+            except TimeoutError:
+                raise UpstreamFailure(
+                    f"upstream {upstream.name!r}: its catalog was not read within {timeout:.0f}s"
+                ) from None
         report = await sync_to_async(mirror_apply)(upstream=upstream, listing=listing, actor=actor)
     except (UpstreamFailure, ValidationError) as exc:
         message = str(exc) if isinstance(exc, UpstreamFailure) else " ".join(exc.messages)
@@ -201,6 +251,52 @@ async def upstream_refresh(
         skipped = f"{len(report.skipped)} item(s) skipped at the last refresh: {' '.join(report.skipped)}"
         await Upstream.objects.filter(pk=upstream_id).aupdate(last_error=skipped, last_error_at=timezone.now())
     return report
+
+
+@dataclass(frozen=True)
+class UpstreamProbe:
+    """What connecting to an upstream found: how, which revision, and how long one request took there and back."""
+
+    transport: str
+    protocol_version: str
+    round_trip_ms: float
+
+    def __str__(self) -> str:
+        transport = Upstream.Transport(self.transport).label if self.transport else "an unknown transport"
+        return f"connected over {transport}, protocol {self.protocol_version}, round trip {self.round_trip_ms:.0f} ms"
+
+
+async def upstream_probe(upstream_id: int, *, timeout: float = 2 * CONNECT_TIMEOUT) -> UpstreamProbe:
+    """Connect to the upstream over a connection of its own, ping it (2026-07-28: list its tools' first page), close;
+    the outcome is its health, as a call's
+    would be (a failure counts towards its circuit). Raises ``UpstreamFailure`` (within ``timeout`` seconds)."""
+    upstream = await Upstream.objects.select_related("tenant").aget(pk=upstream_id)
+    target = UpstreamTarget.of(upstream)
+    connection = UpstreamConnection(target)
+    try:
+        async with asyncio.timeout(timeout):
+            await connection.open()
+            started = time.perf_counter()
+            try:
+                client = connection.client
+                if connection.protocol_version < "2026":
+                    await client.send_ping()
+                else:  # 2026-07-28 has no ping: the first page of a list is the lightest request
+                    await client.list_tools(cache_mode="bypass")
+            except Exception as exc:
+                raise connection.failure(exc) from None
+            round_trip = (time.perf_counter() - started) * 1000
+    except (UpstreamFailure, TimeoutError) as exc:
+        message = (
+            str(exc) if isinstance(exc, UpstreamFailure) else f"upstream {upstream.name!r}: no answer in {timeout:.0f}s"
+        )
+        await upstream_pool.failed(target, message)
+        raise UpstreamFailure(message) from None
+    finally:
+        await connection.close()
+    probe = UpstreamProbe(connection.transport, connection.protocol_version, round_trip)
+    await upstream_pool.succeeded(target, connection=connection)
+    return probe
 
 
 async def _refresh_quietly(upstream_id: int) -> None:

@@ -111,6 +111,62 @@ def openapi_import(
     return report
 
 
+@dataclass
+class OperationDiff:
+    """What importing one operation would do: ``added`` (a new tool), ``changed`` (``fields`` of its tool),
+    ``unchanged``, or ``taken`` (its name is held by a tool this source did not make: it cannot be imported)."""
+
+    key: str
+    name: str
+    status: str
+    fields: list[str] = field(default_factory=list)
+    # Imported now (a re-import ticks these by default: the source's own choice, read from the tools it made).
+    imported: bool = False
+
+
+@dataclass
+class ImportDiff:
+    source: OpenApiSource | None
+    operations: list[OperationDiff]
+    # The source's tools an import of the selection removes: gone from the document, or no longer selected.
+    removed: list[str]
+
+    def of(self, status: str, selected: Collection[str]) -> list[OperationDiff]:
+        return [op for op in self.operations if op.status == status and op.key in selected]
+
+    def default_selection(self) -> list[str]:
+        """A first import takes every operation it can; a re-import takes what the source imported before (an
+        operation left out then, or new in the document, waits to be ticked)."""
+        if self.source is None:
+            return [op.key for op in self.operations if op.status != "taken"]
+        return [op.key for op in self.operations if op.imported]
+
+    def removed_by(self, selected: Collection[str]) -> list[str]:
+        kept = {op.name for op in self.operations if op.key in selected and op.status != "taken"}
+        return sorted(name for name in self.removed if name not in kept)
+
+
+def openapi_import_diff(*, tenant: Tenant, location: str, plans: list[ToolPlan]) -> ImportDiff:
+    """What importing ``plans`` (a translated document read from ``location``) into ``tenant`` would change, before
+    anything is changed: per operation, and the source's tools that would go."""
+    source = OpenApiSource.objects.filter(tenant=tenant, location=location).first()
+    names = [plan.name for plan in plans]
+    existing = {tool.name: tool for tool in Tool.objects.filter(tenant=tenant, name__in=names)}
+    operations = []
+    for plan in plans:
+        tool = existing.get(plan.name)
+        if tool is None:
+            operations.append(OperationDiff(plan.key, plan.name, "added"))
+        elif source is None or tool.openapi_source_id != source.pk:  # type: ignore[attr-defined]
+            operations.append(OperationDiff(plan.key, plan.name, "taken"))
+        else:
+            changed = sorted(key for key, value in plan.fields.items() if not _same(getattr(tool, key), value))
+            status = "changed" if changed else "unchanged"
+            operations.append(OperationDiff(plan.key, plan.name, status, changed, imported=True))
+    removed = sorted(Tool.objects.filter(openapi_source=source).values_list("name", flat=True)) if source else []
+    return ImportDiff(source, operations, removed)
+
+
 def _source_upsert(tenant: Tenant, document: OpenApiDocument, options: ImportOptions, name: str) -> OpenApiSource:
     source = OpenApiSource.objects.select_for_update().filter(tenant=tenant, location=document.location).first()
     if source is None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.forms import CheckboxInput
 from django.test import override_settings
 from django.urls import reverse
 from django.utils import timezone
@@ -41,7 +42,6 @@ def upstream_form(tenant: Tenant, url: str, **overrides: Any) -> dict[str, Any]:
         "url": url,
         "prefix": "",
         "enabled": "on",
-        "excluded": "[]",
         "auth_type": "",
         "auth_secret": "",
         "auth_header": "",
@@ -120,10 +120,28 @@ def test_the_list_shows_each_upstreams_health_and_last_error(admin_client: Any, 
         circuit_open_until=timezone.now() + timezone.timedelta(seconds=30),
     )
 
+    Upstream.objects.create(tenant=tenant, name="new", url="https://new.example/mcp")
+    Upstream.objects.create(
+        tenant=tenant,
+        name="flaky",
+        url="https://flaky.example/mcp",
+        last_ok_at=timezone.now(),
+        consecutive_failures=1,
+        last_error="upstream 'flaky': ReadTimeout",
+        last_error_at=timezone.now() - timezone.timedelta(minutes=5),
+    )
+
     page = admin_client.get(reverse("admin:tenants_upstream_changelist")).content.decode()
 
-    assert "circuit open: upstream &#x27;dead&#x27;: ConnectError: connection refused" in page
-    assert '<td class="field-health">ok</td>' in page
+    circuit = '<span class="upstream-health upstream-health-circuit">Circuit open</span>'
+    assert f'{circuit} <span class="upstream-health-error">upstream &#x27;dead&#x27;: ConnectError' in page
+    assert '<span class="upstream-health upstream-health-ok">OK</span>' in page
+    assert '<span class="upstream-health upstream-health-never">Never connected</span>' in page
+    failing = '<span class="upstream-health upstream-health-failing">Failing</span>'
+    assert f'{failing} <span class="upstream-health-error">upstream &#x27;flaky&#x27;: ReadTimeout</span>' in page
+    assert '<span class="upstream-health-when">5\xa0minutes ago</span>' in page
+    # "Enabled" stays a column of its own: a failing upstream is still enabled.
+    assert page.count('class="field-enabled"') == 4
 
 
 @LOOPBACK_ALLOWED
@@ -132,8 +150,8 @@ def test_a_new_prefix_saved_in_the_admin_renames_the_mirrored_items_at_once(
 ) -> None:
     admin_client.post(reverse("admin:tenants_upstream_add"), upstream_form(tenant, upstream.url))
     stored = Upstream.objects.get(tenant=tenant)
-    form = upstream_form(tenant, upstream.url, prefix="kb.", excluded='["tools:fail"]')
-    del form["tenant"]
+    form = change_form(admin_client, stored, prefix="kb.")
+    form[item_field(form, "tools:fail", "served")] = ""
 
     response = admin_client.post(reverse("admin:tenants_upstream_change", args=[stored.pk]), form)
 
@@ -166,3 +184,158 @@ def test_the_session_mode_and_session_tools_are_chosen_in_the_admin(
     form["session_tools"] = '{"not": "a list"}'
     response = admin_client.post(reverse("admin:tenants_upstream_change", args=[stored.pk]), form)
     assert response.status_code == 200 and "list of tool names" in response.content.decode()
+
+
+# ---- the upstream's page: its items, refresh and test ---------------------------------------------------------
+
+
+def change_form(client: Any, upstream: Upstream, **overrides: Any) -> dict[str, Any]:
+    """What the upstream's page posts when saved as it was shown (with ``overrides`` of its main fields)."""
+    page = client.get(reverse("admin:tenants_upstream_change", args=[upstream.pk]))
+    assert page.status_code == 200
+    form = page.context["adminform"].form
+    data: dict[str, Any] = {}
+    for name, field in form.fields.items():
+        if name == "tenant":
+            continue
+        value = form[name].value()
+        if isinstance(field.widget, CheckboxInput):
+            if value:
+                data[name] = "on"
+        else:
+            data[name] = "" if value is None else field.widget.format_value(value) or ""
+    items = form.items
+    data.update({f"items-{k}": v for k, v in items.management_form.initial.items()})
+    for number, item_form in enumerate(items.forms):
+        initial = item_form.initial
+        data[f"items-{number}-key"] = initial["key"]
+        data[f"items-{number}-name"] = initial["name"]
+        data[f"items-{number}-description"] = initial["description"]
+        if initial["served"]:
+            data[f"items-{number}-served"] = "on"
+    data.update(overrides)
+    return data
+
+
+def item_field(data: dict[str, Any], key: str, field: str) -> str:
+    [number] = [k.split("-")[1] for k, v in data.items() if k.endswith("-key") and v == key]
+    return f"items-{number}-{field}"
+
+
+@pytest.fixture
+def added(admin_client: Any, tenant: Tenant, upstream: UpstreamServer) -> Upstream:
+    with LOOPBACK_ALLOWED:
+        response = admin_client.post(reverse("admin:tenants_upstream_add"), upstream_form(tenant, upstream.url))
+    assert response.status_code == 302
+    return Upstream.objects.get(tenant=tenant, name="docs")
+
+
+def test_the_page_lists_every_mirrored_item_with_the_upstreams_values_beside_the_boxes(
+    admin_client: Any, added: Upstream
+) -> None:
+    page = admin_client.get(reverse("admin:tenants_upstream_change", args=[added.pk])).content.decode()
+
+    echo = Tool.objects.get(name="docs_echo")
+    assert (
+        f'<a href="{reverse("admin:tenants_tool_change", args=[echo.pk])}">served as <code>docs_echo</code></a>' in page
+    )
+    assert 'placeholder="docs_echo" aria-label="Name of echo"' in page
+    for remote in ("greet", "notes://readme"):
+        assert f"<code>{remote}</code>" in page
+    assert "Refresh now" in page and "Test the connection" in page
+
+
+@LOOPBACK_ALLOWED
+def test_a_rename_and_a_description_typed_on_the_page_are_served_and_kept_by_a_refresh(
+    admin_client: Any, added: Upstream, tenant: Tenant
+) -> None:
+    form = change_form(admin_client, added)
+    form[item_field(form, "tools:echo", "name")] = "say"
+    form[item_field(form, "prompts:greet", "description")] = "Greets <b>someone</b>."
+
+    response = admin_client.post(reverse("admin:tenants_upstream_change", args=[added.pk]), form, follow=True)
+
+    assert "Items of docs: 0 added, 2 updated, 0 removed." in response.content.decode()
+    assert Tool.objects.get(tenant=tenant, config__remote__name="echo").name == "say"
+    refreshed = admin_client.post(reverse("admin:tenants_upstream_refresh", args=[added.pk]), follow=True)
+    assert "Refreshed docs: 0 added, 0 updated, 0 removed." in refreshed.content.decode()
+    assert Tool.objects.get(tenant=tenant, config__remote__name="echo").name == "say"
+    assert tenant.prompts.get(name="docs_greet").description == "Greets <b>someone</b>."
+    page = admin_client.get(reverse("admin:tenants_upstream_change", args=[added.pk])).content.decode()
+    assert "Greets &lt;b&gt;someone&lt;/b&gt;." in page and "<b>someone</b>" not in page
+
+
+@LOOPBACK_ALLOWED
+def test_a_taken_name_is_refused_on_its_row_keeping_everything_typed(
+    admin_client: Any, added: Upstream, tenant: Tenant
+) -> None:
+    form = change_form(admin_client, added)
+    form[item_field(form, "tools:echo", "name")] = "docs_fail"
+    form[item_field(form, "prompts:greet", "description")] = "Typed, and kept."
+
+    response = admin_client.post(reverse("admin:tenants_upstream_change", args=[added.pk]), form)
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "The name &#x27;docs_fail&#x27; is taken by the tool &#x27;docs_fail&#x27; of this upstream" in page
+    assert 'value="docs_fail"' in page and "Typed, and kept." in page
+    added.refresh_from_db()
+    assert added.overrides == {} and tenant.tools.filter(name="docs_echo").exists()
+
+
+@LOOPBACK_ALLOWED
+def test_an_item_left_out_goes_and_comes_back_when_served_again(
+    admin_client: Any, added: Upstream, tenant: Tenant
+) -> None:
+    form = change_form(admin_client, added)
+    del form[item_field(form, "tools:echo", "served")]
+    admin_client.post(reverse("admin:tenants_upstream_change", args=[added.pk]), form)
+    assert not tenant.tools.filter(name="docs_echo").exists()
+    added.refresh_from_db()
+    assert added.excluded == ["tools:echo"]
+
+    form = change_form(admin_client, added)
+    form[item_field(form, "tools:echo", "served")] = "on"
+    response = admin_client.post(reverse("admin:tenants_upstream_change", args=[added.pk]), form, follow=True)
+
+    assert "Refreshed docs: 1 added, 0 updated, 0 removed." in response.content.decode()
+    assert tenant.tools.filter(name="docs_echo").exists()
+
+
+@LOOPBACK_ALLOWED
+def test_the_test_button_reports_the_connection_and_a_dead_upstream_turns_red(
+    admin_client: Any, added: Upstream, upstream: UpstreamServer
+) -> None:
+    test_url = reverse("admin:tenants_upstream_test", args=[added.pk])
+    assert admin_client.get(test_url).status_code == 405
+
+    page = admin_client.post(test_url, follow=True).content.decode()
+    assert re.search(r"Test of docs: connected over Streamable HTTP, protocol 2026-07-28, round trip \d+ ms\.", page)
+
+    try:
+        upstream.kill()
+        page = admin_client.post(test_url, follow=True).content.decode()
+    finally:
+        upstream.start()
+    assert "Test of docs failed: upstream &#x27;docs&#x27;:" in page
+    assert '<span class="upstream-health upstream-health-failing">Failing</span>' in page
+    added.refresh_from_db()
+    assert added.consecutive_failures == 1 and added.last_error.startswith("upstream 'docs':")
+
+
+@LOOPBACK_ALLOWED
+def test_a_resources_description_taken_back_is_the_upstreams_again(
+    admin_client: Any, added: Upstream, tenant: Tenant
+) -> None:
+    change = reverse("admin:tenants_upstream_change", args=[added.pk])
+    form = change_form(admin_client, added)
+    form[item_field(form, "resources:notes://readme", "description")] = "Ours."
+    admin_client.post(change, form)
+    assert tenant.resources.get(uri="notes://readme").description == "Ours."
+
+    form = change_form(admin_client, added)
+    assert form[item_field(form, "resources:notes://readme", "description")] == "Ours."
+    form[item_field(form, "resources:notes://readme", "description")] = ""
+    admin_client.post(change, form)
+
+    assert tenant.resources.get(uri="notes://readme").description == "The readme."

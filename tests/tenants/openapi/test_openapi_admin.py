@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils import timezone
 
 from tenants.models import OpenApiSource, Tenant, Tool
-from tests.factories import ToolFactory
+from tests.factories import MembershipFactory, TenantFactory, ToolFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -42,21 +43,20 @@ def test_the_preview_lists_each_operation_and_what_cannot_be_imported(admin_clie
         "pets_replacePet",
         "pets_deletePet",
     ]
-    assert {row["status"] for row in response.context["rows"]} == {"new"}
-    assert 'name="leave_out" value="GET /pets" id="op-1"' in page
+    assert {row["status"] for row in response.context["rows"]} == {"new tool"}
+    assert 'name="operation" value="GET /pets" id="op-1" aria-label="Import GET /pets" checked' in page
     assert "multipart/form-data; HTTP tools send JSON bodies only" in page
     assert not Tool.objects.exists()  # a preview stores nothing
 
 
-def keep_only(response: Any, tenant: Tenant, keys: list[str]) -> dict[str, Any]:
-    """The import form as the preview leaves it, with every operation but ``keys`` ticked to be left out."""
+def keep_only(response: Any, tenant: Tenant, keys: list[str], step: str = "_import") -> dict[str, Any]:
+    """The import form as the preview leaves it, with only ``keys`` ticked to be imported."""
     form = response.context["form"]
     data = {name: form.initial.get(name) or "" for name in form.fields if name != "file"}
-    left_out = [row["key"] for row in response.context["rows"] if row["key"] not in keys]
-    return {**data, "tenant": tenant.pk, "leave_out": left_out, "_import": "1"}
+    return {**data, "tenant": tenant.pk, "operation": keys, step: "1"}
 
 
-def test_importing_stores_only_the_operations_not_left_out(admin_client: Any, tenant: Tenant) -> None:
+def test_importing_stores_only_the_operations_ticked(admin_client: Any, tenant: Tenant) -> None:
     data = keep_only(preview(admin_client, tenant), tenant, ["GET /pets", "DELETE /pets/{petId}"])
 
     response = admin_client.post(reverse(IMPORT), data)
@@ -74,11 +74,14 @@ def test_a_second_preview_marks_updates_and_names_taken_by_other_tools(admin_cli
     admin_client.post(reverse(IMPORT), keep_only(preview(admin_client, tenant), tenant, ["GET /pets"]))
     ToolFactory(tenant=tenant, name="pets_createPet")
 
-    rows = {row["name"]: row["status"] for row in preview(admin_client, tenant).context["rows"]}
+    response = preview(admin_client, tenant)
+    rows = {row["name"]: row for row in response.context["rows"]}
 
-    assert rows["pets_listPets"] == "update"
-    assert rows["pets_createPet"] == "name taken"
-    assert rows["pets_deletePet"] == "new"
+    assert rows["pets_listPets"]["status"] == "unchanged" and rows["pets_listPets"]["selected"]
+    assert rows["pets_createPet"]["status"] == "name taken by another tool" and not rows["pets_createPet"]["selected"]
+    assert 'value="POST /pets" id="op-2" aria-label="Import POST /pets" disabled' in response.content.decode()
+    # Left out at the first import: still left out, unless ticked now.
+    assert rows["pets_deletePet"]["status"].startswith("not imported") and not rows["pets_deletePet"]["selected"]
 
 
 def test_an_invalid_document_is_reported_on_the_page(admin_client: Any, tenant: Tenant) -> None:
@@ -164,3 +167,72 @@ def test_an_imported_tool_shows_its_source(admin_client: Any, tenant: Tenant) ->
         reverse("admin:tenants_tool_changelist"), {"openapi_source__id__exact": tool.openapi_source_id}
     )
     assert filtered.status_code == 200 and "pets_listPets" in filtered.content.decode()
+
+
+def test_a_page_loaded_before_the_boxes_meant_import_is_read_as_it_meant(admin_client: Any, tenant: Tenant) -> None:
+    response = preview(admin_client, tenant)
+    data = keep_only(response, tenant, [])
+    del data["operation"]
+    data["leave_out"] = [row["key"] for row in response.context["rows"] if row["key"] != "GET /pets"]
+
+    assert admin_client.post(reverse(IMPORT), data).status_code == 302
+
+    assert list(Tool.objects.values_list("name", flat=True)) == ["pets_listPets"]
+
+
+def test_importing_again_reviews_what_is_added_changed_and_removed_before_anything_changes(
+    admin_client: Any, tenant: Tenant
+) -> None:
+    admin_client.post(
+        reverse(IMPORT), keep_only(preview(admin_client, tenant), tenant, ["GET /pets", "DELETE /pets/{petId}"])
+    )
+    source = OpenApiSource.objects.get(tenant=tenant)
+    Tool.objects.filter(name="pets_listPets").update(description="Edited since.")
+    again = admin_client.get(reverse(IMPORT), {"source": source.pk})
+    assert again.context["form"].initial["tool_prefix"] == "pets_"
+
+    # The source's own choice is ticked; tick one more and untick one.
+    response = preview(admin_client, tenant)
+    assert [row["key"] for row in response.context["rows"] if row["selected"]] == ["GET /pets", "DELETE /pets/{petId}"]
+    review = admin_client.post(reverse(IMPORT), keep_only(response, tenant, ["GET /pets", "POST /pets"], "_review"))
+
+    page = review.content.decode()
+    assert review.context["review"] and "1 added, 1 changed, 1 removed, 0 unchanged." in page
+    assert "<code>pets_createPet</code> from <code>POST /pets</code>" in page
+    assert "<code>pets_listPets</code>: description" in page
+    assert '<ul id="review-removed"><li><code>pets_deletePet</code></li></ul>' in page
+    assert Tool.objects.get(name="pets_listPets").description == "Edited since.", "a review changes nothing"
+
+    back = admin_client.post(reverse(IMPORT), keep_only(review, tenant, ["GET /pets", "POST /pets"], "_back"))
+    assert [row["key"] for row in back.context["rows"] if row["selected"]] == ["GET /pets", "POST /pets"]
+    done = admin_client.post(reverse(IMPORT), keep_only(review, tenant, ["GET /pets", "POST /pets"]))
+
+    assert done.status_code == 302
+    assert sorted(Tool.objects.values_list("name", flat=True)) == ["pets_createPet", "pets_listPets"]
+    assert Tool.objects.get(name="pets_listPets").description != "Edited since."
+    source_page = admin_client.get(reverse("admin:tenants_openapisource_change", args=[source.pk])).content.decode()
+    assert f'href="{reverse(IMPORT)}?source={source.pk}">Import again</a>' in source_page
+
+
+def test_a_review_with_nothing_ticked_says_so(admin_client: Any, tenant: Tenant) -> None:
+    response = preview(admin_client, tenant)
+    data = keep_only(response, tenant, [], "_review")
+    del data["operation"]
+
+    review = admin_client.post(reverse(IMPORT), data)
+
+    assert not review.context["review"] and "No operation is ticked" in review.content.decode()
+    assert not Tool.objects.exists()
+
+
+def test_another_tenants_source_cannot_be_imported_again_from_its_id(client: Any, tenant: Tenant) -> None:
+    source = OpenApiSource.objects.create(
+        tenant=tenant, name="Theirs", location="https://theirs.example/openapi.json", imported_at=timezone.now()
+    )
+    other = TenantFactory(slug="other")
+    person = UserFactory(username="other-owner")
+    MembershipFactory(tenant=other, user=person, role="owner")
+    client.force_login(person)
+
+    assert client.get(reverse(IMPORT), {"source": source.pk}).status_code == 404
+    assert client.get(reverse(IMPORT), {"tenant": other.pk}).status_code == 200

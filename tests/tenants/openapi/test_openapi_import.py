@@ -15,8 +15,8 @@ from django.core.management.base import CommandError
 
 from tenants.models import OpenApiSource, Tenant, Tool
 from tenants.openapi.document import OpenApiError, document_parse
-from tenants.openapi.importing import openapi_import
-from tenants.openapi.translate import ImportOptions
+from tenants.openapi.importing import openapi_import, openapi_import_diff
+from tenants.openapi.translate import ImportOptions, document_translate
 from tests.factories import ToolFactory
 
 pytestmark = pytest.mark.django_db
@@ -195,3 +195,28 @@ def test_the_command_imports_a_file_and_fails_cleanly(tenant: Tenant, capsys: An
     with pytest.raises(CommandError, match=r"refused: 127\.0\.0\.1 \(loopback\)"):
         call_command("openapi_import", tenant.slug, "http://127.0.0.1:9/openapi.json")
     assert Tool.objects.filter(tenant=tenant).count() == 5
+
+
+def test_the_diff_of_a_reimport_says_what_would_be_added_changed_and_removed_and_changes_nothing(
+    tenant: Tenant,
+) -> None:
+    document = document_parse(json.dumps(petstore()).encode(), location=LOCATION)
+    options = ImportOptions(prefix="a_")
+    first = openapi_import_diff(tenant=tenant, location=LOCATION, plans=document_translate(document, options).tools)
+    assert first.source is None and {op.status for op in first.operations} == {"added"}
+    assert first.default_selection() == [op.key for op in first.operations], "a first import takes everything"
+    openapi_import(tenant=tenant, document=document, options=options, select=["GET /pets", "DELETE /pets/{petId}"])
+    ToolFactory(tenant=tenant, name="a_createPet")
+
+    changed = petstore(**{"paths|/pets|get|summary": "List every pet", "paths|/pets/{petId}|delete": None})
+    plans = document_translate(document_parse(json.dumps(changed).encode(), location=LOCATION), options).tools
+    diff = openapi_import_diff(tenant=tenant, location=LOCATION, plans=plans)
+
+    by_key = {op.key: op for op in diff.operations}
+    assert (by_key["GET /pets"].status, by_key["GET /pets"].fields) == ("changed", ["description", "title"])
+    assert by_key["POST /pets"].status == "taken"
+    assert by_key["PUT /pets/{petId}"].status == "added" and not by_key["PUT /pets/{petId}"].imported
+    assert diff.default_selection() == ["GET /pets"], "the source's own choice, read from the tools it made"
+    assert diff.removed_by(["GET /pets"]) == ["a_deletePet"]
+    assert diff.removed_by([]) == ["a_deletePet", "a_listPets"]
+    assert Tool.objects.get(tenant=tenant, name="a_listPets").title == "List pets", "a diff changes nothing"

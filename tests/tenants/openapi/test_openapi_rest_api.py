@@ -84,18 +84,30 @@ def test_the_generated_document_is_imported_from_a_file(rest_api: str, tenant: T
     assert Tool.objects.get(tenant=tenant, name="get_pet").config["url"] == f"{rest_api}/pets/{{pet_id}}"
 
 
-def test_the_admin_imports_again_from_the_same_url(
+def test_the_admin_imports_again_from_the_same_url_after_a_review(
     rest_api: str, tenant: Tenant, loopback_allowed: None, admin_client: Any
 ) -> None:
     call_command("openapi_import", tenant.slug, f"{rest_api}/openapi.json")
     source = OpenApiSource.objects.get(tenant=tenant)
     Tool.objects.filter(name="get_pet").update(description="edited by hand")
 
-    response = admin_client.post(
+    again = admin_client.post(
         reverse("admin:tenants_openapisource_changelist"),
         {"action": "import_again", "_selected_action": [source.pk]},
-        follow=True,
     )
+    assert again["Location"] == f"{reverse('admin:tenants_openapisource_import')}?source={source.pk}"
+    form = admin_client.get(again["Location"]).context["form"]
+    assert form.initial["url"] == f"{rest_api}/openapi.json"
+    preview = admin_client.post(again["Location"], {**form.initial, "_preview": "1"})
+    packed = preview.context["form"]
+    data = {name: packed.initial.get(name) or "" for name in packed.fields if name != "file"}
+    ticked = [row["key"] for row in preview.context["rows"] if row["selected"]]
+    assert len(ticked) == 4, "what the source imported is ticked"
+    review = admin_client.post(again["Location"], {**data, "operation": ticked, "_review": "1"})
+    assert "0 added, 1 changed, 0 removed, 3 unchanged." in review.content.decode()
+    assert Tool.objects.get(tenant=tenant, name="get_pet").description == "edited by hand"
+
+    response = admin_client.post(again["Location"], {**data, "operation": ticked, "_import": "1"}, follow=True)
 
     assert "Pet shop: 0 created, 1 updated, 3 unchanged, 0 removed, 0 skipped" in response.content.decode()
     assert Tool.objects.get(tenant=tenant, name="get_pet").description == "Show one pet"
