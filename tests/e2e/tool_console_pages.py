@@ -96,6 +96,14 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
         page.get_by_role("button", name="Run", exact=True).click()
         page.get_by_role("status").filter(has_text="Finished.").wait_for()
         shot("tool-console-http")
+        page.get_by_label("pet_id").fill("8")
+        page.get_by_role("button", name="Run", exact=True).click()
+        page.locator("#console-history-rows > tr").nth(1).wait_for()
+        page.get_by_text("Raw JSON-RPC exchange").click()
+        page.get_by_role("button", name="curl").click()
+        shot("tool-console-history")
+        page.get_by_role("button", name="Edit as JSON").click()
+        shot("tool-console-json", page.locator("#console-form"))
         context.close()
     return shot.paths
 
