@@ -53,15 +53,24 @@ class Exchange:
 
     input_schema: Any
     messages: list[JSONObject]
+    # Messages after the first ``MAX_EXCHANGE_MESSAGES``: counted, not kept (a tool may report progress for hours).
+    left_out: int = 0
 
     @classmethod
     def of(cls, input_schema: Any) -> Exchange:
         return cls(input_schema=input_schema, messages=[])
 
+    def add(self, direction: str, message: JSONObject) -> None:
+        if len(self.messages) < MAX_EXCHANGE_MESSAGES:
+            self.messages.append({"direction": direction, "message": message})
+        else:
+            self.left_out += 1
+
     def stored(self) -> list[JSONObject]:
         kept: list[JSONObject] = []
         total = 0
         schemas: dict[Any, Any] = {}  # a question's requested schema, by its request id, for its answer
+        left_out = self.left_out
         for index, item in enumerate(self.messages):
             message = self._redacted(item["message"], schemas)
             size = _size(message)
@@ -69,11 +78,13 @@ class Exchange:
                 envelope: JSONObject = {k: message[k] for k in ("jsonrpc", "id", "method") if k in message}
                 message = {**envelope, "_omitted": f"{size} bytes (over {MAX_MESSAGE_BYTES})"}
                 size = _size(message)
-            if index >= MAX_EXCHANGE_MESSAGES or total + size > MAX_EXCHANGE_BYTES:
-                kept.append({"direction": "note", "message": {"_omitted": f"{len(self.messages) - index} more"}})
+            if total + size > MAX_EXCHANGE_BYTES:
+                left_out += len(self.messages) - index
                 break
             total += size
             kept.append({"direction": item["direction"], "message": message})
+        if left_out:
+            kept.append({"direction": "note", "message": {"_omitted": f"{left_out} more messages"}})
         return kept
 
     def _redacted(self, message: JSONObject, schemas: dict[Any, Any]) -> JSONObject:

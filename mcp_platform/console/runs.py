@@ -119,9 +119,9 @@ class WireLog:
         self.exchange = exchange
 
     async def _add(self, direction: str, encoded: bytes) -> None:
-        item = {"direction": direction, "message": orjson.loads(encoded)}
-        self.exchange.messages.append(item)
-        await self._events.put(event("wire", item))
+        message = orjson.loads(encoded)
+        self.exchange.add(direction, message)
+        await self._events.put(event("wire", {"direction": direction, "message": message}))
 
     async def sent_request(self, request_id: str, method: str, params: JSONObject) -> None:
         await self._add("sent", jsonrpc.encode_request(request_id, method, params))
