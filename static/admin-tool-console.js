@@ -181,6 +181,8 @@
   }
 
   function answer(requestId, body, panel) {
+    if (panel.dataset.answered) { return; }  // one answer per question, however often Enter is pressed
+    panel.dataset.answered = "true";
     body.runId = runId;
     body.requestId = requestId;
     panel.querySelectorAll("button").forEach(function (button) { button.disabled = true; });
