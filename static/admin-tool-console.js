@@ -352,11 +352,12 @@
     var row = el("tr", { "data-run": String(run.id) });
     var when = new Date(run.startedAt);
     var whenText = isNaN(when.getTime()) ? run.startedAt : when.toLocaleString();
-    row.appendChild(el("td", {}, whenText));
-    row.appendChild(el("td", {}, run.outcomeLabel + (run.asTask ? " (task)" : "")));
-    row.appendChild(el("td", {}, durationText(run.durationMs)));
+    // data-label names a cell where a narrow screen shows the rows as blocks, without the table's header.
+    row.appendChild(el("td", { "data-label": "Started" }, whenText));
+    row.appendChild(el("td", { "data-label": "Outcome" }, run.outcomeLabel + (run.asTask ? " (task)" : "")));
+    row.appendChild(el("td", { "data-label": "Duration" }, durationText(run.durationMs)));
     var shown = JSON.stringify(run.arguments);
-    var argumentsCell = el("td", {});
+    var argumentsCell = el("td", { "data-label": "Arguments" });
     argumentsCell.appendChild(el("code", {}, shown.length > 120 ? shown.slice(0, 119) + "…" : shown));
     row.appendChild(argumentsCell);
     var actions = el("td", { "class": "console-history-actions" });

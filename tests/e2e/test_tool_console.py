@@ -330,6 +330,8 @@ def test_the_console_reads_at_390_px_in_the_dark_theme(
     page.get_by_role("button", name="Edit as JSON").click()
 
     assert page.evaluate("document.getElementById('content-main').scrollWidth") <= 390
+    again = page.get_by_role("button", name="Run again").bounding_box()
+    assert again is not None and again["x"] + again["width"] <= 390  # the history's rows fit, as blocks
     background = page.evaluate("getComputedStyle(document.getElementById('console-json')).backgroundColor")
     assert background not in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)"), background
     assert axe_violations(page) == []
