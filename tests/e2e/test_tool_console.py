@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,9 +17,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from playwright.sync_api import expect
 
+from mcp_platform.console.codegen import CallToCopy, curl_command, python_code
 from tests.e2e.browser import axe_violations
 from tests.e2e.live import LiveServer
 from tests.e2e.tenant_admin_pages import sign_in
@@ -335,3 +338,61 @@ def test_the_console_reads_at_390_px_in_the_dark_theme(
     background = page.evaluate("getComputedStyle(document.getElementById('console-json')).backgroundColor")
     assert background not in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)"), background
     assert axe_violations(page) == []
+
+
+# Runs in ``manage.py shell -c``: a tenant that requires authorization, a tool, and a machine client's credentials.
+SECURE_TENANT_SCRIPT = """
+import json
+from mcp_platform.oauth.machine_clients import machine_client_create
+from tenants import services
+tenant = services.tenant_create(slug={slug!r}, name="Locked shop", requires_authorization=True)
+services.tool_create(tenant=tenant, name="greet", description="Greets.",
+                     config={{"content": [{{"type": "text", "text": "hello"}}]}})
+client, secret = machine_client_create(tenant=tenant, name="Console copy", scopes=["mcp:tools"])
+print(json.dumps({{"client_id": client.client_id, "secret": secret}}))
+"""
+
+
+def test_code_for_a_tenant_that_requires_authorization_runs_with_a_token_from_the_environment(
+    live_platform: LiveServer, tmp_path: Path
+) -> None:
+    slug = f"locked-{secrets.token_hex(3)}"
+    output = live_platform.manage("shell", "-c", SECURE_TENANT_SCRIPT.format(slug=slug))
+    credentials = json.loads(output.strip().splitlines()[-1])
+    endpoint = live_platform.endpoint(slug)
+    issued = httpx.post(
+        f"{live_platform.web_urls[0]}/oauth/token/",
+        data={"grant_type": "client_credentials", "resource": endpoint},
+        auth=(credentials["client_id"], credentials["secret"]),
+        timeout=15.0,
+    )
+    assert issued.status_code == 200, issued.text
+    call = CallToCopy(endpoint=endpoint, tool="greet", arguments={"name": "Cora"}, needs_token=True)
+    (tmp_path / "call.py").write_text(python_code(call))
+    with_token = {**os.environ, "MCP_TOKEN": issued.json()["access_token"]}
+
+    ran = subprocess.run(
+        [sys.executable, "call.py"],
+        cwd=tmp_path,
+        env=with_token,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    answered = subprocess.run(
+        ["bash", "-c", curl_command(call)], env=with_token, capture_output=True, text=True, timeout=60, check=False
+    )
+    refused = subprocess.run(
+        ["bash", "-c", curl_command(call)],
+        env={**with_token, "MCP_TOKEN": "wrong"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["content"] == [{"type": "text", "text": "hello"}]
+    assert answered.returncode == 0 and '"text":"hello"' in answered.stdout, answered.stdout
+    assert '"text":"hello"' not in refused.stdout  # the token is what let it in
