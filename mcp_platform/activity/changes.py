@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_platform.activity.redaction import REDACTED, is_secret_name
+from mcp_platform.observe.redaction import REDACTED, is_secret_name
 
 # Fields whose value is a secret's whatever their name says (a secret row's own value, as the services name them).
 SECRET_FIELDS = frozenset({"ciphertext", "value", "key_id"})

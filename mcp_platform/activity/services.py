@@ -14,7 +14,6 @@ from django.db.models import Q
 from django.utils import timezone
 
 from mcp_platform.activity.models import ActivityRecord
-from mcp_platform.activity.redaction import REDACTED, arguments_to_keep, is_secret_name
 from mcp_platform.activity.rows import (
     ARGUMENTS,
     DURATION,
@@ -29,6 +28,7 @@ from mcp_platform.activity.rows import (
     CallRow,
     Middle,
 )
+from mcp_platform.observe.redaction import REDACTED, arguments_to_keep, is_secret_name
 from tenants.bulk_changes import BulkChange
 from tenants.models import Tenant, Tool
 

@@ -1,5 +1,7 @@
-"""The console's pages on the tool admin: the page with the tool's form, the run (an event stream answering a POST),
-and the page's answers and cancel button. Another tenant's tool is a 404 on each, as on the tool's own page.
+"""The console's pages on the tool admin: the page with the tool's form and the admin's latest runs of it, the run
+(an event stream answering a POST), the page's answers and cancel button, and one run of the history (its result,
+its JSON-RPC exchange and the call as code to copy). Another tenant's tool is a 404 on each, as on the tool's own
+page, and a run of another admin is a 404.
 
 The tool admin serves them: ``ConsoleConfig.ready()`` adds ``CONSOLE_PAGE`` to ``tenants.admin.pages.tool_pages``."""
 
@@ -16,6 +18,10 @@ from django.http.response import HttpResponseBase
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, URLResolver, path, reverse
 
+from mcp_infra.addresses import MCP, base_url_from_request, endpoint_url
+from mcp_platform.console.codegen import CallToCopy, code_to_copy
+from mcp_platform.console.history import console_run_get, console_runs, rerun_arguments, run_summary
+from mcp_platform.console.limits import CONSOLE_CLIENT_ID, console_limit
 from mcp_platform.console.runs import (
     MAX_ANSWER_BYTES,
     MAX_ARGUMENT_BYTES,
@@ -85,6 +91,11 @@ class ToolConsole:
             path(
                 "<path:object_id>/console/cancel/", wrap(self.console_cancel_view), name="tenants_tool_console_cancel"
             ),
+            path(
+                "<path:object_id>/console/runs/<int:run_pk>/",
+                wrap(self.console_run_detail_view),
+                name="tenants_tool_console_run_detail",
+            ),
         ]
 
     def _console_tool(self, request: HttpRequest, object_id: str) -> Tool:
@@ -101,6 +112,9 @@ class ToolConsole:
         urls = {
             name: reverse(f"admin:tenants_tool_console_{name}", args=[tool.pk]) for name in ("run", "answer", "cancel")
         }
+        # The page adds a run's id to this prefix to open it.
+        urls["runs"] = reverse("admin:tenants_tool_console_run_detail", args=[tool.pk, 0]).removesuffix("0/")
+        history = [run_summary(record) for record in console_runs(tool=tool, user_id=_user_id(request))]
         context = {
             **self.model_admin.admin_site.each_context(request),
             "title": f"Run {tool.name}",
@@ -113,11 +127,41 @@ class ToolConsole:
                 "taskSupport": tool.task_support,
                 "urls": urls,
                 "maxArgumentBytes": MAX_ARGUMENT_BYTES,
+                "history": history,
             },
+            "console_limit": console_limit(tool.tenant),
+            "console_client_id": CONSOLE_CLIENT_ID,
             "task_optional": tool.task_support == TaskSupport.OPTIONAL,
             "task_required": tool.task_support == TaskSupport.REQUIRED,
         }
         return TemplateResponse(request, "admin/tenants/tool/console.html", context)
+
+    def console_run_detail_view(self, request: HttpRequest, object_id: str, run_pk: int) -> HttpResponse:
+        """One of the admin's runs of the tool, as JSON: its summary, result or error, exchange, and code to copy."""
+        tool = self._console_tool(request, object_id)
+        if request.method != "GET":
+            return HttpResponseNotAllowed(["GET"])
+        record = console_run_get(tool=tool, user_id=_user_id(request), pk=run_pk)
+        if record is None:
+            raise Http404("No such run.")
+        call = CallToCopy(
+            endpoint=endpoint_url(base_url_from_request(request), tool.tenant.slug, MCP),
+            tool=tool.name,
+            arguments=rerun_arguments(record.arguments),
+            needs_token=tool.tenant.requires_authorization,
+        )
+        detail = {
+            **run_summary(record),
+            "runId": record.run_id,
+            "taskId": record.task_id,
+            "result": record.result,
+            "error": record.error,
+            "exchange": record.exchange,
+            "code": code_to_copy(call),
+        }
+        response = JsonResponse(detail)
+        response["Cache-Control"] = "no-store"
+        return response
 
     def console_run_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
         return self._posted(self._console_run, request, object_id)
@@ -146,9 +190,7 @@ class ToolConsole:
             raise ConsoleRequestError("arguments must be a JSON object.")
         support = TaskSupport(tool.task_support)
         as_task = support is TaskSupport.REQUIRED or (support is TaskSupport.OPTIONAL and data.get("asTask") is True)
-        call = ConsoleCall(
-            tenant=tool.tenant, user_id=_user_id(request), tool=tool.name, arguments=arguments, as_task=as_task
-        )
+        call = ConsoleCall(tool=tool, user_id=_user_id(request), arguments=arguments, as_task=as_task)
         run = ConsoleRun(call=call, run_id=new_run_id())
         response = StreamingHttpResponse(run.stream(), content_type="text/event-stream")
         response["Cache-Control"] = "no-store"

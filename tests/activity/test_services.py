@@ -10,7 +10,6 @@ from django.db import connection
 from django.utils import timezone
 
 from mcp_platform.activity.models import ActivityRecord
-from mcp_platform.activity.redaction import REDACTED
 from mcp_platform.activity.rows import call_row
 from mcp_platform.activity.services import (
     COPY_CHUNK,
@@ -19,6 +18,7 @@ from mcp_platform.activity.services import (
     activity_purge_expired,
 )
 from mcp_platform.observe.calls import CallInfo, CallRecord
+from mcp_platform.observe.redaction import REDACTED
 from tenants.services import tenant_create, tenant_update, tool_create
 
 pytestmark = pytest.mark.django_db

@@ -18,8 +18,10 @@ from mcp_platform.activity.hook import activity_writer
 from mcp_platform.activity.models import ActivityRecord
 from mcp_platform.asgi import application
 from mcp_platform.console import runs
+from mcp_platform.console.models import ConsoleRunRecord
 from mcp_platform.jobs import execution
 from mcp_platform.jobs.models import ToolRun
+from mcp_platform.quotas.services import rate_limit_create
 from tenants.models import Membership, Tenant, Tool
 from tests.factories import MembershipFactory, ToolFactory
 from tests.gateway.conftest import http_scope
@@ -285,3 +287,85 @@ async def test_a_run_past_its_lifetime_ends_with_an_error(monkeypatch: pytest.Mo
 
     assert outcome["outcome"] == "error" and "took over 0.5 s" in outcome["error"]["message"]
     assert outcome["durationMs"] < 10_000
+
+
+async def test_a_finished_run_is_kept_for_its_admin_with_its_exchange_and_no_secret() -> None:
+    schema = {"type": "object", "properties": {"order": {"type": "string"}, "api_key": {"type": "string"}}}
+    tool = await sync_to_async(ToolFactory)(input_schema=schema)
+    admin = await admin_of(tool.tenant)
+    stream = ConsoleStream(admin, tool, {"arguments": {"order": "A-1", "api_key": "s3cret-value"}})
+    assert await stream.open() == 200
+    run_id = (await stream.until("run"))["runId"]
+    sent = await stream.until("wire")
+    received = await stream.until("wire")
+    outcome = await stream.until("outcome")
+    await stream.close()
+
+    # The page is shown the messages as they went: the console's request and the server's response.
+    assert sent["direction"] == "sent" and sent["message"]["id"] == run_id
+    assert sent["message"]["method"] == "tools/call" and sent["message"]["params"]["name"] == tool.name
+    assert received == {
+        "direction": "received",
+        "message": {"jsonrpc": "2.0", "id": run_id, "result": outcome["result"]},
+    }
+    # The history keeps them, with the secret redacted; a run again asks for it anew.
+    record = await ConsoleRunRecord.objects.aget(run_id=run_id)
+    assert outcome["record"]["id"] == record.pk and outcome["record"]["outcome"] == "ok"
+    assert record.user_id == admin.user_id and record.tool_id == tool.pk
+    assert record.arguments == {"order": "A-1", "api_key": "[redacted]"}
+    assert outcome["record"]["rerunArguments"] == {"order": "A-1"}
+    assert [(m["direction"], m["message"].get("method")) for m in record.exchange] == [
+        ("sent", "tools/call"),
+        ("received", None),
+    ]
+    assert record.exchange[0]["message"]["params"]["arguments"]["api_key"] == "[redacted]"
+    assert record.result == outcome["result"]
+    stored = await sync_to_async(lambda: json.dumps(next(iter(ConsoleRunRecord.objects.values())), default=str))()
+    assert "s3cret-value" not in stored
+
+
+async def test_the_exchange_holds_the_tools_question_and_the_pages_answer_in_order() -> None:
+    tool = await conformance_tool("test_streaming_elicitation")
+    admin = await admin_of(tool.tenant)
+    stream = ConsoleStream(admin, tool, {"arguments": {}})
+    assert await stream.open() == 200
+    run_id = (await stream.until("run"))["runId"]
+    question = await stream.until("request")
+    body = {"runId": run_id, "requestId": question["id"], "result": {"action": "accept", "content": {"ok": True}}}
+    assert await post(admin, console_url("console_answer", tool), body) == 204
+    await stream.until("outcome")
+    await stream.close()
+
+    record = await ConsoleRunRecord.objects.aget(run_id=run_id)
+    went = [(m["direction"], m["message"].get("method"), m["message"].get("id")) for m in record.exchange]
+    assert went[0] == ("sent", "tools/call", run_id)
+    assert ("received", "notifications/progress", None) in went
+    asked = went.index(("received", "elicitation/create", question["id"]))
+    assert went[asked + 1] == ("sent", None, question["id"])
+    assert record.exchange[asked + 1]["message"]["result"] == {"action": "accept", "content": {"ok": True}}
+    assert went[-1] == ("received", None, run_id)
+
+
+async def test_console_runs_are_rate_limited_only_where_the_tenant_limits_the_console() -> None:
+    tool = await sync_to_async(ToolFactory)()
+    admin = await admin_of(tool.tenant)
+    # Every client's default limit does not hold the console back ...
+    await sync_to_async(rate_limit_create)(tenant=tool.tenant, scope="client", rate=1, period=3600, burst=1)
+    assert [await run_outcome(admin, tool) for _ in range(2)] == ["ok", "ok"]
+
+    # ... the console's own limit does.
+    await sync_to_async(rate_limit_create)(
+        tenant=tool.tenant, scope="client", client_id="admin-console", rate=1, period=3600, burst=1
+    )
+    tool = await Tool.objects.select_related("tenant").aget(pk=tool.pk)  # as the next page's request reads it
+    assert [await run_outcome(admin, tool) for _ in range(2)] == ["ok", "rate_limited"]
+    logged = await sync_to_async(logged_calls)(tool.tenant)
+    assert sorted(r.outcome for r in logged) == ["ok", "ok", "ok", "rate_limited"]
+
+
+async def run_outcome(admin: Admin, tool: Tool) -> str:
+    stream = ConsoleStream(admin, tool, {"arguments": {}})
+    assert await stream.open() == 200
+    outcome = await stream.until("outcome")
+    await stream.close()
+    return str(outcome["outcome"])

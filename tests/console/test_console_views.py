@@ -4,20 +4,26 @@ token, and oversized or malformed requests are refused before anything runs."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
+from mcp_platform.console.models import ConsoleRunRecord
 from mcp_platform.console.runs import MAX_ARGUMENT_BYTES
+from mcp_platform.quotas.services import rate_limit_create
 from tenants.models import Membership, TaskSupport, Tool
 from tests.factories import MembershipFactory, TenantFactory, ToolFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
 VIEWS = ("console", "console_run", "console_answer", "console_cancel")
+User = get_user_model()
 
 
 @pytest.fixture(autouse=True)
@@ -143,3 +149,82 @@ def test_the_page_offers_a_task_only_where_the_tool_allows_a_choice() -> None:
     assert 'id="console-as-task"' in client.get(url("console", optional)).content.decode()
     page = client.get(url("console", required)).content.decode()
     assert 'id="console-as-task"' not in page and "runs only as a task" in page
+
+
+def kept_run(tool: Tool, user: Any, **fields: Any) -> ConsoleRunRecord:
+    values: dict[str, Any] = {
+        "run_id": f"run-{ConsoleRunRecord.objects.count()}",
+        "started_at": timezone.now(),
+        "duration_ms": 12.5,
+        "outcome": ConsoleRunRecord.Outcome.OK,
+        "arguments": {"order": "A-1", "api_key": "[redacted]"},
+        "result": {"content": [{"type": "text", "text": "done"}], "isError": False},
+        "exchange": [{"direction": "sent", "message": {"jsonrpc": "2.0", "id": "r", "method": "tools/call"}}],
+        **fields,
+    }
+    return ConsoleRunRecord.objects.create(tenant=tool.tenant, tool=tool, user=user, **values)
+
+
+def detail_url(tool: Tool, record: ConsoleRunRecord) -> str:
+    return reverse("admin:tenants_tool_console_run_detail", args=[tool.pk, record.pk])
+
+
+def test_the_page_lists_the_admins_own_runs_of_the_tool_newest_first() -> None:
+    tool = ToolFactory()
+    membership = MembershipFactory(tenant=tool.tenant, role=Membership.Role.ADMIN)
+    older = kept_run(tool, membership.user, started_at=timezone.now() - dt.timedelta(minutes=5))
+    newer = kept_run(tool, membership.user)
+    kept_run(tool, MembershipFactory(tenant=tool.tenant, role=Membership.Role.ADMIN).user)  # a colleague's
+    kept_run(ToolFactory(tenant=tool.tenant), membership.user)  # another tool's
+    client = Client()
+    client.force_login(membership.user)
+
+    history = client.get(url("console", tool)).context["console"]["history"]
+
+    assert [run["id"] for run in history] == [newer.pk, older.pk]
+    assert history[0]["arguments"] == {"order": "A-1", "api_key": "[redacted]"}
+    assert history[0]["rerunArguments"] == {"order": "A-1"}  # a secret is given anew
+
+
+def test_a_run_opens_with_its_result_exchange_and_code_for_the_tenants_endpoint() -> None:
+    tool = ToolFactory()
+    membership = MembershipFactory(tenant=tool.tenant, role=Membership.Role.OWNER)
+    record = kept_run(tool, membership.user)
+    client = Client()
+    client.force_login(membership.user)
+
+    detail = client.get(detail_url(tool, record)).json()
+
+    assert detail["result"]["content"][0]["text"] == "done"
+    assert detail["exchange"][0]["message"]["method"] == "tools/call"
+    endpoint = f"http://testserver/t/{tool.tenant.slug}/mcp"
+    assert f"ENDPOINT = {endpoint!r}" in detail["code"]["python"]
+    assert "ARGUMENTS = {'order': 'A-1'}" in detail["code"]["python"]
+    assert endpoint in detail["code"]["curl"] and endpoint in detail["code"]["typescript"]
+
+
+def test_another_admins_run_and_another_tenants_are_404s() -> None:
+    tool = ToolFactory()
+    theirs = ToolFactory(tenant=TenantFactory())
+    colleague = MembershipFactory(tenant=tool.tenant, role=Membership.Role.ADMIN).user
+    stranger = MembershipFactory(tenant=theirs.tenant, role=Membership.Role.OWNER).user
+    client = signed_in(Membership.Role.ADMIN, tool)
+
+    assert client.get(detail_url(tool, kept_run(tool, colleague))).status_code == 404
+    assert client.get(detail_url(theirs, kept_run(theirs, stranger))).status_code == 404
+    mine = kept_run(tool, User.objects.get(pk=client.session["_auth_user_id"]))
+    assert client.get(detail_url(tool, mine)).status_code == 200
+    assert client.get(detail_url(ToolFactory(tenant=tool.tenant), mine)).status_code == 404  # another tool's URL
+    assert post_json(client, detail_url(tool, mine), {}).status_code == 405
+
+
+def test_the_page_says_whether_rate_limits_apply_to_console_runs() -> None:
+    tool = ToolFactory()
+    client = signed_in(Membership.Role.OWNER, tool)
+
+    unlimited = client.get(url("console", tool)).content.decode()
+    rate_limit_create(tenant=tool.tenant, scope="client", client_id="admin-console", rate=10, period=60, burst=3)
+    limited = client.get(url("console", tool)).content.decode()
+
+    assert "Console runs are not rate limited" in unlimited
+    assert "Console runs are rate limited: 10 per minute (at most 3 at once)" in limited

@@ -36,7 +36,7 @@ pet = {{"type": "object", "properties": {{"pet_id": {{"type": "string", "descrip
        "required": ["pet_id"]}}
 http = services.tool_create(tenant=shop, name="get_pet", description="Looks a pet up in the shop's REST API.",
                             backend="http", config={{"url": {api!r} + "/pets/{{pet_id}}"}}, input_schema=pet)
-names = ("test_streaming_elicitation", "slow_compute", "test_sampling")
+names = ("test_streaming_elicitation", "slow_compute", "test_sampling", "test_elicitation")
 ids = [Tool.objects.get(tenant=conformance, name=name).pk for name in names]
 print(*ids, http.pk)
 """
@@ -48,6 +48,7 @@ class ConsoleScene:
     asking_tool: int
     task_tool: int
     sampling_tool: int
+    form_tool: int
     http_tool: int
 
     def console(self, base: str, tool: int) -> str:
@@ -64,8 +65,8 @@ def scene_create(live: LiveServer, api_base: str) -> ConsoleScene:
         slug=f"shop-{suffix}",
         api=api_base,
     )
-    asking, task, sampling, http = (int(v) for v in live.manage("shell", "-c", script).split()[-4:])
-    return ConsoleScene(username, asking, task, sampling, http)
+    asking, task, sampling, form, http = (int(v) for v in live.manage("shell", "-c", script).split()[-5:])
+    return ConsoleScene(username, asking, task, sampling, form, http)
 
 
 def run_until_asked(page: Any, base: str, scene: ConsoleScene) -> None:
@@ -95,6 +96,14 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
         page.get_by_role("button", name="Run", exact=True).click()
         page.get_by_role("status").filter(has_text="Finished.").wait_for()
         shot("tool-console-http")
+        page.get_by_label("pet_id").fill("8")
+        page.get_by_role("button", name="Run", exact=True).click()
+        page.locator("#console-history-rows > tr").nth(1).wait_for()
+        page.get_by_text("Raw JSON-RPC exchange").click()
+        page.get_by_role("button", name="curl").click()
+        shot("tool-console-history")
+        page.get_by_role("button", name="Edit as JSON").click()
+        shot("tool-console-json", page.locator("#console-form"))
         context.close()
     return shot.paths
 

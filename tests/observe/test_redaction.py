@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_platform.activity.redaction import MAX_ARGUMENT_BYTES, REDACTED, arguments_to_keep, is_secret_name
+from mcp_platform.observe.redaction import MAX_ARGUMENT_BYTES, REDACTED, arguments_to_keep, is_secret_name
 
 
 def test_secret_like_names_are_recognised_and_ordinary_ones_are_not() -> None:

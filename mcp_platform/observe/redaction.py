@@ -1,5 +1,5 @@
-"""What of a call's arguments may be kept: fields a tool's input schema marks ``writeOnly`` and fields named like
-secrets are replaced, and an oversized whole is replaced by its size."""
+"""What of a call's arguments may be kept (the activity log, the console's run history): fields a tool's input
+schema marks ``writeOnly`` and fields named like secrets are replaced, and an oversized whole by its size."""
 
 from __future__ import annotations
 
