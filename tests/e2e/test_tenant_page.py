@@ -6,10 +6,8 @@ in the dark theme)."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import secrets
-import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,18 +17,14 @@ from typing import Any
 import pytest
 
 from tests.e2e.browser import axe_violations
-from tests.e2e.live import PYTHON, REPO, LiveServer
+from tests.e2e.live import PYTHON, LiveServer
 from tests.e2e.tenant_admin_pages import TenantAdminScene, scene_create, sign_in
+from tests.e2e.typescript_sdk import typescript_project
 
 # Past the default: a platform to start (and, once, the TypeScript SDK to install) on a shared machine.
 pytestmark = pytest.mark.timeout(300)
 
 SNIPPET_TIMEOUT = 60.0
-# The TypeScript SDK the snippet is run with: installed once into the repository's cache (npm registry needed; a
-# machine without it fails this test, as CI would).
-TYPESCRIPT_SDK = "@modelcontextprotocol/sdk@1.32.2"
-TYPESCRIPT_SDK_DIR = REPO / ".cache" / "node" / "sdk-1.32.2"
-NPM_TIMEOUT = 300.0
 
 # Runs in ``manage.py shell -c``: a tenant that requires authorization, owned by the scene's owner, with one tool and
 # a machine client whose credentials the token snippet uses. Prints its id, the client's id and secret.
@@ -96,21 +90,6 @@ def run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
         pytest.fail(f"{argv} did not finish in {SNIPPET_TIMEOUT} s:\n{exc.stdout!r}\n{exc.stderr!r}", pytrace=False)
     assert done.returncode == 0, f"{argv} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
     return done.stdout
-
-
-def typescript_project(directory: Path) -> Path:
-    """``directory`` made a Node project that has the TypeScript SDK (a link to the cached install)."""
-    TYPESCRIPT_SDK_DIR.mkdir(parents=True, exist_ok=True)
-    with open(TYPESCRIPT_SDK_DIR / "install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one install for every test process of the run
-        if not (TYPESCRIPT_SDK_DIR / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json").exists():
-            npm = shutil.which("npm")
-            assert npm, "npm is missing: install Node.js (node 20 or later)"
-            install = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(TYPESCRIPT_SDK_DIR), TYPESCRIPT_SDK]
-            done = subprocess.run(install, capture_output=True, text=True, timeout=NPM_TIMEOUT)
-            assert done.returncode == 0, f"npm could not install {TYPESCRIPT_SDK}:\n{done.stdout}\n{done.stderr}"
-    (directory / "node_modules").symlink_to(TYPESCRIPT_SDK_DIR / "node_modules")
-    return directory
 
 
 def test_the_python_snippet_runs_as_copied(

@@ -26,6 +26,7 @@ from tests.e2e.browser import axe_violations
 from tests.e2e.live import LiveServer
 from tests.e2e.tenant_admin_pages import sign_in
 from tests.e2e.tool_console_pages import ConsoleScene, run_until_asked, scene_create
+from tests.e2e.typescript_sdk import typescript_project
 from tests.e2e.upstreams import UpstreamServer, upstream_server
 from tests.rest_api import RestApi, start_rest_api
 
@@ -306,22 +307,11 @@ def test_a_run_copied_as_python_and_as_curl_runs_against_the_platform(
     assert answered.returncode == 0, answered.stderr
     assert '"path":"/pets/7"' in answered.stdout.replace('\\"', '"')
     assert f'new URL("{base}/t/' in typescript and 'name: "get_pet"' in typescript
-    sdk = typescript_sdk()
-    if sdk is None:
-        pytest.skip("the TypeScript SDK is not installed (scripts/conformance installs it); Python and curl ran")
-    (tmp_path / "node_modules").symlink_to(sdk)
+    typescript_project(tmp_path)
     (tmp_path / "call.mjs").write_text(typescript)
     node = subprocess.run(["node", "call.mjs"], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
     assert node.returncode == 0, node.stderr
     assert '"path":"/pets/7"' in json.loads(node.stdout)["content"][0]["text"]
-
-
-def typescript_sdk() -> Path | None:
-    """A node_modules folder holding @modelcontextprotocol/sdk: the one the conformance suite installs under
-    .cache/node, or MCP_TS_SDK_NODE_MODULES."""
-    given = os.environ.get("MCP_TS_SDK_NODE_MODULES")
-    found = [Path(given)] if given else sorted(Path(".cache/node").glob("*/node_modules"))
-    return next((path.resolve() for path in found if (path / "@modelcontextprotocol/sdk").is_dir()), None)
 
 
 def test_the_console_reads_at_390_px_in_the_dark_theme(
