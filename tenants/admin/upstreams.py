@@ -28,6 +28,7 @@ from tenants.federation.services import (
     upstream_validate,
 )
 from tenants.models import Upstream
+from tenants.secret_references import secret_missing_message, secrets_missing
 
 AUTH_CHOICES = [
     ("", "None"),
@@ -85,6 +86,15 @@ class UpstreamForm(forms.ModelForm):
             self.fields["session_mode"].required = False
         self.stored: Upstream | None = None
         self.report = ""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        # The secret must exist now: a missing one would only show as a failed connection later.
+        tenant = cleaned.get("tenant") or (self.instance.tenant if self.instance.tenant_id else None)
+        name = cleaned.get("auth_secret") if cleaned.get("auth_type") else None
+        if tenant is not None and name and secrets_missing(tenant=tenant, names=[name]):
+            self.add_error("auth_secret", secret_missing_message(name, tenant))
+        return cleaned
 
     def clean_session_mode(self) -> str:
         return str(self.cleaned_data.get("session_mode") or self.instance.session_mode)
