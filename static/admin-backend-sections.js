@@ -85,11 +85,27 @@
     });
   }
 
+  // The tenant box (a select2 autocomplete, made after this script runs) is named after its label for screen
+  // readers: select2 labels it by the text it shows, which is empty until a tenant is chosen.
+  function nameAutocompletes() {
+    for (const box of document.querySelectorAll(".select2-selection[role=combobox]")) {
+      const select = box.closest(".select2")?.previousElementSibling;
+      const label = select && select.id ? document.querySelector(`label[for="${select.id}"]`) : null;
+      if (!label) continue;
+      label.id ||= `${select.id}_label`;
+      const shown = box.querySelector(".select2-selection__rendered[role=textbox]");
+      box.setAttribute("aria-labelledby", shown ? `${label.id} ${shown.id}` : label.id);
+      if (shown) shown.setAttribute("aria-labelledby", label.id);
+    }
+  }
+
   function start() {
     follow("id_backend", showSections);
     follow("id_python_function", showFunction);
     follow("id_http_auth_type", showAuth);
     for (const container of document.querySelectorAll("[data-blocks]")) enableBlocks(container);
+    // After the admin's own ready handlers, which make the autocompletes (jQuery runs them in order, later).
+    if (window.django && window.django.jQuery) window.django.jQuery(nameAutocompletes);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

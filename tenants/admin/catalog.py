@@ -125,6 +125,7 @@ class ToolAdmin(SchemaEditorAdmin, CatalogEntryAdmin):
             if Tool in section.models
         ]
         details = ToolDetailsForm.details_fields
+        advanced = ("collapse",) if obj is None else ()
         return [
             (None, {"fields": ("tenant", "name", "title", "description", "backend")}),
             *sections,
@@ -132,7 +133,8 @@ class ToolAdmin(SchemaEditorAdmin, CatalogEntryAdmin):
             ("Annotations", {"fields": details[:-1]}),
             ("Icons", {"fields": details[-1:]}),
             ("Serving", {"fields": ("task_support", "enabled", "required_scopes")}),
-            ("Advanced (JSON)", {"fields": ("config", "annotations", "icons"), "classes": ("advanced-json",)}),
+            # Closed on the add page (a new tool rarely needs it), open on a tool's page, where it may hold something.
+            ("Advanced (JSON)", {"fields": ("config", "annotations", "icons"), "classes": advanced}),
             *dates,
         ]
 

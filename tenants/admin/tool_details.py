@@ -139,13 +139,14 @@ class IconRowsWidget(forms.Widget):
         rendered = format_html_join(
             "",
             '<fieldset class="icon-row" data-block><legend>Icon {2}</legend>'
-            '<label for="{0}_{1}_src">Source URL</label>'
-            '<input type="text" name="{3}_src" id="{0}_{1}_src" value="{4}" maxlength="2048" size="50">'
-            '<label for="{0}_{1}_mime">MIME type</label>'
-            '<input type="text" name="{3}_mimeType" id="{0}_{1}_mime" value="{5}" maxlength="100" size="14">'
-            '<label for="{0}_{1}_sizes">Sizes</label><input type="text" name="{3}_sizes" id="{0}_{1}_sizes" '
-            'value="{6}" maxlength="200" size="12" placeholder="48x48 96x96">'
-            '<label for="{0}_{1}_theme">Theme</label><select name="{3}_theme" id="{0}_{1}_theme">{7}</select>'
+            '<span class="icon-part"><label for="{0}_{1}_src">Source URL</label>'
+            '<input type="text" name="{3}_src" id="{0}_{1}_src" value="{4}" maxlength="2048" size="40"></span>'
+            '<span class="icon-part"><label for="{0}_{1}_mime">MIME type</label>'
+            '<input type="text" name="{3}_mimeType" id="{0}_{1}_mime" value="{5}" maxlength="100" size="12"></span>'
+            '<span class="icon-part"><label for="{0}_{1}_sizes">Sizes</label><input type="text" name="{3}_sizes" '
+            'id="{0}_{1}_sizes" value="{6}" maxlength="200" size="12" placeholder="48x48 96x96"></span>'
+            '<span class="icon-part"><label for="{0}_{1}_theme">Theme</label>'
+            '<select name="{3}_theme" id="{0}_{1}_theme">{7}</select></span>'
             '<button type="button" class="button block-remove" data-block-remove hidden>Remove icon {2}</button>'
             "</fieldset>",
             (row(i, icon) for i, icon in enumerate(rows)),
