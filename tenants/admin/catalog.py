@@ -31,10 +31,11 @@ class CatalogEntryAdmin(ServiceBackedAdmin):
 
 # What an admin may change on a tool that came from a source (the rest is the source's and shown read-only): an
 # upstream's mirror keeps a changed name, title, description and enabled flag; an OpenAPI re-import rewrites the
-# name, texts, schemas, annotations and request; neither touches task support or scopes.
+# name, texts, schemas, annotations and request; neither touches task support or scopes. Icons are shown as the
+# source left them (their fields would need the whole tool form).
 SOURCE_KEEPS = ("task_support", "required_scopes")
 UPSTREAM_OVERRIDES = ("name", "title", "description", "enabled", *SOURCE_KEEPS)
-OPENAPI_OVERRIDES = ("enabled", "icons", *SOURCE_KEEPS)
+OPENAPI_OVERRIDES = ("enabled", *SOURCE_KEEPS)
 SOURCE_SHOWN = (
     "backend",
     "input_schema",

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from tenants import services
 from tenants.backends.python_grants import python_function_grant
 from tenants.catalog import tool_wire
-from tenants.models import Secret, Tenant, Tool, Upstream
+from tenants.models import OpenApiSource, Secret, Tenant, Tool, Upstream
 from tenants.secrets import secret_set
 from tests.factories import MembershipFactory, UserFactory
 
@@ -333,3 +334,29 @@ def test_a_python_function_not_granted_is_refused_at_save(owner: Client, tenant:
 
     assert "python_function" in errors_of(response)
     assert "demo.count_slowly" in " ".join(errors_of(response)["python_function"])
+
+
+def test_without_script_every_section_is_on_the_page(owner: Client) -> None:
+    page = owner.get(reverse("admin:tenants_tool_add")).content.decode()
+
+    for backend in ("python", "static", "http"):
+        assert re.search(rf'<fieldset class="[^"]*backend-section-{backend}[^"]*"(?![^>]*hidden)', page), backend
+    assert "admin-backend-sections.js" in page
+
+
+def test_an_imported_tool_offers_only_what_an_import_keeps(owner: Client, tenant: Tenant) -> None:
+    source = OpenApiSource.objects.create(
+        tenant=tenant, name="Pets", location="https://pets.example/openapi.json", imported_at=timezone.now()
+    )
+    tool = Tool.objects.create(
+        tenant=tenant,
+        name="get_pet",
+        backend="http",
+        config={"url": "https://pets.example/pets"},
+        openapi_source=source,
+    )
+
+    form = owner.get(reverse("admin:tenants_tool_change", args=[tool.pk])).context["adminform"].form
+
+    assert {"enabled", "task_support", "required_scopes"} <= set(form.fields)
+    assert not {"name", "description", "config", "backend", "input_schema", "annotations", "icons"} & set(form.fields)
