@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.db import models
 from django.http import HttpRequest
@@ -13,6 +14,7 @@ from tenants import services, validation
 from tenants.admin.pages import tool_pages
 from tenants.admin.schema import SchemaEditorAdmin
 from tenants.admin.service_backed import ServiceBackedAdmin, form_for
+from tenants.admin.tool_details import ToolDetailsForm
 from tenants.models import Prompt, Resource, ResourceTemplate, Tool
 
 
@@ -27,9 +29,38 @@ class CatalogEntryAdmin(ServiceBackedAdmin):
         return (*self.readonly_fields, "tenant") if obj is not None else tuple(self.readonly_fields)
 
 
+# What an admin may change on a tool that came from a source (the rest is the source's and shown read-only): an
+# upstream's mirror keeps a changed name, title, description and enabled flag; an OpenAPI re-import rewrites the
+# name, texts, schemas, annotations and request; neither touches task support or scopes. Icons are shown as the
+# source left them (their fields would need the whole tool form).
+SOURCE_KEEPS = ("task_support", "required_scopes")
+UPSTREAM_OVERRIDES = ("name", "title", "description", "enabled", *SOURCE_KEEPS)
+OPENAPI_OVERRIDES = ("enabled", *SOURCE_KEEPS)
+SOURCE_SHOWN = (
+    "backend",
+    "input_schema",
+    "output_schema",
+    "annotations",
+    "icons",
+    "config",
+)
+Fieldsets = list[tuple[str | None, dict[str, Any]]]
+
+
+def _source_overrides(obj: Any) -> tuple[str, ...] | None:
+    """The fields an admin may change on ``obj`` when it came from a source, or None for a tool of their own."""
+    if obj is None:
+        return None
+    if obj.upstream_id is not None:
+        return UPSTREAM_OVERRIDES
+    if obj.openapi_source_id is not None:
+        return OPENAPI_OVERRIDES
+    return None
+
+
 @admin.register(Tool)
 class ToolAdmin(SchemaEditorAdmin, CatalogEntryAdmin):
-    form = form_for(Tool, validation.tool_validate)
+    form = form_for(Tool, validation.tool_validate, extra=(ToolDetailsForm,))
     fields_for_service = tuple(sorted(services.TOOL_FIELDS))
     list_display = ("name", "tenant", "title", "backend", "task_support", "enabled", "updated_at")
     list_filter = ("backend", "task_support", "enabled", "tenant", "openapi_source")
@@ -60,7 +91,59 @@ class ToolAdmin(SchemaEditorAdmin, CatalogEntryAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         # Where an imported tool came from: importing that source again rewrites what the document sets.
-        return (*super().get_readonly_fields(request, obj), "openapi_source")
+        readonly = (*super().get_readonly_fields(request, obj), "openapi_source")
+        overrides = _source_overrides(obj)
+        if overrides is None:
+            return readonly
+        from_source = ("name", "title", "description", *SOURCE_SHOWN, "enabled", "upstream")
+        return (*readonly, *(f for f in from_source if f not in overrides))
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        dates: Fieldsets = [("Dates", {"fields": ("created_at", "updated_at")})] if obj is not None else []
+        overrides = _source_overrides(obj)
+        if overrides is not None:
+            source = "upstream" if obj.upstream_id is not None else "openapi_source"
+            described = (
+                "The source sets these; refreshing or importing it again updates them. What you may change is "
+                "above and is kept."
+            )
+            return [
+                (None, {"fields": ("tenant", source, "name", "title", "description")}),
+                ("Serving", {"fields": ("enabled", "task_support", "required_scopes")}),
+                ("From its source", {"fields": SOURCE_SHOWN, "description": described}),
+                *dates,
+            ]
+        form = self.form
+        sections: Fieldsets = [
+            (
+                section.section_title,
+                {
+                    "fields": section.section_fields,
+                    "classes": ("backend-section", f"backend-section-{section.backend}"),
+                },
+            )
+            for section in getattr(form, "sections", ())
+            if Tool in section.models
+        ]
+        details = ToolDetailsForm.details_fields
+        advanced = ("collapse",) if obj is None else ()
+        return [
+            (None, {"fields": ("tenant", "name", "title", "description", "backend")}),
+            *sections,
+            ("Arguments and result", {"fields": ("input_schema", "output_schema")}),
+            ("Annotations", {"fields": details[:-1]}),
+            ("Icons", {"fields": details[-1:]}),
+            ("Serving", {"fields": ("task_support", "enabled", "required_scopes")}),
+            # Closed on the add page (a new tool rarely needs it), open on a tool's page, where it may hold something.
+            ("Advanced (JSON)", {"fields": ("config", "annotations", "icons"), "classes": advanced}),
+            *dates,
+        ]
+
+    @property
+    def media(self) -> Any:
+        return super().media + forms.Media(
+            js=("admin-backend-sections.js",), css={"all": ("admin-backend-sections.css",)}
+        )
 
     def create(self, obj: Tool, values: dict[str, Any]) -> Tool:
         return services.tool_create(tenant=obj.tenant, **values)

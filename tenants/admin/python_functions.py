@@ -4,6 +4,7 @@ instead of a typed name."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Collection
 from typing import Any
 
@@ -15,6 +16,7 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from tenants.admin.backend_forms.base import BackendSectionForm, JSONObject, section_marker
 from tenants.admin.scoping import NOBODY, TenantScopedAdmin
 from tenants.backends.python_grants import (
     function_help,
@@ -24,6 +26,7 @@ from tenants.backends.python_grants import (
     python_functions_grant,
     python_functions_granted,
 )
+from tenants.backends.python_schema import EMPTY_SCHEMA, function_signature_text, signature_schema
 from tenants.backends.registry import default_registry
 from tenants.models import Backend, Prompt, PythonFunctionGrant, ResourceTemplate, Tenant, Tool
 
@@ -40,20 +43,57 @@ def _registered(model: type[Any]) -> set[str]:
     return set(default_registry.names())
 
 
+def _details(name: str) -> tuple[str, str, str]:
+    function = default_registry.function(name)
+    if function is None:
+        return name, name, ""
+    return name, function_signature_text(name, function), inspect.getdoc(function) or "(no docstring)"
+
+
 def _help(names: list[str]) -> str:
     if not names:
         return "No function of this kind is granted to this tenant: platform staff grant them (Python function grants)."
-    items = format_html_join("", "<li><code>{}</code></li>", ((function_help(name),) for name in names))
-    return format_html("Functions platform staff granted to the tenant:<ul>{}</ul>", items)
+    # Every granted function with its signature and docstring; the section's script shows only the chosen one.
+    items = format_html_join(
+        "",
+        '<div class="python-function-details" data-python-function="{}"><code>{}</code><pre>{}</pre></div>',
+        (_details(name) for name in names),
+    )
+    return format_html(
+        "Functions platform staff granted to the tenant. A tool left with the input schema "
+        '<code>{{"type": "object"}}</code> gets one made from the function\'s signature.{}',
+        items,
+    )
 
 
-class PythonFunctionForm(forms.ModelForm):
+class PythonFunctionForm(BackendSectionForm):
     """Adds ``python_function``: a select of the functions granted to the entry's tenant (all tenants' grants,
-    grouped by tenant, while adding). Choosing one sets ``config`` to ``{"function": name}``."""
+    grouped by tenant, while adding). Choosing one sets ``config`` to ``{"function": name}``; a tool whose input
+    schema was left at ``{"type": "object"}`` gets the schema of the function's signature."""
 
+    backend = Backend.PYTHON
+    models = (Tool, ResourceTemplate, Prompt)
+    section_title = "Python function"
+    section_fields = ("python_section", "python_function")
+    chosen_first = True
+
+    python_section = section_marker()
     python_function = forms.ChoiceField(
         required=False, label="Python function", help_text="For the Python backend: sets the config."
     )
+
+    @classmethod
+    def split(cls, config: Any) -> tuple[JSONObject, Any]:
+        if isinstance(config, dict) and set(config) == {"function"} and isinstance(config["function"], str):
+            return {"python_function": config["function"]}, None
+        return {}, config
+
+    @classmethod
+    def join(cls, values: dict[str, Any], rest: Any) -> Any:
+        function = values.get("python_function")
+        if function and rest:
+            raise ValidationError({"python_function": ["The function is given twice: here and in Advanced (JSON)."]})
+        return {"function": function} if function else rest
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -91,14 +131,21 @@ class PythonFunctionForm(forms.ModelForm):
         function = cleaned.get("python_function")
         if cleaned.get("backend") == Backend.PYTHON and function:
             cleaned["config"] = {"function": function}
+            tool_function = default_registry.function(function) if self._meta.model is Tool else None
+            if tool_function is not None and cleaned.get("input_schema") == EMPTY_SCHEMA:
+                cleaned["input_schema"] = signature_schema(tool_function)
         return cleaned
 
     @property
     def changed_data(self) -> list[str]:  # type: ignore[override]
-        # A new choice is a change of config, which is what the services store.
+        # A new choice is a change of config, which is what the services store; a generated schema is a change too.
         changed = list(super().changed_data)
         if "python_function" in changed and "config" not in changed:
             changed.append("config")
+        cleaned = getattr(self, "cleaned_data", {})
+        generated = "input_schema" in cleaned and cleaned["input_schema"] != self.initial.get("input_schema")
+        if generated and "input_schema" not in changed:
+            changed.append("input_schema")
         return changed
 
 

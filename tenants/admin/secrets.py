@@ -1,4 +1,5 @@
-"""Admin for a tenant's secrets through ``tenants.secrets``: values are write-only, never rendered."""
+"""Admin for a tenant's secrets through ``tenants.secrets``: values are write-only, never rendered. A secret's page
+shows what names it (``tenants.secret_references``), and deleting one in use lists those first."""
 
 from __future__ import annotations
 
@@ -6,13 +7,30 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.actions import delete_selected
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 
 from tenants import secrets
 from tenants.admin.scoping import TenantScopedAdmin
 from tenants.admin.service_backed import adopt
 from tenants.models import Secret
+from tenants.secret_references import SecretUse, secret_uses
+
+UseLink = tuple[Secret, list[dict[str, str]]]
+
+
+def _links(secret: Secret) -> list[dict[str, str]]:
+    """What names ``secret``, with the address of each user's admin page."""
+    return [{"kind": use.kind, "name": use.name, "url": _address(use)} for use in secret_uses(secret=secret)]
+
+
+def _address(use: SecretUse) -> str:
+    opts = use.model._meta
+    return reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[use.pk])
 
 
 class SecretAdminForm(forms.ModelForm):
@@ -52,10 +70,45 @@ class SecretAdmin(TenantScopedAdmin):
     autocomplete_fields = ["tenant"]
     fields = ("tenant", "name", "value", "key_id", "created_at", "updated_at")
     readonly_fields = ("key_id", "created_at", "updated_at")
+    delete_confirmation_template = "admin/tenants/secret/delete_confirmation.html"
+    delete_selected_confirmation_template = "admin/tenants/secret/delete_selected_confirmation.html"
+    actions = ["delete_selected"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         # The name is bound into the ciphertext, and the tenant owns it: a rename is a new secret.
-        return (*self.readonly_fields, "tenant", "name") if obj is not None else tuple(self.readonly_fields)
+        if obj is None:
+            return tuple(self.readonly_fields)
+        return (*self.readonly_fields, "tenant", "name", "used_by")
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = tuple(super().get_fields(request, obj))
+        return (*fields[:3], "used_by", *fields[3:]) if obj is not None and "used_by" not in fields else fields
+
+    @admin.display(description="Used by")
+    def used_by(self, obj: Secret) -> str:
+        links = _links(obj)
+        if not links:
+            return "Nothing names this secret."
+        items = format_html_join(
+            "", '<li>{} <a href="{}">{}</a></li>', ((u["kind"], u["url"], u["name"]) for u in links)
+        )
+        return format_html("<ul>{}</ul>", items)
+
+    def render_delete_form(self, request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
+        secret = context.get("object")
+        if isinstance(secret, Secret):
+            links = _links(secret)
+            context["secret_uses"] = [(secret, links)] if links else []
+        return super().render_delete_form(request, context)
+
+    @admin.action(permissions=["delete"], description="Delete selected secrets")
+    def delete_selected(self, request: HttpRequest, queryset: QuerySet[Secret]) -> HttpResponse | None:
+        """Django's bulk delete, whose confirmation lists what names each secret."""
+        response = delete_selected(self, request, queryset)
+        if isinstance(response, TemplateResponse) and response.context_data is not None:
+            uses: list[UseLink] = [(s, links) for s in queryset.select_related("tenant") if (links := _links(s))]
+            response.context_data["secret_uses"] = uses
+        return response
 
     def save_model(self, request: HttpRequest, obj: Secret, form: forms.ModelForm, change: bool) -> None:
         value = form.cleaned_data.get("value") or ""

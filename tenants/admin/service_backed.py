@@ -12,9 +12,10 @@ from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from tenants.admin.backend_forms.base import BackendSectionForm, SectionedConfigForm
 from tenants.admin.fields import as_typed
-from tenants.admin.python_functions import PythonFunctionForm
 from tenants.admin.scoping import TenantScopedAdmin
+from tenants.backends.plugs import admin_forms
 from tenants.models import Prompt, ResourceTemplate, Tool
 
 JSON_WIDGET = forms.Textarea(attrs={"rows": 10, "cols": 100, "style": "font-family: monospace"})
@@ -35,25 +36,38 @@ class ServiceValidatedForm(forms.ModelForm):
         except ValidationError as exc:
             for field, messages in exc.message_dict.items():
                 self.add_error(field if field in self.fields else None, messages)
+        # What the config names must exist (``SectionedConfigForm``): said beside the validation's own errors.
+        check_references = getattr(self, "check_references", None)
+        if callable(check_references):
+            check_references()
 
 
-def form_for(model: type[models.Model], validator: Callable[[Any], None]) -> type[ServiceValidatedForm]:
+def form_for(
+    model: type[models.Model], validator: Callable[[Any], None], *, extra: tuple[type, ...] = ()
+) -> type[ServiceValidatedForm]:
+    """The admin form of ``model``: the service's validation, and for entries with a backend, every backend plug's
+    section (``CatalogBackend.admin_form``) and the ``extra`` mixins, the sections right after the backend (the
+    chosen-first ones, the Python function, first of all)."""
     meta = type("Meta", (), {"model": model, "fields": "__all__"})
-    python_capable = model in (Tool, ResourceTemplate, Prompt)
-    bases = (ServiceValidatedForm, PythonFunctionForm) if python_capable else (ServiceValidatedForm,)
-    form: type[ServiceValidatedForm] = type(
-        f"{model.__name__}AdminForm", bases, {"Meta": meta, "validator": staticmethod(validator)}
-    )
-    if python_capable:
-        # The admin lays fields out in base_fields order: the function select goes right after the backend.
-        fields = dict(form.base_fields)
-        chooser = fields.pop("python_function")
-        ordered = {}
-        for name, field in fields.items():
-            ordered[name] = field
-            if name == "backend":
-                ordered["python_function"] = chooser
-        form.base_fields = ordered
+    attributes: dict[str, Any] = {"Meta": meta, "validator": staticmethod(validator)}
+    if model not in (Tool, ResourceTemplate, Prompt):
+        return type(f"{model.__name__}AdminForm", (ServiceValidatedForm,), attributes)
+    sections = [s for s in admin_forms() if issubclass(s, BackendSectionForm)]
+    sections.sort(key=lambda s: not getattr(s, "chosen_first", False))
+    attributes["sections"] = tuple(sections)
+    # A field set to None is left out of the form (and of the forms the admin derives from it).
+    attributes |= {n: None for s in sections if model not in s.models for n in s.section_fields}
+    bases = (ServiceValidatedForm, *extra, SectionedConfigForm, *admin_forms())
+    form: type[ServiceValidatedForm] = type(f"{model.__name__}AdminForm", bases, attributes)
+    # Without fieldsets the admin lays fields out in base_fields order: sections right after the backend.
+    fields = dict(form.base_fields)
+    moved = {name: fields.pop(name) for s in sections for name in s.section_fields if name in fields}
+    ordered = {}
+    for name, field in fields.items():
+        ordered[name] = field
+        if name == "backend":
+            ordered.update(moved)
+    form.base_fields = ordered
     return form
 
 

@@ -35,6 +35,7 @@ from tenants.federation.services import (
     upstream_validate,
 )
 from tenants.models import Upstream
+from tenants.secret_references import secret_missing_message, secrets_missing
 
 AUTH_CHOICES = [
     ("", "None"),
@@ -175,6 +176,15 @@ class UpstreamForm(forms.ModelForm):
                     form.item = by_key.get(key)
                     if form.item is not None:
                         self._describe(form, form.item)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        # The secret must exist now: a missing one would only show as a failed connection later.
+        tenant = cleaned.get("tenant") or (self.instance.tenant if self.instance.tenant_id else None)
+        name = cleaned.get("auth_secret") if cleaned.get("auth_type") else None
+        if tenant is not None and name and secrets_missing(tenant=tenant, names=[name]):
+            self.add_error("auth_secret", secret_missing_message(name, tenant))
+        return cleaned
 
     def clean_session_mode(self) -> str:
         return str(self.cleaned_data.get("session_mode") or self.instance.session_mode)

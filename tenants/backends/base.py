@@ -35,8 +35,9 @@ class CatalogBackend:
     choice: ClassVar[str]
     title: ClassVar[str]
     serves: ClassVar[tuple[str, ...]] = ()
-    # The import path of the model-form mixin the tool, template and prompt admin forms include for this backend's
-    # configuration (``tenants.admin``'s ``_form_for``); None where the config is edited as the JSON it is.
+    # The import path of this backend's section of the tool, template and prompt admin forms (a
+    # ``tenants.admin.backend_forms.base.BackendSectionForm``: fields that edit its config, shown when the backend is
+    # chosen); None where the backend has no section (upstream items are mirrored, not written by hand).
     admin_form: ClassVar[str | None] = None
 
     async def tool_invoke(self, tool: Tool, arguments: JSONObject, ctx: ToolContext) -> Any:
@@ -75,6 +76,10 @@ class CatalogBackend:
         """What is wrong with ``prompt``'s configuration (and messages) for this backend, by field;
         ``argument_names`` are the names the prompt declares."""
         return {"backend": [self.not_served(PROMPTS)]}
+
+    def secret_names(self, config: Any) -> list[str]:
+        """The tenant secrets ``config`` names (the admin checks they exist and shows where a secret is used)."""
+        return []
 
     def not_served(self, kind: str) -> str:
         served = " and ".join(self.serves) or "nothing"

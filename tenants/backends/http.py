@@ -408,9 +408,15 @@ class HttpBackend(CatalogBackend):
     choice = Backend.HTTP
     title = "HTTP"
     serves = (TOOLS,)
+    admin_form = "tenants.admin.backend_forms.http.HttpSectionForm"
 
     async def tool_invoke(self, tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JSONObject:
         return await tool_invoke(tool, arguments, ctx)
 
     def tool_config_errors(self, tool: Tool, *, found: Errors) -> Errors:
         return {"config": tool_config_errors(tool.config, tool.input_schema)}
+
+    def secret_names(self, config: Any) -> list[str]:
+        auth = config.get("auth") if isinstance(config, dict) else None
+        secret = auth.get("secret") if isinstance(auth, dict) else None
+        return [secret] if isinstance(secret, str) and secret else []

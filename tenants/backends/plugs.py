@@ -59,4 +59,5 @@ def resource_backend(resource: Resource) -> CatalogBackend:
 def admin_forms() -> list[type]:
     """The model-form mixins of the backends that have one (``CatalogBackend.admin_form``), in registry order. The
     admin's tool, template and prompt forms include each of them."""
+    backends_load()  # the admin is imported before the tenants app is ready
     return [import_string(backend.admin_form) for backend in BACKENDS.values() if backend.admin_form is not None]

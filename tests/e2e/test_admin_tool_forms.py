@@ -1,0 +1,171 @@
+"""The tool form follows the backend, in Debian's Chromium, for a tenant owner made only by a membership: choosing a
+backend shows its section alone; the owner adds a Python tool (its input schema made from the function's signature),
+an HTTP tool with a secret picked by name, and a static tool of two text blocks; the form passes axe in the light and
+dark themes at 390 and 1,400 px."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.browser import axe_violations
+from tests.e2e.live import LiveServer
+from tests.e2e.tenant_admin_pages import TenantAdminScene, scene_create, sign_in
+
+# Runs in ``manage.py shell -c``: what platform staff and the owner did before (a grant, a secret).
+GRANT_AND_SECRET = """
+from tenants.backends.python_grants import python_function_grant
+from tenants.models import Tenant
+from tenants.secrets import secret_set
+tenant = Tenant.objects.get(pk={tenant})
+python_function_grant(tenant=tenant, function="demo.count_slowly")
+secret_set(tenant=tenant, name="pets-key", value="never-shown-{tenant}")
+"""
+STORED_TOOL = """
+import json
+from tenants.models import Tool
+tool = Tool.objects.get(tenant_id={tenant}, name={name!r})
+print(json.dumps({{"config": tool.config, "input_schema": tool.input_schema}}))
+"""
+
+
+@pytest.fixture
+def scene(live_platform: LiveServer) -> TenantAdminScene:
+    scene = scene_create(live_platform)
+    live_platform.manage("shell", "-c", GRANT_AND_SECRET.format(tenant=scene.ours))
+    return scene
+
+
+def browser_page(chromium: Any, live: LiveServer, scene: TenantAdminScene, *, width: int, scheme: str) -> Any:
+    context = chromium.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    sign_in(page, live.web_urls[0], scene.owner)
+    return page
+
+
+@pytest.fixture
+def page(chromium: Any, live_platform: LiveServer, scene: TenantAdminScene) -> Iterator[Any]:
+    page = browser_page(chromium, live_platform, scene, width=1400, scheme="light")
+    yield page
+    page.context.close()
+
+
+def stored(live: LiveServer, scene: TenantAdminScene, name: str) -> dict[str, Any]:
+    output = live.manage("shell", "-c", STORED_TOOL.format(tenant=scene.ours, name=name))
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def open_add_form(page: Any, live: LiveServer, scene: TenantAdminScene, name: str, backend: str) -> None:
+    page.goto(f"{live.web_urls[0]}/admin/tenants/tool/add/?tenant={scene.ours}")
+    page.get_by_label("Name:", exact=True).fill(name)
+    page.get_by_label("Backend:").select_option(label=backend)
+
+
+def save(page: Any) -> None:
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator(".messagelist")).to_contain_text("was added successfully")
+
+
+def test_choosing_a_backend_shows_its_section_alone(
+    page: Any, live_platform: LiveServer, scene: TenantAdminScene
+) -> None:
+    open_add_form(page, live_platform, scene, "switching", "Static")
+    python, static, http = (page.locator(f"fieldset.backend-section-{b}") for b in ("python", "static", "http"))
+
+    expect(static).to_be_visible()
+    expect(python).to_be_hidden()
+    expect(http).to_be_hidden()
+    page.get_by_label("Backend:").select_option(label="HTTP request")
+    expect(http).to_be_visible()
+    expect(static).to_be_hidden()
+    expect(page.get_by_label("Secret:")).to_be_hidden()  # no authentication chosen yet
+    page.get_by_label("Authentication:").select_option(label="Bearer token")
+    expect(page.get_by_label("Secret:")).to_be_visible()
+    expect(page.get_by_label("Header or parameter name:")).to_be_hidden()
+    options = [o.strip() for o in page.locator("#id_backend option").all_inner_texts()]
+    assert "Upstream MCP server" not in options
+
+
+def test_an_owner_adds_a_python_tool_whose_schema_comes_from_its_function(
+    page: Any, live_platform: LiveServer, scene: TenantAdminScene
+) -> None:
+    open_add_form(page, live_platform, scene, "count", "Python function")
+    page.get_by_label("Python function:").select_option("demo.count_slowly")
+
+    expect(page.locator('[data-python-function="demo.count_slowly"]')).to_contain_text(
+        "demo.count_slowly(steps: int = 5, delay_ms: int = 500)"
+    )
+    save(page)
+    tool = stored(live_platform, scene, "count")
+    assert tool["config"] == {"function": "demo.count_slowly"}
+    assert tool["input_schema"]["properties"] == {
+        "steps": {"type": "integer", "default": 5},
+        "delay_ms": {"type": "integer", "default": 500},
+    }
+
+
+def test_an_owner_adds_an_http_tool_with_a_secret_picked_by_name(
+    page: Any, live_platform: LiveServer, scene: TenantAdminScene
+) -> None:
+    open_add_form(page, live_platform, scene, "pets", "HTTP request")
+    page.get_by_label("Method:").select_option("POST")
+    page.get_by_label("URL template:").fill("https://api.example/pets")
+    page.get_by_label("Fixed headers:").fill("Accept = application/json")
+    page.get_by_label("Authentication:").select_option(label="API key in a header")
+    page.get_by_label("Header or parameter name:").fill("X-API-Key")
+    secret = page.get_by_label("Secret:")
+
+    assert "never-shown" not in page.content()
+    secret.select_option("pets-key")
+    save(page)
+    assert stored(live_platform, scene, "pets")["config"] == {
+        "method": "POST",
+        "url": "https://api.example/pets",
+        "static_headers": {"Accept": "application/json"},
+        "auth": {"type": "header", "secret": "pets-key", "name": "X-API-Key"},
+    }
+
+
+def test_an_owner_adds_a_static_tool_of_two_text_blocks(
+    page: Any, live_platform: LiveServer, scene: TenantAdminScene
+) -> None:
+    open_add_form(page, live_platform, scene, "greeting", "Static")
+    page.get_by_label("Text block 1").fill("Hello.")
+    page.get_by_role("button", name="Add a text block").click()
+    page.get_by_label("Text block 2").fill("Second block.")
+    page.get_by_label("Read-only:").select_option(label="Yes")
+    save(page)
+
+    assert stored(live_platform, scene, "greeting")["config"] == {
+        "content": [{"type": "text", "text": "Hello."}, {"type": "text", "text": "Second block."}]
+    }
+    page.locator("#result_list").get_by_role("link", name="greeting").click()
+    expect(page.get_by_label("Text block 2")).to_have_value("Second block.")
+
+
+def test_the_tool_form_passes_axe_in_both_themes_at_390_and_1400_px(
+    chromium: Any, live_platform: LiveServer, scene: TenantAdminScene
+) -> None:
+    found: dict[str, list[str]] = {}
+    overflow: dict[str, int] = {}
+    for width, scheme in ((390, "dark"), (1400, "dark"), (390, "light"), (1400, "light")):
+        page = browser_page(chromium, live_platform, scene, width=width, scheme=scheme)
+        try:
+            for backend in ("HTTP request", "Python function", "Static"):
+                page.goto(f"{live_platform.web_urls[0]}/admin/tenants/tool/add/?tenant={scene.ours}")
+                page.get_by_label("Backend:").select_option(label=backend)
+                where = f"{backend} at {width} px, {scheme}"
+                found[where] = axe_violations(page)
+                overflow[where] = page.evaluate(
+                    "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+                )
+        finally:
+            page.context.close()
+
+    assert found == {where: [] for where in found}
+    assert overflow == {where: 0 for where in overflow}  # nothing wider than the window
