@@ -50,9 +50,12 @@ def test_filters_narrow_the_log(page: Any, live_platform: LiveServer, scene: Act
     page.goto(base + LOG)
     page.locator("#changelist-filter").get_by_role("link", name="Tool error (isError)").click()
     expect(page).to_have_url(f"{base}{LOG}?outcome__exact=tool_error")
+    page.wait_for_load_state()
     outcomes = page.locator("td.field-outcome_shown").all_inner_texts()
     assert outcomes and set(outcomes) == {"Tool error (isError)"}
     page.locator("#changelist-filter").get_by_role("link", name="Cursor").click()
+    expect(page).to_have_url(re.compile(r"client="))
+    page.wait_for_load_state()
     clients = page.locator("td.field-client").all_inner_texts()
     assert clients and all(c.startswith("Cursor") for c in clients)
 
@@ -92,12 +95,15 @@ def test_the_dashboard_leads_into_the_log_filtered_to_a_tool_a_client_or_an_hour
     calls = int(re.search(r"(\d+) calls?", shown).group(1))  # type: ignore[union-attr]
     tools.get_by_role("link", name="refund_order").click()
     expect(page).to_have_url(re.compile(r"target=refund_order"))
+    page.wait_for_load_state()
     targets = page.locator("td.field-target").all_inner_texts()
     assert targets and set(targets) == {"refund_order"} and len(targets) == calls
     expect(page.locator("#changelist-filter li.selected").filter(has_text="refund_order")).to_have_count(1)
 
     page.goto(dashboard)
     page.get_by_role("table", name="Calls and latency per client").get_by_role("link", name="Cursor").click()
+    expect(page).to_have_url(re.compile(r"client="))
+    page.wait_for_load_state()
     clients = page.locator("td.field-client").all_inner_texts()
     assert clients and all(c.startswith("Cursor") for c in clients)
 
@@ -107,6 +113,8 @@ def test_the_dashboard_leads_into_the_log_filtered_to_a_tool_a_client_or_an_hour
     assert len(titles) == 25 and titles[-1].endswith("UTC: " + titles[-1].split("UTC: ")[1])
     in_hour, busiest = max((int(re.search(r"UTC: (\d+) calls?", t).group(1)), i) for i, t in enumerate(titles))  # type: ignore[union-attr]
     columns.nth(busiest).locator("rect.hit").click()
+    expect(page).to_have_url(re.compile(r"at__lt="))
+    page.wait_for_load_state()
     query = parse_qs(urlsplit(page.url).query)
     assert set(query) == {"kind__exact", "tenant__id__exact", "at__gte", "at__lt"}, page.url
     assert page.locator("#result_list tbody tr").count() == in_hour
