@@ -25,6 +25,7 @@ from tenants.models import Tenant, Tool
 from tenants.openapi.document import OpenApiError
 from tenants.openapi.fetching import document_fetch_once
 from tenants.secrets import secret_set
+from tenants.secrets import secret_set
 from tests import rest_api
 from tests.rest_api import RestApi, start_rest_api
 from tests.support import RecordingOutbound
@@ -401,6 +402,10 @@ def test_the_tool_admin_adds_an_http_tool_and_shows_config_problems(admin_client
     config = {"method": "GET", "url": "https://api.example/pets/{id}", "auth": {"type": "bearer", "secret": "api"}}
     schema = json.dumps({"type": "object", "properties": {"id": {"type": "integer"}}})
     form = tool_form(tenant, name="get_pet", backend="http", input_schema=schema, config=json.dumps(config))
+    missing = admin_client.post(reverse("admin:tenants_tool_add"), form)
+    assert missing.status_code == 200
+    assert "There is no secret &#x27;api&#x27;" in missing.content.decode(), "a secret it names must exist"
+    secret_set(tenant=tenant, name="api", value="s3cret-token")
     added = admin_client.post(reverse("admin:tenants_tool_add"), form)
     assert added.status_code == 302
     assert Tool.objects.get(tenant=tenant, name="get_pet").config == config
