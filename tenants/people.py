@@ -178,7 +178,11 @@ def invitation_resend(*, invitation: Invitation, by: User, link_for: LinkFor) ->
     if not invitation_may_manage(user=by, invitation=invitation):
         raise PermissionDenied("You may not resend this invitation.")
     with transaction.atomic():
-        stored = Invitation.objects.select_for_update().select_related("tenant", "invited_by").get(pk=invitation.pk)
+        stored = (
+            Invitation.objects.select_for_update(of=("self",))
+            .select_related("tenant", "invited_by")
+            .get(pk=invitation.pk)
+        )
         state = invitation_state(stored)
         if state in (InvitationState.ACCEPTED, InvitationState.REVOKED):
             raise ValidationError(f"The invitation of {stored.email} was {state.value}: it cannot be sent again.")
@@ -236,7 +240,9 @@ def invitation_accept(*, token: str, user: User) -> Membership:
         found = invitation_find(token=token)
         if found.invitation is None:
             raise ValidationError("This invitation link is not valid.", code="unknown")
-        invitation = Invitation.objects.select_for_update().select_related("tenant").get(pk=found.invitation.pk)
+        invitation = (
+            Invitation.objects.select_for_update(of=("self",)).select_related("tenant").get(pk=found.invitation.pk)
+        )
         state = invitation_state(invitation)
         if state is not InvitationState.PENDING:
             raise ValidationError(f"This invitation is {state.value}.", code=state.value)

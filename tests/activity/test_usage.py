@@ -8,6 +8,7 @@ import random
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from mcp_platform.activity import charts
@@ -131,10 +132,11 @@ def test_latency_per_upstream_comes_from_the_calls_to_its_mirrored_items(
     assert [u.upstream_id for u in upstreams] == [github.pk, wiki.pk]
     assert [(u.name, u.calls, u.errors) for u in usages] == [("github", 4, 1), ("wiki", 1, 0)]
     github_usage = usages[0]
-    if exact:
+    if exact or connection.vendor != "postgresql":
         assert (github_usage.p50_ms, github_usage.p95_ms) == (25.0, pytest.approx(38.5))
     else:
-        assert github_usage.p50_ms == pytest.approx(25.0, rel=0.2)
+        # The histogram's percentile is the nearest rank's call (20 ms of 10, 20, 30, 40), within its 4 %.
+        assert github_usage.p50_ms == pytest.approx(20.0, rel=0.05)
     everyone = upstream_calls(tenant_ids=None, with_tenant=True)
     assert [u.label for u in everyone] == ["acme/github", "acme/wiki", "globex/github"]
     assert usage_by_upstream(calls, []) == []

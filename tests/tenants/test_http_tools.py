@@ -25,7 +25,6 @@ from tenants.models import Tenant, Tool
 from tenants.openapi.document import OpenApiError
 from tenants.openapi.fetching import document_fetch_once
 from tenants.secrets import secret_set
-from tenants.secrets import secret_set
 from tests import rest_api
 from tests.rest_api import RestApi, start_rest_api
 from tests.support import RecordingOutbound
