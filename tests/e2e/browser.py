@@ -281,6 +281,13 @@ def axe_violations(page: Any) -> list[str]:
     """
     from axe_playwright_python.base import AXE_SCRIPT
 
+    # Colours that are still fading in (the admin's links and buttons have 150 ms transitions) would be measured
+    # half-way: wait for every transition and animation that ends.
+    page.evaluate(
+        """() => Promise.all(document.getAnimations()
+            .filter(a => a.effect && a.effect.getComputedTiming().endTime !== Infinity)
+            .map(a => a.finished.catch(() => null)))"""
+    )
     page.evaluate(AXE_SCRIPT)
     results = page.evaluate(
         """() => axe.run(document, {
