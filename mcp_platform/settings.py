@@ -219,6 +219,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A message a worker took and never acknowledged comes back after the visibility timeout: by then the sweep has
 # started its run anew (within a lease), so the copy finds the start stale and does nothing.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_timeout": 3}
+# Beat's schedule file (a shelve: ``celerybeat-schedule`` plus a suffix the dbm module picks) goes under the var
+# directory for every way beat starts (``celery beat``, ``celery worker --beat``, serve's embedded beat), not into
+# the working directory: that is the checkout here, and a read-only root file system in a container.
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "purge-expired-activity": {
         "task": "mcp_platform.activity.tasks.activity_purge_expired",

@@ -59,7 +59,7 @@ def start_embedded_worker() -> threading.Thread:
     )
     thread = threading.Thread(target=worker.start, name="celery-embedded-worker", daemon=True)
     thread.start()
-    EmbeddedService(app, thread=True, schedule_filename=str(settings.VAR_DIR / "celerybeat-schedule")).start()
+    EmbeddedService(app, thread=True).start()  # its schedule file: CELERY_BEAT_SCHEDULE_FILENAME
     return thread
 
 
