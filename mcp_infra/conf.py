@@ -97,6 +97,9 @@ DEFAULTS: dict[str, Any] = {
     "DCR_PER_NETWORK_PER_HOUR": 60,
     "DCR_PLATFORM_PER_HOUR": 1000,
     "DCR_PER_NETWORK_UNDER_LOAD": 3,
+    # Token exchanges (RFC 8693) one client may make per hour: a gateway exchanges once per person and upstream
+    # while the token lasts; past this, a runaway or stolen client is told to wait (429) until the hour ends.
+    "TOKEN_EXCHANGES_PER_CLIENT_PER_HOUR": 10000,
     # A self-registered client that never obtained a token (or whose tokens are all gone) is deleted this long
     # after it registered (seconds); clients register again when told their client_id is unknown.
     "DCR_UNUSED_CLIENT_LIFETIME": 24 * 3600,
@@ -194,6 +197,7 @@ class PlatformSettings:
     DCR_PLATFORM_PER_HOUR: int
     DCR_PER_NETWORK_UNDER_LOAD: int
     DCR_UNUSED_CLIENT_LIFETIME: int
+    TOKEN_EXCHANGES_PER_CLIENT_PER_HOUR: int
     CIMD_ALLOWED_NETWORKS: list[str]
     CIMD_CA_BUNDLE: str
     UPSTREAM_CIRCUIT_FAILURES: int
@@ -273,6 +277,7 @@ POSITIVE_INTEGERS = (
     "DCR_PLATFORM_PER_HOUR",
     "DCR_PER_NETWORK_UNDER_LOAD",
     "DCR_UNUSED_CLIENT_LIFETIME",
+    "TOKEN_EXCHANGES_PER_CLIENT_PER_HOUR",
     "UPSTREAM_CIRCUIT_FAILURES",
     "UPSTREAM_LIST_CHANGED_LIMIT",
     "OUTBOUND_MAX_RESPONSE_BYTES",

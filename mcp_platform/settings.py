@@ -256,6 +256,8 @@ LOGIN_REDIRECT_URL = "/account/apps/"
 
 # OAuth 2.1 authorization server (django-oauth-toolkit) for the tenants' MCP endpoints.
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth.TenantApplication"
+# DOT's own (not swapped); named so that the platform's models can point at it (token exchange's actor record).
+OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauth2_provider.AccessToken"
 MCP_SCOPES = {
     "mcp:tools": "See and run this workspace's tools",
     "mcp:resources": "Read this workspace's resources",
@@ -267,11 +269,20 @@ OAUTH2_PROVIDER = {
     "DEFAULT_SCOPES": list(MCP_SCOPES),
     "SCOPES_BACKEND_CLASS": "mcp_platform.oauth.validators.PlatformScopes",
     "OAUTH2_VALIDATOR_CLASS": "mcp_platform.oauth.validators.PlatformOAuth2Validator",
+    # oauthlib's OpenID Connect server plus the token-exchange grant, and a request reader for its parameters.
+    "OAUTH2_SERVER_CLASS": "mcp_platform.oauth.server.PlatformServer",
+    "OAUTH2_BACKEND_CLASS": "mcp_platform.oauth.server.PlatformOAuthLibCore",
     # Authorization code + PKCE (S256 only) and refresh tokens for people's clients; client credentials for
-    # machine clients an admin registers. Nothing else is offered.
+    # machine clients an admin registers; token exchange (RFC 8693) for the clients an admin allows it. Nothing
+    # else is offered.
     "PKCE_REQUIRED": True,
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
-    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token", "client_credentials"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": [
+        "authorization_code",
+        "refresh_token",
+        "client_credentials",
+        "urn:ietf:params:oauth:grant-type:token-exchange",
+    ],
     "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
     "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
     "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,

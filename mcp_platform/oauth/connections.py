@@ -1,7 +1,8 @@
 """A person's connected apps: which client may act for them on which tenant endpoint (selector), and ending that.
 
 A connection is one client and one tenant endpoint (every grant names exactly one, RFC 8707) for which the
-person holds a usable token: an unexpired access token, or a refresh token that could still mint one.
+person holds a usable token: an unexpired access token, or a refresh token that could still mint one. Tokens other
+clients obtained from it by token exchange (RFC 8693) are part of it: not listed apart, revoked with it.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def connection_list(*, user: AbstractBaseUser) -> list[Connection]:
     usable = Q(expires__gt=now) | refreshable
     tokens = (
         get_access_token_model()
-        .objects.filter(usable, user=user, application__isnull=False)
+        .objects.filter(usable, user=user, application__isnull=False, exchange__isnull=True)
         .select_related("application__tenant", "refresh_token")
     )
     found: dict[tuple[int, str], Connection] = {}
@@ -117,7 +118,9 @@ def _matching(rows: Iterable[M], resource: str) -> list[M]:
 
 def connection_revoke(*, user: AbstractBaseUser, application_id: int, resource: str) -> bool:
     """End the client's access to ``resource`` for ``user``: its refresh tokens (whole rotation families),
-    access tokens and pending authorization codes. False when there was nothing to revoke.
+    access tokens, pending authorization codes, and the tokens exchanged from its tokens (by then the
+    exchanges they came from have committed: each locked the token it exchanged, which is deleted first).
+    False when there was nothing to revoke.
     """
     refresh_model = get_refresh_token_model()
     access_model = get_access_token_model()
@@ -134,4 +137,8 @@ def connection_revoke(*, user: AbstractBaseUser, application_id: int, resource: 
         access_model.objects.filter(pk__in=[a.pk for a in accesses]).delete()
         grants = _matching(get_grant_model().objects.filter(user=user, application_id=application_id), resource)
         get_grant_model().objects.filter(pk__in=[g.pk for g in grants]).delete()
+        client_id = TenantApplication.objects.filter(pk=application_id).values_list("client_id", flat=True).first()
+        access_model.objects.filter(
+            user=user, exchange__subject_client_id=client_id, exchange__subject_resource=resource
+        ).delete()
     return bool(refreshes or accesses or grants)

@@ -2,10 +2,13 @@
 
 The secret is generated here, handed back once, and stored hashed (django-oauth-toolkit hashes it on save).
 A token such a client obtains is for its tenant's endpoint, its principal is the client, and its scopes are at
-most those the admin allowed.
+most those the admin allowed. The admin may also let it exchange people's tokens for tokens to named upstreams
+(``exchange_targets``, RFC 8693: ``token_exchange``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -31,8 +34,11 @@ def checked_scopes(tenant: Tenant, scopes: list[str]) -> str:
     return " ".join(ordered(scopes))
 
 
-def machine_client_create(*, tenant: Tenant, name: str, scopes: list[str]) -> tuple[TenantApplication, str]:
-    """Register a machine client for ``tenant``; returns it and its secret, which is not stored in the clear.
+def machine_client_create(
+    *, tenant: Tenant, name: str, scopes: list[str], exchange_targets: Sequence[str] = ()
+) -> tuple[TenantApplication, str]:
+    """Register a machine client for ``tenant``, allowed to exchange tokens for ``exchange_targets`` (upstream
+    resource URLs) if any; returns it and its secret, which is not stored in the clear.
 
     Raises ``ValidationError`` keyed by field.
     """
@@ -45,6 +51,7 @@ def machine_client_create(*, tenant: Tenant, name: str, scopes: list[str]) -> tu
         client_secret=secret,
         hash_client_secret=True,
         allowed_scopes=checked_scopes(tenant, scopes),
+        exchange_targets="\n".join(exchange_targets),
         algorithm=AbstractApplication.NO_ALGORITHM,  # no person, no ID token
     )
     client.full_clean()
@@ -52,15 +59,19 @@ def machine_client_create(*, tenant: Tenant, name: str, scopes: list[str]) -> tu
     return client, secret
 
 
-def machine_client_update(*, client: TenantApplication, name: str, scopes: list[str]) -> TenantApplication:
-    """Rename a machine client or change its scopes; tokens it holds keep the scopes they were issued with
-    until they expire (an hour at most). Raises ``ValidationError``."""
+def machine_client_update(
+    *, client: TenantApplication, name: str, scopes: list[str], exchange_targets: Sequence[str]
+) -> TenantApplication:
+    """Rename a machine client, change its scopes or the upstreams it may exchange tokens for; tokens it holds
+    keep the scopes and audience they were issued with until they expire (an hour at most). Raises
+    ``ValidationError``."""
     if client.tenant is None:
         raise ValidationError("A machine client belongs to a tenant.")
     client.name = name
     client.allowed_scopes = checked_scopes(client.tenant, scopes)
+    client.exchange_targets = "\n".join(exchange_targets)
     client.full_clean(exclude=["client_secret"])
-    client.save(update_fields=["name", "allowed_scopes", "updated"])
+    client.save(update_fields=["name", "allowed_scopes", "exchange_targets", "updated"])
     return client
 
 

@@ -4,7 +4,9 @@ A client may be bound to one tenant (then it gets tokens for that tenant's endpo
 register themselves (RFC 7591) or describe themselves (client metadata documents) are unbound and every token
 they get is still bound to one tenant endpoint. A machine client is a confidential client-credentials client
 an admin registered for one tenant; it acts for itself, within the scopes the admin allowed. A client's logo
-is kept only as an https URL that is safe to put in an ``<img>``.
+is kept only as an https URL that is safe to put in an ``<img>``. A confidential client bound to a tenant may be
+allowed to exchange people's tokens for tokens to named upstreams (RFC 8693, ``token_exchange``); a token issued so
+carries an ``ExchangedToken`` row naming the client as its actor.
 
 A URL-shaped client_id (one with a ``:``) is a client metadata document's URL: only an unbound CIMD client may hold
 one, so no client an admin made can stand in for the document's client (the database enforces this). Every other
@@ -18,6 +20,7 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ValidationError
 from django.db import models
 from oauth2_provider.models import AbstractApplication, ApplicationManager
+from oauth2_provider.settings import oauth2_settings
 
 from tenants.models import scope_list_validator
 
@@ -63,6 +66,22 @@ def _scheme_and_host(uri: str) -> tuple[str, str | None]:
     return parts.scheme.lower(), parts.hostname
 
 
+def exchange_target_problem(target: str) -> str | None:
+    """What keeps ``target`` from being an upstream a client may exchange tokens for, or None: an absolute URL (an
+    RFC 8707 resource indicator: a host, no credentials, no fragment) over https, or plain http to a loopback host."""
+    try:
+        parts = urlsplit(target)
+        port = parts.port  # raises on a malformed port
+    except ValueError:
+        return f"{target}: not a URL."
+    if not parts.hostname or parts.username is not None or "#" in target or port == 0:
+        return f"{target}: not an absolute URL with a host (and without credentials or fragment)."
+    scheme = parts.scheme.lower()
+    if scheme == "https" or (scheme == "http" and parts.hostname in LOOPBACK_HOSTS):
+        return None
+    return f"{target}: use https (plain http only to a loopback host)."
+
+
 class TenantApplication(AbstractApplication):
     tenant = models.ForeignKey(
         "tenants.Tenant",
@@ -82,6 +101,12 @@ class TenantApplication(AbstractApplication):
         blank=True,
         validators=[scope_list_validator],
         help_text="Scopes the client may be granted, separated by spaces. Empty: any scope.",
+    )
+    exchange_targets = models.TextField(
+        blank=True,
+        help_text="Upstreams (resource URLs) this client may exchange a person's token for (RFC 8693 token "
+        "exchange), separated by spaces or new lines. Empty: the client may not exchange tokens. Only for a "
+        "confidential client bound to a tenant.",
     )
     # ID tokens (OpenID Connect) are signed with the platform's RSA key: a public client has no secret to
     # sign with, and every self-registered client is public.
@@ -110,6 +135,18 @@ class TenantApplication(AbstractApplication):
     def natural_key(self) -> tuple[str]:
         return (self.client_id,)
 
+    def exchange_target_list(self) -> list[str]:
+        return self.exchange_targets.split()
+
+    @property
+    def may_exchange_tokens(self) -> bool:
+        """Whether the client may use the token-exchange grant: confidential, bound to a tenant, with targets."""
+        return (
+            self.client_type == self.CLIENT_CONFIDENTIAL
+            and self.tenant_id is not None
+            and bool(self.exchange_target_list())
+        )
+
     def get_allowed_schemes(self) -> list[str]:
         """https, http (loopback only, see ``clean``) and the private-use schemes this client registered.
 
@@ -126,6 +163,8 @@ class TenantApplication(AbstractApplication):
     def clean(self) -> None:
         """DOT's checks (each redirect URI parses, uses a scheme of ``get_allowed_schemes``, has no fragment),
         plus: plain http only to a loopback host.
+
+        And: exchange targets are well-formed, and only a confidential client bound to a tenant has any.
 
         And: a URL-shaped client_id belongs to an unbound client metadata document client alone.
 
@@ -159,6 +198,12 @@ class TenantApplication(AbstractApplication):
             raise ValidationError({"redirect_uris": problems})
         if self.logo_uri and safe_logo_uri(self.logo_uri) is None:
             raise ValidationError({"logo_uri": "The logo must be an https URL without credentials or quotes."})
+        targets = self.exchange_target_list()
+        target_problems = [p for p in map(exchange_target_problem, targets) if p]
+        if targets and (self.client_type != self.CLIENT_CONFIDENTIAL or self.tenant_id is None):
+            target_problems.append("Only a confidential client bound to a tenant may exchange tokens.")
+        if target_problems:
+            raise ValidationError({"exchange_targets": target_problems})
 
 
 class MachineClientManager(ApplicationManager):
@@ -190,3 +235,30 @@ class ConsumedAuthorizationCode(models.Model):
 
     def __str__(self) -> str:
         return f"Authorization code consumed {self.consumed:%Y-%m-%d %H:%M:%S}"
+
+
+class ExchangedToken(models.Model):
+    """The actor record (RFC 8693 §4.1 ``act``) of an access token issued by token exchange: the token acts for its
+    user, and ``actor`` (its application) acts for them. Which grant it was exchanged from is kept so that revoking
+    that grant (the person's connected-apps page) revokes it too: the client the person authorized and the tenant
+    endpoint that client's token was for.
+
+    A row beside django-oauth-toolkit's access token, not a field on it: the platform does not swap DOT's token
+    models, and DOT supports swapping them only before their first migration.
+    """
+
+    access_token = models.OneToOneField(
+        oauth2_settings.ACCESS_TOKEN_MODEL, on_delete=models.CASCADE, related_name="exchange"
+    )
+    actor = models.ForeignKey(TenantApplication, on_delete=models.CASCADE, related_name="+")
+    # Plain values, not foreign keys: the subject token is rotated or expires long before this row goes.
+    subject_token_id = models.BigIntegerField()
+    subject_client_id = models.CharField(max_length=255)
+    subject_resource = models.CharField(max_length=2048)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["subject_client_id", "subject_resource"], name="exchanged_from_grant")]
+
+    def __str__(self) -> str:
+        return f"Exchanged token #{self.access_token_id}"

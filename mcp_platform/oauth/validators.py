@@ -5,7 +5,8 @@ client's token may be used.
 client whose admin granted it a list (``allowed_scopes``) gets at most that list. ``PlatformOAuth2Validator``
 (``OAUTH2_VALIDATOR_CLASS``): a client-credentials token is for the endpoint of the tenant its client is bound
 to, named or not in the request (RFC 8707), any other resource is ``invalid_target``; a machine client asking
-for more scopes than it was allowed gets the allowed part. A code or refresh token is honoured only for an
+for more scopes than it was allowed gets the allowed part. Token exchange (``token_exchange``) is open to the
+clients an admin allowed it (``TenantApplication.may_exchange_tokens``). A code or refresh token is honoured only for an
 active person who is still a member of a servable tenant, its row locked while it is validated (the token
 endpoint runs in one transaction), and a replayed code revokes what it gave (``codes``).
 """
@@ -24,6 +25,7 @@ from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error, InvalidRequestErro
 
 from mcp_infra.addresses import ENDPOINTS, base_url_from_headers, endpoint_url, tenant_slug_of
 from mcp_platform.oauth.codes import authorization_code_consumed, authorization_code_replayed, checksum
+from mcp_platform.oauth.token_exchange import GRANT_TYPE as TOKEN_EXCHANGE
 from tenants.models import Tenant
 from tenants.selectors import membership_get, tenant_get_servable, tool_scope_vocabulary
 
@@ -108,6 +110,16 @@ class PlatformScopes(SettingsScopes):
 
 
 class PlatformOAuth2Validator(OAuth2Validator):
+    def validate_grant_type(
+        self, client_id: str, grant_type: str, client: Any, request: Any, *args: Any, **kwargs: Any
+    ) -> bool:
+        """DOT's check (the client's one grant type); token exchange, which no DOT grant type stands for, for the
+        clients allowed it (confidential, bound to a tenant, with exchange targets)."""
+        if grant_type == TOKEN_EXCHANGE:
+            return bool(getattr(client, "may_exchange_tokens", False))
+        allowed: bool = super().validate_grant_type(client_id, grant_type, client, request, *args, **kwargs)
+        return allowed
+
     def validate_scopes(
         self, client_id: str, scopes: list[str], client: Any, request: Any, *args: Any, **kwargs: Any
     ) -> bool:

@@ -46,7 +46,12 @@ def test_metadata_issuer_is_where_it_is_served_and_offers_only_code_with_s256(cl
     assert document["token_endpoint"] == f"{BASE}/oauth/token/"
     assert document["registration_endpoint"] == f"{BASE}/oauth/register/"
     assert document["response_types_supported"] == ["code"]
-    assert document["grant_types_supported"] == ["authorization_code", "refresh_token", "client_credentials"]
+    assert document["grant_types_supported"] == [
+        "authorization_code",
+        "refresh_token",
+        "client_credentials",
+        "urn:ietf:params:oauth:grant-type:token-exchange",
+    ]
     assert document["code_challenge_methods_supported"] == ["S256"]
     assert document["authorization_response_iss_parameter_supported"] is True
     assert "none" in document["token_endpoint_auth_methods_supported"]

@@ -51,7 +51,12 @@ def test_issuer_follows_the_public_base_url(client, db, settings):
 
 def test_authorization_server_metadata_offers_what_mcp_clients_need(client, db):
     document = client.get(RFC8414, HTTP_HOST=HOST).json()
-    assert document["grant_types_supported"] == ["authorization_code", "refresh_token", "client_credentials"]
+    assert document["grant_types_supported"] == [
+        "authorization_code",
+        "refresh_token",
+        "client_credentials",
+        "urn:ietf:params:oauth:grant-type:token-exchange",
+    ]
     assert document["client_id_metadata_document_supported"] is True
     assert document["jwks_uri"] == f"{BASE}/oauth/jwks/"
 
