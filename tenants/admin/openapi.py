@@ -193,18 +193,8 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
     def _again_url(source: OpenApiSource) -> str:
         return f"{reverse('admin:tenants_openapisource_import')}?source={source.pk}"
 
-    def render_change_form(
-        self,
-        request: HttpRequest,
-        context: dict[str, Any],
-        add: bool = False,
-        change: bool = False,
-        form_url: str = "",
-        obj: Any = None,
-    ) -> Any:
-        if obj is not None and self.has_add_permission(request):
-            context["import_again_url"] = self._again_url(obj)
-        return super().render_change_form(request, context, add, change, form_url, obj)
+    def object_page_context(self, request: HttpRequest, obj: Any) -> dict[str, Any]:
+        return {"import_again_url": self._again_url(obj)} if self.has_add_permission(request) else {}
 
     def _initial(self, request: HttpRequest) -> dict[str, Any]:
         """The form's first values: the tenant asked for, or everything a source was imported with (its page's
