@@ -63,6 +63,17 @@ def _map_value(text: str, field: str) -> dict[str, str]:
     return result
 
 
+def _map_field(label: str, help_text: str) -> TypedTextField:
+    """A box of ``name = value`` lines (one of ``MAPS``)."""
+    return TypedTextField(
+        required=False,
+        max_length=10_000,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        label=label,
+        help_text=help_text,
+    )
+
+
 def _names_text(value: Any) -> str | None:
     if not isinstance(value, list) or not all(isinstance(n, str) and n and n == n.strip() for n in value):
         return None
@@ -225,26 +236,10 @@ class HttpSectionForm(BackendSectionForm):
         label="URL template",
         help_text="RFC 6570, e.g. https://api.example/pets/{id}{?limit}: each {name} is an argument.",
     )
-    http_query = TypedTextField(
-        required=False,
-        max_length=10_000,
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-        label="Query parameters",
-        help_text="One a line: parameter = argument.",
-    )
-    http_headers = TypedTextField(
-        required=False,
-        max_length=10_000,
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-        label="Headers from arguments",
-        help_text="One a line: Header-Name = argument.",
-    )
-    http_static_headers = TypedTextField(
-        required=False,
-        max_length=10_000,
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-        label="Fixed headers",
-        help_text="One a line: Header-Name = value (sent as written; credentials belong in a secret).",
+    http_query = _map_field("Query parameters", "One a line: parameter = argument.")
+    http_headers = _map_field("Headers from arguments", "One a line: Header-Name = argument.")
+    http_static_headers = _map_field(
+        "Fixed headers", "One a line: Header-Name = value (sent as written; credentials belong in a secret)."
     )
     http_body_kind = forms.ChoiceField(choices=BODY_CHOICES, required=False, label="Body")
     http_body_arguments = forms.CharField(
