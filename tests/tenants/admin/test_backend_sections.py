@@ -38,11 +38,6 @@ HTTP_SCHEMA = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _fast_hashing(settings: Any) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def owner(client: Client, tenant: Tenant) -> Client:
     user = UserFactory(username="olivia", email="olivia@example.com")
