@@ -8,6 +8,7 @@ import base64
 import binascii
 import gzip
 import io
+from collections.abc import Collection
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -20,6 +21,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from tenants.admin.scoping import TenantScopedAdmin
+from tenants.admin.secret_picker import secret_name_field, secret_names_offer, secrets_refuse_missing
 from tenants.bulk_changes import Actor
 from tenants.models import OpenApiSource, Tenant
 from tenants.openapi.document import MAX_DOCUMENT_BYTES, OpenApiError, document_parse
@@ -39,9 +41,7 @@ class SourceForm(forms.Form):
     base_url = forms.URLField(
         required=False, assume_scheme="https", label="Base URL", help_text="Overrides the document's servers."
     )
-    secret_name = forms.CharField(
-        required=False, max_length=64, label="Secret", help_text="The tenant secret the tools authenticate with."
-    )
+    secret_name = secret_name_field("The tenant's secret the tools authenticate with (Secrets in the admin).")
     client_id = forms.CharField(
         required=False, max_length=255, label="Client ID", help_text="OAuth 2.0 client credentials only."
     )
@@ -50,10 +50,21 @@ class SourceForm(forms.Form):
     document = forms.CharField(required=False, widget=forms.HiddenInput)
     location = forms.CharField(required=False, widget=forms.HiddenInput)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.limit_to_tenants(None)
+
+    def limit_to_tenants(self, tenant_ids: Collection[int] | None) -> None:
+        """The secret picker offers the secrets of ``tenant_ids`` (the tenants the person administers; None: every
+        tenant's), grouped by tenant. Called by the admin's scoping too."""
+        secret_names_offer(self, "secret_name", tenant_ids, tenant_id=None)
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         if not cleaned.get("document") and bool(cleaned.get("url")) == bool(cleaned.get("file")):
             raise forms.ValidationError("Give the document's URL or upload its file (one of the two).")
+        if cleaned.get("tenant") is not None and cleaned.get("secret_name"):
+            secrets_refuse_missing(self, "secret_name", tenant=cleaned["tenant"], names=[cleaned["secret_name"]])
         return cleaned
 
     def options(self) -> ImportOptions:

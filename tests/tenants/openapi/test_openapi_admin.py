@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tenants.models import OpenApiSource, Tenant, Tool
+from tenants.secrets import secret_set
 from tests.factories import MembershipFactory, TenantFactory, ToolFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -236,3 +237,26 @@ def test_another_tenants_source_cannot_be_imported_again_from_its_id(client: Any
 
     assert client.get(reverse(IMPORT), {"source": source.pk}).status_code == 404
     assert client.get(reverse(IMPORT), {"tenant": other.pk}).status_code == 200
+
+
+def test_the_secret_is_picked_from_the_tenants_secret_names_and_a_missing_one_is_refused(
+    client: Any, tenant: Tenant
+) -> None:
+    secret_set(tenant=tenant, name="pets-key", value="never-shown-ours")
+    secret_set(tenant=TenantFactory(slug="other"), name="other-key", value="never-shown-theirs")
+    owner = UserFactory(username="olivia")
+    MembershipFactory(tenant=tenant, user=owner, role="owner")
+    client.force_login(owner)
+
+    form = client.get(reverse(IMPORT), {"tenant": tenant.pk}).content.decode()
+    refused = preview(client, tenant, secret_name="gone")
+    imported = client.post(
+        reverse(IMPORT), keep_only(preview(client, tenant, secret_name="pets-key"), tenant, ["GET /pets"])
+    )
+
+    assert '<option value="pets-key">pets-key</option>' in form
+    assert "other-key" not in form and "never-shown" not in form
+    assert "translation" not in refused.context
+    assert "There is no secret &#x27;gone&#x27; in acme" in refused.content.decode()
+    assert imported.status_code == 302
+    assert OpenApiSource.objects.get(tenant=tenant).secret_name == "pets-key"
