@@ -26,7 +26,13 @@ from tenants.bulk_changes import Actor
 from tenants.models import OpenApiSource, Tenant
 from tenants.openapi.document import MAX_DOCUMENT_BYTES, OpenApiError, document_parse
 from tenants.openapi.fetching import document_fetch_once
-from tenants.openapi.importing import ImportDiff, openapi_import, openapi_import_diff, openapi_source_delete
+from tenants.openapi.importing import (
+    ImportDiff,
+    OperationDiff,
+    openapi_import,
+    openapi_import_diff,
+    openapi_source_delete,
+)
 from tenants.openapi.translate import ImportOptions, Translation, document_translate
 
 
@@ -109,39 +115,67 @@ STATUS_LABELS = {
     "unchanged": "unchanged",
     "taken": "name taken by another tool",
 }
+# A re-import lists the operations in these groups (in this order), each with a heading; a first import in one.
+GROUPS = {
+    "new": ("New in the document", "new"),
+    "left_out": ("Left out at the last import", "left out before"),
+    "unknown": ("Not imported (the last import did not record what it offered)", "not imported"),
+    "imported": ("Imported", ""),
+}
 
 
 def _field_names(fields: list[str]) -> str:
     return ", ".join("request" if f == "config" else f.replace("_", " ") for f in fields)
 
 
+def _status(op: OperationDiff, reimport: bool) -> str:
+    """The Status column: what importing the operation does, and on a re-import whether it is new in the document
+    or was left out before."""
+    if op.status == "changed":
+        return f"changes: {_field_names(op.fields)}"
+    mark = GROUPS[op.standing][1] if reimport else ""
+    if not mark:
+        return STATUS_LABELS[op.status]
+    return mark if op.status == "added" else f"{mark}; {STATUS_LABELS[op.status]}"
+
+
 def _rows(diff: ImportDiff, translation: Translation, selected: set[str]) -> list[dict[str, Any]]:
     by_key = {op.key: op for op in diff.operations}
     rows = []
-    for plan in translation.tools:
+    for number, plan in enumerate(translation.tools, 1):
         method, _, route = plan.key.partition(" ")
         op = by_key[plan.key]
         hints = plan.fields["annotations"] or {}
-        status = STATUS_LABELS[op.status]
-        if op.status == "changed":
-            status = f"changes: {_field_names(op.fields)}"
-        elif op.status == "added" and diff.source is not None:
-            status = "not imported (new in the document, or left out before)"
         rows.append(
             {
+                "number": number,
                 "key": plan.key,
                 "method": method,
                 "route": route,
                 "name": plan.name,
                 "title": plan.fields["title"] or plan.fields["description"].splitlines()[0],
-                "status": status,
+                "status": _status(op, diff.source is not None),
                 "state": op.status,
+                "standing": op.standing,
                 "hint": "read-only" if hints.get("readOnlyHint") else ("destructive" if hints else ""),
                 "arguments": len(plan.fields["input_schema"].get("properties", {})),
                 "selected": plan.key in selected,
             }
         )
     return rows
+
+
+def _groups(rows: list[dict[str, Any]], reimport: bool) -> list[dict[str, Any]]:
+    """The preview's row groups: one without a heading for a first import; for a re-import, the operations new in
+    the document, those left out at the last import and those imported (each shown, even when empty), and any the
+    last import did not record."""
+    if not reimport:
+        return [{"id": "all", "title": "", "rows": rows}]
+    groups = [
+        {"id": key, "title": title, "rows": [r for r in rows if r["standing"] == key]}
+        for key, (title, _) in GROUPS.items()
+    ]
+    return [group for group in groups if group["rows"] or group["id"] != "unknown"]
 
 
 def _selection(request: HttpRequest, keys: list[str]) -> list[str]:
@@ -282,13 +316,15 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
         )
         self.scope_form(request, preview)
         chosen = set(selected)
+        rows = _rows(diff, translation, chosen)
         context.update(
             form=preview,
             errors=form.non_field_errors(),
             document=document,
             translation=translation,
             operations_count=len(translation.tools) + len(translation.skipped),
-            rows=_rows(diff, translation, chosen),
+            rows=rows,
+            groups=_groups(rows, diff.source is not None),
             reimport=diff.source is not None,
             review=review,
             selected=selected,
