@@ -1,7 +1,8 @@
 """The tool form follows the backend, in Debian's Chromium, for a tenant owner made only by a membership: choosing a
-backend shows its section alone; the owner adds a Python tool (its input schema made from the function's signature),
-an HTTP tool with a secret picked by name, and a static tool of two text blocks; the form passes axe in the light and
-dark themes at 390 and 1,400 px, and its schema editors follow the admin's theme toggle both ways."""
+backend shows its section alone; the owner adds a Python tool (its input schema made from the function's signature,
+following the function chosen until written by hand), an HTTP tool with a secret picked by name, and a static tool of
+two text blocks; the form passes axe in the light and dark themes at 390 and 1,400 px, and its schema editors follow
+the admin's theme toggle both ways."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tenants.models import Tenant
 from tenants.secrets import secret_set
 tenant = Tenant.objects.get(pk={tenant})
 python_function_grant(tenant=tenant, function="demo.count_slowly")
+python_function_grant(tenant=tenant, function="demo.echo")
 secret_set(tenant=tenant, name="pets-key", value="never-shown-{tenant}")
 """
 STORED_TOOL = """
@@ -32,6 +34,11 @@ from tenants.models import Tool
 tool = Tool.objects.get(tenant_id={tenant}, name={name!r})
 print(json.dumps({{"config": tool.config, "input_schema": tool.input_schema}}))
 """
+COUNT_SCHEMA = {
+    "type": "object",
+    "properties": {"steps": {"type": "integer", "default": 5}, "delay_ms": {"type": "integer", "default": 500}},
+}
+ECHO_SCHEMA = {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}
 EDITOR_BACKGROUND = "getComputedStyle(document.querySelector('div.CodeMirror')).backgroundColor"
 LIGHT, DARK = "rgb(255, 255, 255)", "rgb(27, 27, 27)"
 
@@ -110,6 +117,31 @@ def test_an_owner_adds_a_python_tool_whose_schema_comes_from_its_function(
         "steps": {"type": "integer", "default": 5},
         "delay_ms": {"type": "integer", "default": 500},
     }
+
+
+def test_the_input_schema_follows_the_chosen_function_until_it_is_written_by_hand(
+    page: Any, live_platform: LiveServer, scene: TenantAdminScene
+) -> None:
+    def schema() -> Any:
+        return json.loads(page.evaluate("document.getElementById('id_input_schema').schemaEditor.getValue()"))
+
+    open_add_form(page, live_platform, scene, "follows", "Python function")
+    function = page.get_by_label("Python function:")
+    function.select_option("demo.count_slowly")
+    assert schema() == COUNT_SCHEMA
+    function.select_option("demo.echo")
+    assert schema() == ECHO_SCHEMA
+    expect(page.locator("#id_input_schema_preview-message")).to_be_visible()  # the client's form follows too
+
+    written = {"type": "object", "properties": {"message": {"type": "string", "maxLength": 80}}}
+    page.locator("#id_input_schema_editor").focus()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(json.dumps(written))
+    function.select_option("demo.count_slowly")
+    assert schema() == written, "written by hand: kept"
+    save(page)
+    tool = stored(live_platform, scene, "follows")
+    assert (tool["config"], tool["input_schema"]) == ({"function": "demo.count_slowly"}, written)
 
 
 def test_an_owner_adds_an_http_tool_with_a_secret_picked_by_name(
