@@ -1,6 +1,7 @@
 // The tool form's backend sections (tenants.admin.backend_forms): only the chosen backend's section shows, the
-// chosen Python function's signature and docstring alone, the authentication fields its kind needs, and text
-// blocks and icons get Add and Remove buttons. Without this script every section shows and saving works the same.
+// chosen Python function's signature and docstring alone (and its generated input schema, while the schema box holds
+// one nobody wrote), the authentication fields its kind needs, and text blocks and icons get Add and Remove buttons.
+// Without this script every section shows, and saving works the same (the schema is generated at save).
 (() => {
   "use strict";
 
@@ -26,6 +27,56 @@
     for (const details of document.querySelectorAll("[data-python-function]")) {
       details.hidden = details.dataset.pythonFunction !== select.value;
     }
+  }
+
+  // The schema a tool has when nobody wrote one (tenants.backends.python_schema.EMPTY_SCHEMA).
+  const EMPTY_SCHEMA = { type: "object" };
+
+  function canonical(value) {
+    if (Array.isArray(value)) return value.map(canonical);
+    if (value && typeof value === "object") {
+      return Object.fromEntries(Object.keys(value).sort().map((key) => [key, canonical(value[key])]));
+    }
+    return value;
+  }
+
+  function sameJson(a, b) {
+    return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+  }
+
+  // The input schema made from a granted function's signature, as the page carries it, or null.
+  function generatedSchema(name) {
+    for (const details of document.querySelectorAll("[data-python-function]")) {
+      if (details.dataset.pythonFunction === name && details.dataset.inputSchema) {
+        return JSON.parse(details.dataset.inputSchema);
+      }
+    }
+    return null;
+  }
+
+  // A tool's input schema follows the chosen function while it is one nobody wrote: {"type": "object"}, or the schema
+  // made from the function chosen before. The form's saving applies the same rule without this script.
+  function followSchema(select) {
+    const box = document.getElementById("id_input_schema");
+    if (!box) return;
+    let previous = select.value;
+    select.addEventListener("change", () => {
+      const chosen = generatedSchema(select.value);
+      if (!chosen) return;
+      const before = generatedSchema(previous);
+      previous = select.value;
+      const editor = box.schemaEditor; // the schema editor's, once it has enhanced the box
+      let current;
+      try {
+        current = JSON.parse(editor ? editor.getValue() : box.value);
+      } catch {
+        return; // what was typed is not JSON: someone is writing it
+      }
+      if (!sameJson(current, EMPTY_SCHEMA) && !(before && sameJson(current, before))) return;
+      const text = JSON.stringify(chosen, null, 2);
+      if (editor) editor.setValue(text);
+      else box.value = text;
+    });
   }
 
   function showAuth(select) {
@@ -102,6 +153,8 @@
   function start() {
     follow("id_backend", showSections);
     follow("id_python_function", showFunction);
+    const functions = document.getElementById("id_python_function");
+    if (functions) followSchema(functions);
     follow("id_http_auth_type", showAuth);
     for (const container of document.querySelectorAll("[data-blocks]")) enableBlocks(container);
     // After the admin's own ready handlers, which make the autocompletes (jQuery runs them in order, later).

@@ -147,6 +147,9 @@
       // Tab moves on to the next field, as everywhere in the form (no keyboard trap); Ctrl-] and Ctrl-[ indent.
       extraKeys: { Tab: false, "Shift-Tab": false },
     });
+    // Other scripts read and replace the text through the textarea (admin-backend-sections.js: a Python tool's
+    // generated input schema follows the chosen function).
+    textarea.schemaEditor = editor;
     const input = editor.getInputField();
     input.id = `${textarea.id}_editor`;
     if (label) label.htmlFor = input.id;

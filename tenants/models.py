@@ -326,6 +326,9 @@ class OpenApiSource(models.Model):
     )
     document_sha256 = models.CharField(max_length=64, editable=False)
     imported_at = models.DateTimeField(editable=False)
+    # The operations the last import offered to tick, by key ("GET /pets"): the next import tells an operation new in
+    # the document from one left out then. None: imported before they were kept.
+    offered_operations = models.JSONField(null=True, blank=True, default=None, editable=False)
 
     class Meta:
         ordering = ["tenant_id", "name"]

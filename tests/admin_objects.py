@@ -66,6 +66,15 @@ def admin_object(model: type[models.Model], tenant: Tenant) -> models.Model:
     return maker(tenant)
 
 
+def person(tenant: Tenant | None, role: str | None, username: str, **flags: Any) -> Any:
+    """A user named ``username`` (``flags`` such as ``is_superuser``), with ``role`` in ``tenant`` unless either is
+    None."""
+    user = UserFactory(username=username, email=f"{username}@example.com", **flags)
+    if tenant is not None and role is not None:
+        MembershipFactory(tenant=tenant, user=user, role=role)
+    return user
+
+
 def _application(tenant: Tenant) -> TenantApplication:
     app = TenantApplication.objects.filter(tenant=tenant, name=f"{tenant.slug} app").first()
     return app or OAuthClientFactory(tenant=tenant, name=f"{tenant.slug} app")

@@ -280,21 +280,11 @@ class ToolRunAdmin(PrincipalsNamed, TenantScopedAdmin):
         outcome = tool_run_cancel(caller=caller, task_id=run.pk, reason=CANCELLED_IN_ADMIN)
         return bool(outcome and outcome[1])
 
-    def render_change_form(
-        self,
-        request: HttpRequest,
-        context: dict[str, Any],
-        add: bool = False,
-        change: bool = False,
-        form_url: str = "",
-        obj: ToolRun | None = None,
-    ) -> Any:
-        if obj is not None:
-            context.update(
-                run_live=run_live_state(obj, may_cancel=self.has_cancel_permission(request, obj)),
-                run_progress_label=progress_label(obj),
-            )
-        return super().render_change_form(request, context, add, change, form_url, obj)
+    def object_page_context(self, request: HttpRequest, obj: ToolRun) -> dict[str, Any]:
+        return {
+            "run_live": run_live_state(obj, may_cancel=self.has_cancel_permission(request, obj)),
+            "run_progress_label": progress_label(obj),
+        }
 
     # The queryset is the scoped one: only runs of administered tenants are cancelled.
     @admin.action(description="Cancel the selected runs (a worker running one is told to stop)", permissions=["cancel"])

@@ -70,18 +70,9 @@ class ToolAdmin(SchemaEditorAdmin, CatalogEntryAdmin):
     def get_urls(self) -> list[Any]:
         return [*self.pages.urls(self), *self.schema_check_urls(), *super().get_urls()]
 
-    def render_change_form(
-        self,
-        request: HttpRequest,
-        context: dict[str, Any],
-        add: bool = False,
-        change: bool = False,
-        form_url: str = "",
-        obj: Any = None,
-    ) -> Any:
+    def object_page_context(self, request: HttpRequest, obj: Any) -> dict[str, Any]:
         # The links to the pages other apps added (the change form's object tools show them).
-        context["object_pages"] = self.pages.links(obj) if obj is not None and obj.pk is not None else []
-        return super().render_change_form(request, context, add, change, form_url, obj)
+        return {"object_pages": self.pages.links(obj)}
 
     def formfield_for_dbfield(self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
         widget = self.schema_widgets().get(db_field.name)

@@ -122,18 +122,8 @@ class TenantAdmin(ServiceBackedAdmin):
         readonly = tuple(super().get_readonly_fields(request, obj))
         return readonly if request.user.is_superuser else (*readonly, "status", "outbound_allowed_networks")
 
-    def render_change_form(
-        self,
-        request: HttpRequest,
-        context: dict[str, Any],
-        add: bool = False,
-        change: bool = False,
-        form_url: str = "",
-        obj: Any = None,
-    ) -> Any:
-        if obj is not None and obj.pk is not None:
-            context.update(tenant_page_context(request, obj))
-        return super().render_change_form(request, context, add, change, form_url, obj)
+    def object_page_context(self, request: HttpRequest, obj: Any) -> dict[str, Any]:
+        return tenant_page_context(request, obj)
 
     def create(self, obj: Tenant, values: dict[str, Any]) -> Tenant:
         return services.tenant_create(**values)

@@ -8,6 +8,7 @@ import base64
 import binascii
 import gzip
 import io
+from collections.abc import Collection
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -20,11 +21,18 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from tenants.admin.scoping import TenantScopedAdmin
+from tenants.admin.secret_picker import secret_name_field, secret_names_offer, secrets_refuse_missing
 from tenants.bulk_changes import Actor
 from tenants.models import OpenApiSource, Tenant
 from tenants.openapi.document import MAX_DOCUMENT_BYTES, OpenApiError, document_parse
 from tenants.openapi.fetching import document_fetch_once
-from tenants.openapi.importing import ImportDiff, openapi_import, openapi_import_diff, openapi_source_delete
+from tenants.openapi.importing import (
+    ImportDiff,
+    OperationDiff,
+    openapi_import,
+    openapi_import_diff,
+    openapi_source_delete,
+)
 from tenants.openapi.translate import ImportOptions, Translation, document_translate
 
 
@@ -39,9 +47,7 @@ class SourceForm(forms.Form):
     base_url = forms.URLField(
         required=False, assume_scheme="https", label="Base URL", help_text="Overrides the document's servers."
     )
-    secret_name = forms.CharField(
-        required=False, max_length=64, label="Secret", help_text="The tenant secret the tools authenticate with."
-    )
+    secret_name = secret_name_field("The tenant's secret the tools authenticate with (Secrets in the admin).")
     client_id = forms.CharField(
         required=False, max_length=255, label="Client ID", help_text="OAuth 2.0 client credentials only."
     )
@@ -50,10 +56,21 @@ class SourceForm(forms.Form):
     document = forms.CharField(required=False, widget=forms.HiddenInput)
     location = forms.CharField(required=False, widget=forms.HiddenInput)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.limit_to_tenants(None)
+
+    def limit_to_tenants(self, tenant_ids: Collection[int] | None) -> None:
+        """The secret picker offers the secrets of ``tenant_ids`` (the tenants the person administers; None: every
+        tenant's), grouped by tenant. Called by the admin's scoping too."""
+        secret_names_offer(self, "secret_name", tenant_ids, tenant_id=None)
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         if not cleaned.get("document") and bool(cleaned.get("url")) == bool(cleaned.get("file")):
             raise forms.ValidationError("Give the document's URL or upload its file (one of the two).")
+        if cleaned.get("tenant") is not None and cleaned.get("secret_name"):
+            secrets_refuse_missing(self, "secret_name", tenant=cleaned["tenant"], names=[cleaned["secret_name"]])
         return cleaned
 
     def options(self) -> ImportOptions:
@@ -98,39 +115,67 @@ STATUS_LABELS = {
     "unchanged": "unchanged",
     "taken": "name taken by another tool",
 }
+# A re-import lists the operations in these groups (in this order), each with a heading; a first import in one.
+GROUPS = {
+    "new": ("New in the document", "new"),
+    "left_out": ("Left out at the last import", "left out before"),
+    "unknown": ("Not imported (the last import did not record what it offered)", "not imported"),
+    "imported": ("Imported", ""),
+}
 
 
 def _field_names(fields: list[str]) -> str:
     return ", ".join("request" if f == "config" else f.replace("_", " ") for f in fields)
 
 
+def _status(op: OperationDiff, reimport: bool) -> str:
+    """The Status column: what importing the operation does, and on a re-import whether it is new in the document
+    or was left out before."""
+    if op.status == "changed":
+        return f"changes: {_field_names(op.fields)}"
+    mark = GROUPS[op.standing][1] if reimport else ""
+    if not mark:
+        return STATUS_LABELS[op.status]
+    return mark if op.status == "added" else f"{mark}; {STATUS_LABELS[op.status]}"
+
+
 def _rows(diff: ImportDiff, translation: Translation, selected: set[str]) -> list[dict[str, Any]]:
     by_key = {op.key: op for op in diff.operations}
     rows = []
-    for plan in translation.tools:
+    for number, plan in enumerate(translation.tools, 1):
         method, _, route = plan.key.partition(" ")
         op = by_key[plan.key]
         hints = plan.fields["annotations"] or {}
-        status = STATUS_LABELS[op.status]
-        if op.status == "changed":
-            status = f"changes: {_field_names(op.fields)}"
-        elif op.status == "added" and diff.source is not None:
-            status = "not imported (new in the document, or left out before)"
         rows.append(
             {
+                "number": number,
                 "key": plan.key,
                 "method": method,
                 "route": route,
                 "name": plan.name,
                 "title": plan.fields["title"] or plan.fields["description"].splitlines()[0],
-                "status": status,
+                "status": _status(op, diff.source is not None),
                 "state": op.status,
+                "standing": op.standing,
                 "hint": "read-only" if hints.get("readOnlyHint") else ("destructive" if hints else ""),
                 "arguments": len(plan.fields["input_schema"].get("properties", {})),
                 "selected": plan.key in selected,
             }
         )
     return rows
+
+
+def _groups(rows: list[dict[str, Any]], reimport: bool) -> list[dict[str, Any]]:
+    """The preview's row groups: one without a heading for a first import; for a re-import, the operations new in
+    the document, those left out at the last import and those imported (each shown, even when empty), and any the
+    last import did not record."""
+    if not reimport:
+        return [{"id": "all", "title": "", "rows": rows}]
+    groups = [
+        {"id": key, "title": title, "rows": [r for r in rows if r["standing"] == key]}
+        for key, (title, _) in GROUPS.items()
+    ]
+    return [group for group in groups if group["rows"] or group["id"] != "unknown"]
 
 
 def _selection(request: HttpRequest, keys: list[str]) -> list[str]:
@@ -193,18 +238,8 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
     def _again_url(source: OpenApiSource) -> str:
         return f"{reverse('admin:tenants_openapisource_import')}?source={source.pk}"
 
-    def render_change_form(
-        self,
-        request: HttpRequest,
-        context: dict[str, Any],
-        add: bool = False,
-        change: bool = False,
-        form_url: str = "",
-        obj: Any = None,
-    ) -> Any:
-        if obj is not None and self.has_add_permission(request):
-            context["import_again_url"] = self._again_url(obj)
-        return super().render_change_form(request, context, add, change, form_url, obj)
+    def object_page_context(self, request: HttpRequest, obj: Any) -> dict[str, Any]:
+        return {"import_again_url": self._again_url(obj)} if self.has_add_permission(request) else {}
 
     def _initial(self, request: HttpRequest) -> dict[str, Any]:
         """The form's first values: the tenant asked for, or everything a source was imported with (its page's
@@ -281,13 +316,15 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
         )
         self.scope_form(request, preview)
         chosen = set(selected)
+        rows = _rows(diff, translation, chosen)
         context.update(
             form=preview,
             errors=form.non_field_errors(),
             document=document,
             translation=translation,
             operations_count=len(translation.tools) + len(translation.skipped),
-            rows=_rows(diff, translation, chosen),
+            rows=rows,
+            groups=_groups(rows, diff.source is not None),
             reimport=diff.source is not None,
             review=review,
             selected=selected,

@@ -5,6 +5,7 @@ instead of a typed name."""
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Collection
 from typing import Any
 
@@ -43,25 +44,30 @@ def _registered(model: type[Any]) -> set[str]:
     return set(default_registry.names())
 
 
-def _details(name: str) -> tuple[str, str, str]:
+def _details(name: str, *, with_schema: bool) -> tuple[str, str, str, str]:
+    """(name, the input schema made from its signature as JSON or "" where not asked for, signature, docstring)."""
     function = default_registry.function(name)
     if function is None:
-        return name, name, ""
-    return name, function_signature_text(name, function), inspect.getdoc(function) or "(no docstring)"
+        return name, "", name, ""
+    schema = json.dumps(signature_schema(function)) if with_schema else ""
+    return name, schema, function_signature_text(name, function), inspect.getdoc(function) or "(no docstring)"
 
 
-def _help(names: list[str]) -> str:
+def _help(names: list[str], *, with_schema: bool) -> str:
     if not names:
         return "No function of this kind is granted to this tenant: platform staff grant them (Python function grants)."
-    # Every granted function with its signature and docstring; the section's script shows only the chosen one.
+    # Every granted function with its signature and docstring (and for a tool, the schema made from the signature);
+    # the section's script shows only the chosen one and puts its schema in a schema box still at its default.
     items = format_html_join(
         "",
-        '<div class="python-function-details" data-python-function="{}"><code>{}</code><pre>{}</pre></div>',
-        (_details(name) for name in names),
+        '<div class="python-function-details" data-python-function="{}" data-input-schema="{}"><code>{}</code>'
+        "<pre>{}</pre></div>",
+        (_details(name, with_schema=with_schema) for name in names),
     )
     return format_html(
         "Functions platform staff granted to the tenant. A tool left with the input schema "
-        '<code>{{"type": "object"}}</code> gets one made from the function\'s signature.{}',
+        '<code>{{"type": "object"}}</code>, or with the one made from its previous function, gets one made from the '
+        "function's signature.{}",
         items,
     )
 
@@ -124,7 +130,7 @@ class PythonFunctionForm(BackendSectionForm):
             choices = [("", "---------")]
             choices += [(slug, [(n, n) for n in sorted(group)]) for slug, group in sorted(by_tenant.items())]
         field.choices = choices
-        field.help_text = _help(names)
+        field.help_text = _help(names, with_schema=self._meta.model is Tool)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -132,9 +138,20 @@ class PythonFunctionForm(BackendSectionForm):
         if cleaned.get("backend") == Backend.PYTHON and function:
             cleaned["config"] = {"function": function}
             tool_function = default_registry.function(function) if self._meta.model is Tool else None
-            if tool_function is not None and cleaned.get("input_schema") == EMPTY_SCHEMA:
+            if tool_function is not None and self._schema_is_generated(cleaned.get("input_schema")):
                 cleaned["input_schema"] = signature_schema(tool_function)
         return cleaned
+
+    def _schema_is_generated(self, schema: Any) -> bool:
+        """Whether ``schema`` is one nobody wrote: ``{"type": "object"}``, or the one made from the function the
+        tool had (so a new choice brings its own, as the section's script does on the page)."""
+        if schema == EMPTY_SCHEMA:
+            return True
+        instance = self.instance
+        stored = instance.config if instance.pk is not None and instance.backend == Backend.PYTHON else None
+        name = stored.get("function") if isinstance(stored, dict) else None
+        previous = default_registry.function(name) if isinstance(name, str) else None
+        return previous is not None and schema == signature_schema(previous)
 
     @property
     def changed_data(self) -> list[str]:  # type: ignore[override]

@@ -202,6 +202,24 @@ class TenantScopedAdmin(TenantScoped, admin.ModelAdmin):
             audit_delete(request=request, obj=obj, tenant_id=self.tenant_id_of(obj))
         return super().log_deletions(request, queryset)
 
+    def object_page_context(self, request: HttpRequest, obj: Any) -> dict[str, Any]:
+        """What a stored object's own page adds to its template's context (links to other pages, live state);
+        nothing by default. Never asked on the add page."""
+        return {}
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> Any:
+        if obj is not None and obj.pk is not None:
+            context.update(self.object_page_context(request, obj))
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
     def form_roles(self, obj: Any) -> Roles:
         """Who may pick a tenant in this model's form: those who may add it, or change ``obj``."""
         return self.add_roles if obj is None else self.change_roles

@@ -8,6 +8,7 @@ refresh; an edit on a mirrored item's own page is kept by refreshes too (see ``t
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -22,6 +23,7 @@ from django.utils.html import format_html
 from django.utils.timesince import timesince
 
 from tenants.admin.scoping import TenantScopedAdmin
+from tenants.admin.secret_picker import secret_name_field, secret_names_offer, secrets_refuse_missing
 from tenants.bulk_changes import SYSTEM, Actor
 from tenants.federation.connection import UpstreamFailure
 from tenants.federation.overrides import MAX_DESCRIPTION, UpstreamItem, overrides_errors, upstream_items
@@ -35,7 +37,6 @@ from tenants.federation.services import (
     upstream_validate,
 )
 from tenants.models import Upstream
-from tenants.secret_references import secret_missing_message, secrets_missing
 
 AUTH_CHOICES = [
     ("", "None"),
@@ -121,7 +122,7 @@ class UpstreamForm(forms.ModelForm):
     where a failure can still be shown on the form."""
 
     auth_type = forms.ChoiceField(choices=AUTH_CHOICES, required=False, label="Authentication")
-    auth_secret = forms.CharField(required=False, label="Secret name", help_text="A secret of this tenant.")
+    auth_secret = secret_name_field()
     auth_header = forms.CharField(required=False, label="Header name", help_text="For an API key, e.g. X-API-Key.")
     client_id = forms.CharField(required=False, label="OAuth client id")
     token_url = forms.URLField(required=False, label="OAuth token URL", assume_scheme="https")
@@ -145,6 +146,7 @@ class UpstreamForm(forms.ModelForm):
             token_url=auth.get("token_url", ""),
             scope=auth.get("scope", ""),
         )
+        self.limit_to_tenants(None)
         if "prefix" in self.fields:
             self.fields[
                 "prefix"
@@ -177,13 +179,19 @@ class UpstreamForm(forms.ModelForm):
                     if form.item is not None:
                         self._describe(form, form.item)
 
+    def limit_to_tenants(self, tenant_ids: Collection[int] | None) -> None:
+        """The secret picker offers the upstream's tenant's secrets, or on the add page those of ``tenant_ids`` (the
+        tenants the person administers; None: every tenant's). Called by the admin's scoping too."""
+        tenant_id = self.instance.tenant_id if self.instance.pk is not None else None
+        secret_names_offer(self, "auth_secret", tenant_ids, tenant_id=tenant_id)
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         # The secret must exist now: a missing one would only show as a failed connection later.
         tenant = cleaned.get("tenant") or (self.instance.tenant if self.instance.tenant_id else None)
         name = cleaned.get("auth_secret") if cleaned.get("auth_type") else None
-        if tenant is not None and name and secrets_missing(tenant=tenant, names=[name]):
-            self.add_error("auth_secret", secret_missing_message(name, tenant))
+        if tenant is not None and name:
+            secrets_refuse_missing(self, "auth_secret", tenant=tenant, names=[name])
         return cleaned
 
     def clean_session_mode(self) -> str:

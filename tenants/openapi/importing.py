@@ -88,6 +88,7 @@ def openapi_import(
     """
     translation = document_translate(document, options, max_operations=max_operations)
     plans = translation.tools
+    offered = [plan.key for plan in plans]
     if not plans and translation.skipped:
         key, reason = translation.skipped[0]
         raise OpenApiError(f"no operation of {document.location} can become a tool ({key}: {reason})")
@@ -100,7 +101,7 @@ def openapi_import(
     warnings = list(translation.warnings)
     _check_options(tenant, options, warnings)
     with transaction.atomic():
-        source = _source_upsert(tenant, document, options, name)
+        source = _source_upsert(tenant, document, options, name, offered)
         report = ImportReport(source, skipped=translation.skipped, warnings=warnings)
         change = BulkChange(tenant_id=tenant.pk, operation="OpenAPI import", source=source.name, actor=actor)
         _store(tenant, source, plans, report, change)
@@ -122,6 +123,19 @@ class OperationDiff:
     fields: list[str] = field(default_factory=list)
     # Imported now (a re-import ticks these by default: the source's own choice, read from the tools it made).
     imported: bool = False
+    # Offered to tick at the source's last import (False for a first import; None: the source was imported before
+    # the offers were kept).
+    offered: bool | None = False
+
+    @property
+    def standing(self) -> str:
+        """Where a re-import lists it: ``imported``; ``left_out`` (offered at the last import, not imported);
+        ``new`` (not in the document then, or a first import); ``unknown`` (one of the two, not recorded which)."""
+        if self.imported:
+            return "imported"
+        if self.offered is None:
+            return "unknown"
+        return "left_out" if self.offered else "new"
 
 
 @dataclass
@@ -152,22 +166,27 @@ def openapi_import_diff(*, tenant: Tenant, location: str, plans: list[ToolPlan])
     source = OpenApiSource.objects.filter(tenant=tenant, location=location).first()
     names = [plan.name for plan in plans]
     existing = {tool.name: tool for tool in Tool.objects.filter(tenant=tenant, name__in=names)}
+    kept = source.offered_operations if source is not None else []
+    offered = set(kept) if isinstance(kept, list) else None
     operations = []
     for plan in plans:
         tool = existing.get(plan.name)
+        was_offered = plan.key in offered if offered is not None else None
         if tool is None:
-            operations.append(OperationDiff(plan.key, plan.name, "added"))
+            operations.append(OperationDiff(plan.key, plan.name, "added", offered=was_offered))
         elif source is None or tool.openapi_source_id != source.pk:  # type: ignore[attr-defined]
-            operations.append(OperationDiff(plan.key, plan.name, "taken"))
+            operations.append(OperationDiff(plan.key, plan.name, "taken", offered=was_offered))
         else:
             changed = sorted(key for key, value in plan.fields.items() if not _same(getattr(tool, key), value))
             status = "changed" if changed else "unchanged"
-            operations.append(OperationDiff(plan.key, plan.name, status, changed, imported=True))
+            operations.append(OperationDiff(plan.key, plan.name, status, changed, imported=True, offered=was_offered))
     removed = sorted(Tool.objects.filter(openapi_source=source).values_list("name", flat=True)) if source else []
     return ImportDiff(source, operations, removed)
 
 
-def _source_upsert(tenant: Tenant, document: OpenApiDocument, options: ImportOptions, name: str) -> OpenApiSource:
+def _source_upsert(
+    tenant: Tenant, document: OpenApiDocument, options: ImportOptions, name: str, offered: list[str]
+) -> OpenApiSource:
     source = OpenApiSource.objects.select_for_update().filter(tenant=tenant, location=document.location).first()
     if source is None:
         source = OpenApiSource(tenant=tenant, location=document.location)
@@ -178,6 +197,7 @@ def _source_upsert(tenant: Tenant, document: OpenApiDocument, options: ImportOpt
     source.client_id = options.client_id or ""
     source.document_sha256 = document.sha256
     source.imported_at = timezone.now()
+    source.offered_operations = offered
     try:
         source.full_clean()
     except ValidationError as exc:

@@ -1,11 +1,13 @@
 """The tool form follows the backend, in Debian's Chromium, for a tenant owner made only by a membership: choosing a
-backend shows its section alone; the owner adds a Python tool (its input schema made from the function's signature),
-an HTTP tool with a secret picked by name, and a static tool of two text blocks; the form passes axe in the light and
-dark themes at 390 and 1,400 px."""
+backend shows its section alone; the owner adds a Python tool (its input schema made from the function's signature,
+following the function chosen until written by hand), an HTTP tool with a secret picked by name, and a static tool of
+two text blocks; the form passes axe in the light and dark themes at 390 and 1,400 px, and its schema editors follow
+the admin's theme toggle both ways."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +25,7 @@ from tenants.models import Tenant
 from tenants.secrets import secret_set
 tenant = Tenant.objects.get(pk={tenant})
 python_function_grant(tenant=tenant, function="demo.count_slowly")
+python_function_grant(tenant=tenant, function="demo.echo")
 secret_set(tenant=tenant, name="pets-key", value="never-shown-{tenant}")
 """
 STORED_TOOL = """
@@ -31,6 +34,13 @@ from tenants.models import Tool
 tool = Tool.objects.get(tenant_id={tenant}, name={name!r})
 print(json.dumps({{"config": tool.config, "input_schema": tool.input_schema}}))
 """
+COUNT_SCHEMA = {
+    "type": "object",
+    "properties": {"steps": {"type": "integer", "default": 5}, "delay_ms": {"type": "integer", "default": 500}},
+}
+ECHO_SCHEMA = {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}
+EDITOR_BACKGROUND = "getComputedStyle(document.querySelector('div.CodeMirror')).backgroundColor"
+LIGHT, DARK = "rgb(255, 255, 255)", "rgb(27, 27, 27)"
 
 
 @pytest.fixture
@@ -109,6 +119,31 @@ def test_an_owner_adds_a_python_tool_whose_schema_comes_from_its_function(
     }
 
 
+def test_the_input_schema_follows_the_chosen_function_until_it_is_written_by_hand(
+    page: Any, live_platform: LiveServer, scene: TenantAdminScene
+) -> None:
+    def schema() -> Any:
+        return json.loads(page.evaluate("document.getElementById('id_input_schema').schemaEditor.getValue()"))
+
+    open_add_form(page, live_platform, scene, "follows", "Python function")
+    function = page.get_by_label("Python function:")
+    function.select_option("demo.count_slowly")
+    assert schema() == COUNT_SCHEMA
+    function.select_option("demo.echo")
+    assert schema() == ECHO_SCHEMA
+    expect(page.locator("#id_input_schema_preview-message")).to_be_visible()  # the client's form follows too
+
+    written = {"type": "object", "properties": {"message": {"type": "string", "maxLength": 80}}}
+    page.locator("#id_input_schema_editor").focus()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(json.dumps(written))
+    function.select_option("demo.count_slowly")
+    assert schema() == written, "written by hand: kept"
+    save(page)
+    tool = stored(live_platform, scene, "follows")
+    assert (tool["config"], tool["input_schema"]) == ({"function": "demo.count_slowly"}, written)
+
+
 def test_an_owner_adds_an_http_tool_with_a_secret_picked_by_name(
     page: Any, live_platform: LiveServer, scene: TenantAdminScene
 ) -> None:
@@ -148,24 +183,33 @@ def test_an_owner_adds_a_static_tool_of_two_text_blocks(
     expect(page.get_by_label("Text block 2")).to_have_value("Second block.")
 
 
-def test_the_tool_form_passes_axe_in_both_themes_at_390_and_1400_px(
+def test_the_tool_form_passes_axe_in_both_themes_at_390_and_1400_px_and_follows_the_theme_toggle(
     chromium: Any, live_platform: LiveServer, scene: TenantAdminScene
 ) -> None:
     found: dict[str, list[str]] = {}
     overflow: dict[str, int] = {}
-    for width, scheme in ((390, "dark"), (1400, "dark"), (390, "light"), (1400, "light")):
-        page = browser_page(chromium, live_platform, scene, width=width, scheme=scheme)
+    toggled: dict[str, list[str]] = {}
+    for scheme in ("dark", "light"):
+        page = browser_page(chromium, live_platform, scene, width=390, scheme=scheme)
         try:
-            for backend in ("HTTP request", "Python function", "Static"):
-                page.goto(f"{live_platform.web_urls[0]}/admin/tenants/tool/add/?tenant={scene.ours}")
-                page.get_by_label("Backend:").select_option(label=backend)
-                where = f"{backend} at {width} px, {scheme}"
-                found[where] = axe_violations(page)
-                overflow[where] = page.evaluate(
-                    "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-                )
+            for width in (390, 1400):
+                page.set_viewport_size({"width": width, "height": 900})
+                for backend in ("HTTP request", "Python function", "Static"):
+                    page.goto(f"{live_platform.web_urls[0]}/admin/tenants/tool/add/?tenant={scene.ours}")
+                    page.get_by_label("Backend:").select_option(label=backend)
+                    where = f"{backend} at {width} px, {scheme}"
+                    found[where] = axe_violations(page)
+                    overflow[where] = page.evaluate(
+                        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+                    )
+            # The system's scheme first (auto), then the toggle's next two: light and dark, in either order.
+            toggled[scheme] = [page.evaluate(EDITOR_BACKGROUND)]
+            for _ in range(2):
+                page.get_by_role("button", name=re.compile("Toggle theme")).first.click()
+                toggled[scheme].append(page.evaluate(EDITOR_BACKGROUND))
         finally:
             page.context.close()
 
     assert found == {where: [] for where in found}
     assert overflow == {where: 0 for where in overflow}  # nothing wider than the window
+    assert toggled == {"dark": [DARK, LIGHT, DARK], "light": [LIGHT, DARK, LIGHT]}

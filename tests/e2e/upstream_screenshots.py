@@ -27,8 +27,10 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from tenants import services
 from tenants.models import Upstream
+from tenants.secrets import secret_set
 get_user_model().objects.create_superuser("admin", "admin@example.com", {password!r})
 tenant = services.tenant_create(slug="acme", name="Acme")
+secret_set(tenant=tenant, name="docs-token", value="screenshot-only")
 Upstream.objects.create(
     tenant=tenant, name="billing", url="https://billing.internal.example/mcp", prefix="billing_",
     consecutive_failures=3, last_error="upstream 'billing': ConnectError: [Errno 111] Connection refused",
@@ -54,10 +56,10 @@ def take(live: LiveServer, upstream: UpstreamServer, browser: Any, out: Path) ->
     page.locator("#id_name").fill("docs")
     page.locator("#id_url").fill(upstream.url)
     page.locator("#id_auth_type").select_option(value="bearer")
-    page.locator("#id_auth_secret").fill("docs-token")
+    page.locator("#id_auth_secret").select_option("docs-token")
     shot("upstream-add")
     page.locator("#id_auth_type").select_option(value="")
-    page.locator("#id_auth_secret").fill("")
+    page.locator("#id_auth_secret").select_option("")
     page.locator("input[name=_save]").click()
     shot("upstream-list")
     page.goto(f"{base}/admin/tenants/tool/?backend__exact=upstream")

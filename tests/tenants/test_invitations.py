@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from tenants import people
 from tenants.models import Invitation, Membership, Tenant
-from tests.factories import MembershipFactory, UserFactory
+from tests.admin_objects import person
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -28,13 +29,6 @@ def _fast_hashing(settings: Any) -> None:
 
 def link_for(token: str) -> str:
     return f"https://platform.example/invite/{token}"
-
-
-def person(tenant: Tenant | None, role: str | None, username: str, **flags: Any) -> Any:
-    user = UserFactory(username=username, email=f"{username}@example.com", **flags)
-    if tenant is not None and role is not None:
-        MembershipFactory(tenant=tenant, user=user, role=role)
-    return user
 
 
 def invite(tenant: Tenant, by: Any, email: str = "nadia@example.com", role: str = "admin") -> Invitation:

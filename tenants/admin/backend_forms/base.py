@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 from django import forms
 from django.core.exceptions import ValidationError
 
+from tenants.admin.secret_picker import secrets_refuse_missing
 from tenants.models import Backend, Tool
-from tenants.secret_references import secret_missing_message, secret_names_in, secrets_missing
+from tenants.secret_references import secret_names_in
 
 JSONObject = dict[str, Any]
 
@@ -137,8 +138,8 @@ class SectionedConfigForm(forms.ModelForm):
             return
         section = self._sections.get(backend)
         field = section.secret_field if section is not None and self.active_section(backend) else None
-        for name in secrets_missing(tenant=tenant, names=secret_names_in(backend, cleaned["config"])):
-            self.add_error(field if field in self.fields else "config", secret_missing_message(name, tenant))
+        names = secret_names_in(backend, cleaned["config"])
+        secrets_refuse_missing(self, field if field in self.fields else "config", tenant=tenant, names=names)
 
     @property
     def changed_data(self) -> list[str]:  # type: ignore[override]

@@ -13,8 +13,9 @@ from django.core.exceptions import ValidationError
 
 from tenants.admin.backend_forms.base import BackendSectionForm, JSONObject, section_marker
 from tenants.admin.fields import TypedTextField
+from tenants.admin.secret_picker import secret_name_field, secret_names_offer
 from tenants.backends.http import METHODS
-from tenants.models import Backend, Secret, Tool
+from tenants.models import Backend, Tool
 from tenants.outbound_auth import AUTH_KEYS
 
 AUTH_CHOICES = [
@@ -61,6 +62,17 @@ def _map_value(text: str, field: str) -> dict[str, str]:
             raise ValidationError({field: [f"Line {number} is not name = value: {line.strip()[:80]!r}."]})
         result[key.strip()] = item.strip()
     return result
+
+
+def _map_field(label: str, help_text: str) -> TypedTextField:
+    """A box of ``name = value`` lines (one of ``MAPS``)."""
+    return TypedTextField(
+        required=False,
+        max_length=10_000,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        label=label,
+        help_text=help_text,
+    )
 
 
 def _names_text(value: Any) -> str | None:
@@ -171,29 +183,6 @@ def http_config_join(values: dict[str, Any], rest: Any) -> Any:
     return config
 
 
-def secret_choices(tenant_ids: Collection[int] | None, *, tenant_id: int | None, keep: str = "") -> list[Any]:
-    """The secret picker's choices: names of one tenant's secrets, or grouped by tenant while no tenant is set.
-    ``keep`` (a stored name that no secret has) stays offered, marked, so the form opens without loss."""
-    secrets = Secret.objects.select_related("tenant").order_by("tenant__slug", "name")
-    if tenant_id is not None:
-        secrets = secrets.filter(tenant_id=tenant_id)
-    elif tenant_ids is not None:
-        secrets = secrets.filter(tenant_id__in=tenant_ids)
-    choices: list[Any] = [("", "---------")]
-    if tenant_id is not None:
-        names = [s.name for s in secrets]
-        choices += [(n, n) for n in names]
-    else:
-        by_tenant: dict[str, list[str]] = {}
-        for secret in secrets:
-            by_tenant.setdefault(secret.tenant.slug, []).append(secret.name)
-        names = sorted({n for group in by_tenant.values() for n in group})
-        choices += [(slug, [(n, n) for n in group]) for slug, group in by_tenant.items()]
-    if keep and keep not in names:
-        choices.append((keep, f"{keep} (no such secret)"))
-    return choices
-
-
 class HttpSectionForm(BackendSectionForm):
     backend = Backend.HTTP
     models = (Tool,)
@@ -225,26 +214,10 @@ class HttpSectionForm(BackendSectionForm):
         label="URL template",
         help_text="RFC 6570, e.g. https://api.example/pets/{id}{?limit}: each {name} is an argument.",
     )
-    http_query = TypedTextField(
-        required=False,
-        max_length=10_000,
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-        label="Query parameters",
-        help_text="One a line: parameter = argument.",
-    )
-    http_headers = TypedTextField(
-        required=False,
-        max_length=10_000,
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-        label="Headers from arguments",
-        help_text="One a line: Header-Name = argument.",
-    )
-    http_static_headers = TypedTextField(
-        required=False,
-        max_length=10_000,
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-        label="Fixed headers",
-        help_text="One a line: Header-Name = value (sent as written; credentials belong in a secret).",
+    http_query = _map_field("Query parameters", "One a line: parameter = argument.")
+    http_headers = _map_field("Headers from arguments", "One a line: Header-Name = argument.")
+    http_static_headers = _map_field(
+        "Fixed headers", "One a line: Header-Name = value (sent as written; credentials belong in a secret)."
     )
     http_body_kind = forms.ChoiceField(choices=BODY_CHOICES, required=False, label="Body")
     http_body_arguments = forms.CharField(
@@ -254,9 +227,7 @@ class HttpSectionForm(BackendSectionForm):
         required=False, max_length=20, label="Timeout (seconds)", help_text="Empty: the platform's default."
     )
     http_auth_type = forms.ChoiceField(choices=AUTH_CHOICES, required=False, label="Authentication")
-    http_auth_secret = forms.ChoiceField(
-        required=False, label="Secret", help_text="One of the tenant's secrets (Secrets in the admin), by name."
-    )
+    http_auth_secret = secret_name_field()
     http_auth_name = forms.CharField(
         required=False, max_length=128, label="Header or parameter name", help_text="For an API key, e.g. X-API-Key."
     )
@@ -274,12 +245,6 @@ class HttpSectionForm(BackendSectionForm):
 
     @classmethod
     def offer(cls, form: forms.BaseForm, tenant_ids: Collection[int] | None) -> None:
-        field = form.fields.get("http_auth_secret")
-        if not isinstance(field, forms.ChoiceField):
-            return
         instance = getattr(form, "instance", None)
         tenant_id = instance.tenant_id if instance is not None and instance.pk is not None else None
-        keep = str(form.initial.get("http_auth_secret") or "")
-        if form.is_bound:
-            keep = str(form.data.get(form.add_prefix("http_auth_secret")) or keep)
-        field.choices = secret_choices(tenant_ids, tenant_id=tenant_id, keep=keep)
+        secret_names_offer(form, "http_auth_secret", tenant_ids, tenant_id=tenant_id)

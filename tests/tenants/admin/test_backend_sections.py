@@ -4,6 +4,7 @@ mirrored and imported tools keep what their source sets, and a secret's page say
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from typing import Any
@@ -36,11 +37,6 @@ HTTP_SCHEMA = {
     "type": "object",
     "properties": {n: {"type": "string"} for n in ("id", "verbose", "limit", "trace", "name", "tag")},
 }
-
-
-@pytest.fixture(autouse=True)
-def _fast_hashing(settings: Any) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
@@ -137,6 +133,51 @@ def test_a_schema_written_by_hand_is_kept_and_the_add_form_shows_the_signature(o
 
     assert "demo.count_slowly(steps: int = 5, delay_ms: int = 500)" in page
     assert Tool.objects.get(tenant=tenant, name="count").input_schema == schema
+
+
+def test_a_new_function_brings_its_schema_in_place_of_the_one_made_from_the_previous(
+    owner: Client, tenant: Tenant
+) -> None:
+    for function in ("demo.count_slowly", "demo.echo"):
+        python_function_grant(tenant=tenant, function=function)
+    owner.post(
+        reverse("admin:tenants_tool_add"),
+        base_form(tenant, name="count", backend="python", python_function="demo.count_slowly"),
+    )
+    tool = Tool.objects.get(tenant=tenant, name="count")
+    url = reverse("admin:tenants_tool_change", args=[tool.pk])
+
+    posted = browser_post(owner.get(url).context["adminform"].form)
+    response = owner.post(url, {**posted, "python_function": "demo.echo"})
+
+    assert response.status_code == 302, errors_of(response)
+    tool.refresh_from_db()
+    assert tool.config == {"function": "demo.echo"}
+    assert tool.input_schema == {
+        "type": "object",
+        "properties": {"message": {"type": "string"}},
+        "required": ["message"],
+    }
+    written = {"type": "object", "properties": {"message": {"type": "string", "maxLength": 80}}}
+    posted = browser_post(owner.get(url).context["adminform"].form)
+    owner.post(url, {**posted, "input_schema": json.dumps(written)})
+    posted = browser_post(owner.get(url).context["adminform"].form)
+    owner.post(url, {**posted, "python_function": "demo.count_slowly"})
+    tool.refresh_from_db()
+    assert (tool.config, tool.input_schema) == ({"function": "demo.count_slowly"}, written), "written by hand: kept"
+
+
+def test_the_form_carries_the_schema_of_each_granted_function_and_of_no_other(
+    owner: Client, tenant: Tenant, other_tenant: Tenant
+) -> None:
+    python_function_grant(tenant=tenant, function="demo.echo")
+    python_function_grant(tenant=other_tenant, function="demo.add")
+
+    page = owner.get(reverse("admin:tenants_tool_add")).content.decode()
+
+    carried = dict(re.findall(r'data-python-function="([^"]+)" data-input-schema="([^"]*)"', page))
+    assert list(carried) == ["demo.echo"]
+    assert json.loads(html.unescape(carried["demo.echo"]))["required"] == ["message"]
 
 
 def test_a_static_tool_is_written_as_text_blocks(owner: Client, tenant: Tenant) -> None:

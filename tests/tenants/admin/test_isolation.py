@@ -21,11 +21,11 @@ from django.urls import reverse
 from tenants.admin.scoping import TenantScopedAdmin, TenantScopedInline
 from tenants.models import Membership, Tenant
 from tests.admin_objects import admin_object
-from tests.factories import MembershipFactory, TenantFactory, UserFactory
+from tests.factories import MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
-MARK = "globex"  # in every name of the other tenant's rows: a page that shows it leaks them
+MARK = "globex"  # the slug of ``theirs`` (conftest), in every name of their rows: a page that shows it leaks them
 STANDARD_VIEWS = ("changelist", "add", "history", "delete", "change")
 PLATFORM_PACKAGES = ("tenants", "mcp_platform")
 REGISTERED = sorted(admin.site._registry.items(), key=lambda item: item[0]._meta.label)
@@ -119,25 +119,10 @@ def is_scoped(model_admin: admin.ModelAdmin) -> bool:
     )
 
 
-@pytest.fixture(autouse=True)
-def _fast_hashing(settings: Any) -> None:
-    # Every test makes people and machine clients (hashed secrets); the hasher's cost is not what is tested.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def ours() -> Tenant:
-    return TenantFactory(slug="acme", name="Acme")
-
-
-@pytest.fixture
-def theirs() -> Tenant:
-    return TenantFactory(slug=MARK, name="Globex")
-
-
 @pytest.fixture
 def world(ours: Tenant, theirs: Tenant) -> dict[str, dict[type[models.Model], models.Model]]:
     """A row of every registered model for both tenants (so any page that lists the other's shows the mark)."""
+    assert theirs.slug == MARK, "their rows are named after their slug: the mark"
     made: dict[str, dict[type[models.Model], models.Model]] = {"ours": {}, "theirs": {}}
     missing = []
     for model, _ in REGISTERED:

@@ -17,7 +17,7 @@ from mcp_platform.activity.models import ActivityRecord
 from mcp_platform.jobs.models import ToolRun
 from tenants import people
 from tenants.models import Invitation, Tenant
-from tests.admin_objects import admin_object
+from tests.admin_objects import admin_object, person
 from tests.factories import MembershipFactory, TenantFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -26,25 +26,8 @@ ADD_INVITATION = "admin:tenants_invitation_add"
 INVITATIONS = "admin:tenants_invitation_changelist"
 
 
-@pytest.fixture(autouse=True)
-def _fast_hashing(settings: Any) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def ours() -> Tenant:
-    return TenantFactory(slug="acme", name="Acme")
-
-
-@pytest.fixture
-def theirs() -> Tenant:
-    return TenantFactory(slug="globex", name="Globex")
-
-
 def signed_in(tenant: Tenant | None, role: str | None, username: str, **flags: Any) -> tuple[Client, Any]:
-    user = UserFactory(username=username, email=f"{username}@example.com", **flags)
-    if tenant is not None and role is not None:
-        MembershipFactory(tenant=tenant, user=user, role=role)
+    user = person(tenant, role, username, **flags)
     client = Client()
     client.force_login(user)
     return client, user

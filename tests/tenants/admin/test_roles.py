@@ -14,31 +14,10 @@ from mcp_platform.oauth.machine_clients import machine_client_create
 from mcp_platform.oauth.models import TenantApplication
 from tenants.admin.policy import tenant_ids_administered_by, tenant_ids_owned_by
 from tenants.models import Membership, Tenant, Tool
-from tests.factories import MembershipFactory, OAuthClientFactory, TenantFactory, ToolFactory, UserFactory
+from tests.admin_objects import person
+from tests.factories import MembershipFactory, OAuthClientFactory, TenantFactory, ToolFactory
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fast_hashing(settings: Any) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def ours() -> Tenant:
-    return TenantFactory(slug="acme", name="Acme")
-
-
-@pytest.fixture
-def theirs() -> Tenant:
-    return TenantFactory(slug="globex", name="Globex")
-
-
-def person(tenant: Tenant | None, role: str | None, username: str, **flags: Any) -> Any:
-    user = UserFactory(username=username, email=f"{username}@example.com", **flags)
-    if tenant is not None and role is not None:
-        MembershipFactory(tenant=tenant, user=user, role=role)
-    return user
 
 
 def signed_in(client: Client, user: Any) -> Client:

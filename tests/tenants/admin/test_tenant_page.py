@@ -14,11 +14,6 @@ from tests.factories import MembershipFactory, PromptFactory, TenantFactory, Too
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def _fast_hashing(settings: Any) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def test_the_tenant_page_shows_how_to_connect_and_what_it_offers(client: Client, tenant: Tenant) -> None:
     other = TenantFactory(slug="globex")
     ToolFactory(tenant=tenant, name="lookup_order")

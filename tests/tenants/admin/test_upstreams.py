@@ -20,6 +20,7 @@ from django.utils import timezone
 from tenants.models import Backend, Tenant, Tool, Upstream
 from tenants.secrets import secret_set
 from tests.e2e.upstreams import UpstreamServer, upstream_server
+from tests.factories import MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -107,6 +108,34 @@ def test_a_missing_secret_is_named_and_a_stored_one_is_never_shown(
     page = admin_client.get(reverse("admin:tenants_upstream_change", args=[stored.pk])).content.decode()
     assert "docs-token" in page and value not in page
     assert stored.auth == {"type": "bearer", "secret": "docs-token"}
+
+
+def test_the_secret_is_picked_from_the_upstreams_tenants_secret_names_and_a_missing_one_is_refused(
+    client: Any, admin_client: Any, tenant: Tenant, other_tenant: Tenant
+) -> None:
+    secret_set(tenant=tenant, name="docs-token", value="never-shown-ours")
+    secret_set(tenant=other_tenant, name="other-token", value="never-shown-theirs")
+    auth = {"type": "bearer", "secret": "docs-token"}
+    stored = Upstream.objects.create(
+        tenant=tenant, name="docs", url="https://docs.example/mcp", enabled=False, auth=auth
+    )
+    change = reverse("admin:tenants_upstream_change", args=[stored.pk])
+    owner = UserFactory(username="olivia")
+    MembershipFactory(tenant=tenant, user=owner, role="owner")
+    client.force_login(owner)
+
+    add_page = client.get(reverse("admin:tenants_upstream_add")).content.decode()
+    change_page = admin_client.get(change).content.decode()  # platform staff: still the upstream's tenant's only
+    refused = client.post(change, change_form(client, stored, auth_secret="gone"))
+
+    assert '<option value="docs-token">docs-token</option>' in add_page and "other-token" not in add_page
+    assert '<option value="docs-token" selected>docs-token</option>' in change_page
+    assert "other-token" not in change_page and "never-shown" not in add_page + change_page
+    page = refused.content.decode()
+    assert refused.status_code == 200 and "There is no secret &#x27;gone&#x27; in acme" in page
+    assert '<option value="gone" selected>gone (no such secret)</option>' in page, "what was sent stays chosen"
+    stored.refresh_from_db()
+    assert stored.auth == auth
 
 
 def test_the_list_shows_each_upstreams_health_and_last_error(admin_client: Any, tenant: Tenant) -> None:

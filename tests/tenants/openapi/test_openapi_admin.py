@@ -3,16 +3,19 @@ source with its tools; errors are shown on the page and change nothing."""
 
 from __future__ import annotations
 
+import json
 import lzma
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
 
 from tenants.models import OpenApiSource, Tenant, Tool
+from tenants.secrets import secret_set
 from tests.factories import MembershipFactory, TenantFactory, ToolFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -78,10 +81,11 @@ def test_a_second_preview_marks_updates_and_names_taken_by_other_tools(admin_cli
     rows = {row["name"]: row for row in response.context["rows"]}
 
     assert rows["pets_listPets"]["status"] == "unchanged" and rows["pets_listPets"]["selected"]
-    assert rows["pets_createPet"]["status"] == "name taken by another tool" and not rows["pets_createPet"]["selected"]
+    assert rows["pets_createPet"]["status"] == "left out before; name taken by another tool"
+    assert not rows["pets_createPet"]["selected"]
     assert 'value="POST /pets" id="op-2" aria-label="Import POST /pets" disabled' in response.content.decode()
     # Left out at the first import: still left out, unless ticked now.
-    assert rows["pets_deletePet"]["status"].startswith("not imported") and not rows["pets_deletePet"]["selected"]
+    assert rows["pets_deletePet"]["status"] == "left out before" and not rows["pets_deletePet"]["selected"]
 
 
 def test_an_invalid_document_is_reported_on_the_page(admin_client: Any, tenant: Tenant) -> None:
@@ -236,3 +240,58 @@ def test_another_tenants_source_cannot_be_imported_again_from_its_id(client: Any
 
     assert client.get(reverse(IMPORT), {"source": source.pk}).status_code == 404
     assert client.get(reverse(IMPORT), {"tenant": other.pk}).status_code == 200
+
+
+def test_a_reimport_groups_the_operations_new_in_the_document_left_out_before_and_imported(
+    admin_client: Any, tenant: Tenant
+) -> None:
+    admin_client.post(
+        reverse(IMPORT), keep_only(preview(admin_client, tenant), tenant, ["GET /pets", "DELETE /pets/{petId}"])
+    )
+    document = yaml.safe_load((FIXTURES / "petstore-3.0.yaml").read_text())
+    document["paths"]["/owners"] = {
+        "get": {"operationId": "listOwners", "responses": {"200": {"description": "Owners."}}}
+    }
+    del document["paths"]["/pets/{petId}"]["delete"]
+    changed = SimpleUploadedFile("petstore-3.0.yaml", json.dumps(document).encode(), content_type="application/yaml")
+
+    response = preview(admin_client, tenant, file=changed)
+
+    groups = {g["id"]: [(r["key"], r["status"], r["selected"]) for r in g["rows"]] for g in response.context["groups"]}
+    assert groups == {
+        "new": [("GET /owners", "new", False)],
+        "left_out": [
+            ("POST /pets", "left out before", False),
+            ("GET /pets/{petId}", "left out before", False),
+            ("PUT /pets/{petId}", "left out before", False),
+        ],
+        "imported": [("GET /pets", "unchanged", True)],
+    }
+    page = response.content.decode()
+    for heading in ("New in the document (1)", "Left out at the last import (3)", "Imported (1)"):
+        assert f'<th scope="rowgroup" colspan="7">{heading}</th>' in page
+    assert 'value="GET /owners" id="op-5" aria-label="Import GET /owners">' in page  # ids follow the document
+    assert response.context["vanishing"] == ["pets_deletePet"], "gone from the document: removed, in no group"
+
+
+def test_the_secret_is_picked_from_the_tenants_secret_names_and_a_missing_one_is_refused(
+    client: Any, tenant: Tenant
+) -> None:
+    secret_set(tenant=tenant, name="pets-key", value="never-shown-ours")
+    secret_set(tenant=TenantFactory(slug="other"), name="other-key", value="never-shown-theirs")
+    owner = UserFactory(username="olivia")
+    MembershipFactory(tenant=tenant, user=owner, role="owner")
+    client.force_login(owner)
+
+    form = client.get(reverse(IMPORT), {"tenant": tenant.pk}).content.decode()
+    refused = preview(client, tenant, secret_name="gone")
+    imported = client.post(
+        reverse(IMPORT), keep_only(preview(client, tenant, secret_name="pets-key"), tenant, ["GET /pets"])
+    )
+
+    assert '<option value="pets-key">pets-key</option>' in form
+    assert "other-key" not in form and "never-shown" not in form
+    assert "translation" not in refused.context
+    assert "There is no secret &#x27;gone&#x27; in acme" in refused.content.decode()
+    assert imported.status_code == 302
+    assert OpenApiSource.objects.get(tenant=tenant).secret_name == "pets-key"

@@ -220,3 +220,32 @@ def test_the_diff_of_a_reimport_says_what_would_be_added_changed_and_removed_and
     assert diff.removed_by(["GET /pets"]) == ["a_deletePet"]
     assert diff.removed_by([]) == ["a_deletePet", "a_listPets"]
     assert Tool.objects.get(tenant=tenant, name="a_listPets").title == "List pets", "a diff changes nothing"
+
+
+def test_a_reimport_tells_operations_new_in_the_document_from_those_left_out_at_the_last_import(
+    tenant: Tenant,
+) -> None:
+    options = ImportOptions(prefix="a_")
+    document = document_parse(json.dumps(petstore()).encode(), location=LOCATION)
+    openapi_import(tenant=tenant, document=document, options=options, select=["GET /pets"])
+    offered = ["GET /pets", "POST /pets", "GET /pets/{petId}", "PUT /pets/{petId}", "DELETE /pets/{petId}"]
+    assert OpenApiSource.objects.get(tenant=tenant).offered_operations == offered, "offered, not only imported"
+
+    owners = {"get": {"operationId": "listOwners", "responses": {"200": {"description": "Owners."}}}}
+    changed = petstore(**{"paths|/owners": owners, "paths|/pets/{petId}|delete": None})
+    plans = document_translate(document_parse(json.dumps(changed).encode(), location=LOCATION), options).tools
+
+    def standing() -> dict[str, str]:
+        diff = openapi_import_diff(tenant=tenant, location=LOCATION, plans=plans)
+        return {op.key: op.standing for op in diff.operations}
+
+    assert standing() == {
+        "GET /pets": "imported",
+        "POST /pets": "left_out",
+        "GET /pets/{petId}": "left_out",
+        "PUT /pets/{petId}": "left_out",
+        "GET /owners": "new",
+    }
+    # A source imported before the offers were kept cannot tell the two apart, and says so.
+    OpenApiSource.objects.update(offered_operations=None)
+    assert set(standing().values()) == {"imported", "unknown"}
