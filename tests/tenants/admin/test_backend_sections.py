@@ -19,6 +19,7 @@ from tenants.catalog import tool_wire
 from tenants.models import OpenApiSource, Secret, Tenant, Tool, Upstream
 from tenants.secrets import secret_set
 from tests.factories import MembershipFactory, UserFactory
+from tests.tenants.admin.page_forms import form_posted
 
 pytestmark = pytest.mark.django_db
 
@@ -62,7 +63,8 @@ def base_form(tenant: Tenant, **overrides: Any) -> dict[str, Any]:
         "python_section": "1",
         "python_function": "",
         "static_section": "1",
-        "static_texts": [""],
+        "static_blocks_0_kind": "text",
+        "static_blocks_0_text": "",
         "http_section": "1",
         "http_method": "GET",
         "http_url": "",
@@ -140,9 +142,10 @@ def test_a_schema_written_by_hand_is_kept_and_the_add_form_shows_the_signature(o
 
 
 def test_a_static_tool_is_written_as_text_blocks(owner: Client, tenant: Tenant) -> None:
+    blocks = {f"static_blocks_{i}_text": text for i, text in enumerate(["First block", "", "Second\r\nblock"])}
     response = owner.post(
         reverse("admin:tenants_tool_add"),
-        base_form(tenant, static_texts=["First block", "", "Second\r\nblock"], annotation_read_only="true"),
+        base_form(tenant, **blocks, annotation_read_only="true"),
     )
 
     assert response.status_code == 302, errors_of(response)
@@ -219,37 +222,15 @@ def test_an_existing_http_tool_opens_in_the_fields_and_saves_unchanged(admin_cli
     )
     url = reverse("admin:tenants_tool_change", args=[tool.pk])
 
-    form = admin_client.get(url).context["adminform"].form
-    posted = browser_post(form)
-    response = admin_client.post(url, posted)
+    page = admin_client.get(url)
+    form = page.context["adminform"].form
+    response = admin_client.post(url, form_posted(page.content.decode(), "tool_form"))
 
     assert response.status_code == 302, errors_of(response)
     assert form.initial["config"] is None  # nothing left for Advanced (JSON)
     assert form.initial["http_body_arguments"] == "name, tag"
     tool.refresh_from_db()
     assert tool.config == HTTP_CONFIG
-
-
-def browser_post(form: Any) -> dict[str, Any]:
-    """What a browser posts for ``form`` as rendered, untouched."""
-    data: dict[str, Any] = {}
-    for bound in form:
-        value = bound.value()
-        name = bound.html_name
-        if name == "icon_rows":
-            rows = value or []
-            for part in ("src", "mimeType", "sizes", "theme"):
-                data[f"{name}_{part}"] = [r.get(part, "") for r in rows] + [""]
-        elif name == "static_texts":
-            data[name] = [*(value or []), ""]
-        elif bound.field.widget.__class__.__name__ == "CheckboxInput":
-            if value:
-                data[name] = "on"
-        elif bound.field.widget.__class__.__name__ == "_HintSelect":
-            data[name] = {True: "true", False: "false"}.get(value, "unknown")
-        else:
-            data[name] = "" if value is None else value
-    return data
 
 
 def test_the_backend_choice_offers_no_upstream(owner: Client, tenant: Tenant) -> None:
