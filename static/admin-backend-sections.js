@@ -1,7 +1,9 @@
-// The tool form's backend sections (tenants.admin.backend_forms): only the chosen backend's section shows, the
+// The catalog forms' backend sections (tenants.admin.backend_forms): only the chosen backend's section shows, the
 // chosen Python function's signature and docstring alone (and its generated input schema, while the schema box holds
-// one nobody wrote), the authentication fields its kind needs, and text blocks and icons get Add and Remove buttons.
-// Without this script every section shows, and saving works the same (the schema is generated at save).
+// one nobody wrote), the authentication fields its kind needs; rows (content blocks, prompt messages and arguments,
+// icons) get Add and Remove buttons in place of their "Leave out" boxes, and a content block shows only the inputs of
+// its kind (the others are disabled, so they are not sent). Without this script every section and input shows, and
+// saving works the same (the schema is generated at save).
 (() => {
   "use strict";
 
@@ -93,11 +95,32 @@
     select.addEventListener("change", () => show(select));
   }
 
-  // Rows are numbered from 1 in their labels and from 0 in their ids; both follow the row's place.
+  // A row's inputs that belong to other kinds than the one its select chose are hidden and disabled.
+  function showKind(row) {
+    const kind = row.querySelector("select[name$='_kind']");
+    if (!kind) return;
+    for (const part of row.querySelectorAll("[data-kinds]")) {
+      const shown = part.dataset.kinds.split(" ").includes(kind.value);
+      part.hidden = !shown;
+      for (const field of part.querySelectorAll("input, textarea, select")) field.disabled = !shown;
+    }
+  }
+
+  function clear(row) {
+    for (const field of row.querySelectorAll("input, textarea, select")) {
+      if (field.tagName === "SELECT") field.selectedIndex = 0;
+      else if (field.type === "checkbox") field.checked = false;
+      else field.value = "";
+    }
+    for (const preview of row.querySelectorAll("[data-block-preview]")) preview.remove();
+    showKind(row);
+  }
+
+  // Rows are numbered from 1 in their labels and from 0 in their names and ids; all follow the row's place.
   function renumber(container) {
     container.querySelectorAll(":scope > [data-block]").forEach((row, index) => {
-      for (const element of row.querySelectorAll("[id], [for]")) {
-        for (const attribute of ["id", "for"]) {
+      for (const element of row.querySelectorAll("[id], [for], [name]")) {
+        for (const attribute of ["id", "for", "name"]) {
           const value = element.getAttribute(attribute);
           if (value) element.setAttribute(attribute, value.replace(/_\d+(?=$|_[A-Za-z]+$)/, `_${index}`));
         }
@@ -110,28 +133,30 @@
 
   function enableBlocks(container) {
     const add = container.querySelector(":scope > [data-block-add]");
+    const rowsOf = () => container.querySelectorAll(":scope > [data-block]");
     for (const button of container.querySelectorAll("[data-block-remove], [data-block-add]")) button.hidden = false;
+    for (const omit of container.querySelectorAll("[data-block-omit]")) omit.remove();
+    for (const row of rowsOf()) showKind(row);
+    container.addEventListener("change", (event) => {
+      if (event.target.matches("select[name$='_kind']")) showKind(event.target.closest("[data-block]"));
+    });
     container.addEventListener("click", (event) => {
       const remove = event.target.closest("[data-block-remove]");
       if (remove) {
-        const rows = container.querySelectorAll(":scope > [data-block]");
         const row = remove.closest("[data-block]");
-        if (rows.length > 1) {
-          row.remove();
-        } else {
-          for (const field of row.querySelectorAll("input, textarea, select")) field.value = "";
-        }
+        if (rowsOf().length > 1) row.remove();
+        else clear(row);
         renumber(container);
-        (container.querySelector("[data-block] textarea, [data-block] input") || add).focus();
+        (container.querySelector("[data-block] :is(textarea, input, select):not([type=hidden])") || add).focus();
         return;
       }
       if (event.target.closest("[data-block-add]")) {
-        const rows = container.querySelectorAll(":scope > [data-block]");
+        const rows = rowsOf();
         const copy = rows[rows.length - 1].cloneNode(true);
-        for (const field of copy.querySelectorAll("input, textarea, select")) field.value = "";
+        clear(copy);
         add.before(copy);
         renumber(container);
-        copy.querySelector("input, textarea").focus();
+        copy.querySelector(":is(textarea, input, select):not([type=hidden])").focus();
       }
     });
   }

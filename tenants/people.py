@@ -21,6 +21,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, Validatio
 from django.core.mail import send_mail
 from django.core.validators import validate_email
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from tenants import services
@@ -72,6 +73,11 @@ def _new_token() -> tuple[str, str]:
 
 def _pending(queryset: Any) -> Any:
     return queryset.filter(accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now())
+
+
+def invitations_pending(*, tenant: Tenant) -> QuerySet[Invitation]:
+    """The tenant's invitations waiting for an answer, oldest first, with who sent them."""
+    return _pending(Invitation.objects.filter(tenant=tenant)).select_related("invited_by").order_by("created_at", "pk")
 
 
 # ---- who may invite whom ------------------------------------------------------------------------------------

@@ -5,8 +5,9 @@
   filters; ``audit``: what a save or delete changed, for the activity log and the admin's history;
 - ``fields``, ``schema``: form fields that keep what was typed, and the JSON Schema editor; ``secret_picker``: the
   select of a tenant's secret names that every form naming a secret offers, and its check at save;
-- ``backend_forms``: the catalog forms' backend sections (each plug's fields for its config); ``tool_details``: a
-  tool's annotations and icons as fields;
+- ``backend_forms``: the catalog forms' backend sections (each plug's fields for its config, and the rows widgets
+  they share); ``tool_details``: a tool's annotations and icons as fields; ``prompt_details``: a prompt's arguments
+  and messages as rows; ``resource_content``: a resource's file upload; ``uploads``: what an uploaded file must be;
 - ``service_backed``: the base of admin classes whose writes go through the services;
 - ``pages``: pages other apps add to an admin class (the console's pages on the tool admin);
 - ``principals``: people by name wherever a page shows a principal (activity log, tool runs);

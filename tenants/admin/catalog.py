@@ -12,6 +12,8 @@ from django.http import HttpRequest
 
 from tenants import services, validation
 from tenants.admin.pages import tool_pages
+from tenants.admin.prompt_details import PromptDetailsForm
+from tenants.admin.resource_content import ResourceContentForm
 from tenants.admin.schema import SchemaEditorAdmin
 from tenants.admin.service_backed import ServiceBackedAdmin, form_for
 from tenants.admin.tool_details import ToolDetailsForm
@@ -45,6 +47,26 @@ SOURCE_SHOWN = (
     "config",
 )
 Fieldsets = list[tuple[str | None, dict[str, Any]]]
+
+
+# The script that shows the chosen backend's section alone and gives rows their Add and Remove buttons.
+SECTIONS_MEDIA = forms.Media(js=("admin-backend-sections.js",), css={"all": ("admin-backend-sections.css",)})
+
+
+def section_fieldsets(form: Any, model: type[models.Model]) -> Fieldsets:
+    """A fieldset per backend section of ``model``'s form, each shown alone by the script when its backend is chosen."""
+    return [
+        (
+            section.section_title,
+            {"fields": section.section_fields, "classes": ("backend-section", f"backend-section-{section.backend}")},
+        )
+        for section in getattr(form, "sections", ())
+        if model in section.models
+    ]
+
+
+def dates(obj: Any) -> Fieldsets:
+    return [("Dates", {"fields": ("created_at", "updated_at")})] if obj is not None else []
 
 
 def _source_overrides(obj: Any) -> tuple[str, ...] | None:
@@ -90,7 +112,6 @@ class ToolAdmin(SchemaEditorAdmin, CatalogEntryAdmin):
         return (*readonly, *(f for f in from_source if f not in overrides))
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
-        dates: Fieldsets = [("Dates", {"fields": ("created_at", "updated_at")})] if obj is not None else []
         overrides = _source_overrides(obj)
         if overrides is not None:
             source = "upstream" if obj.upstream_id is not None else "openapi_source"
@@ -102,39 +123,25 @@ class ToolAdmin(SchemaEditorAdmin, CatalogEntryAdmin):
                 (None, {"fields": ("tenant", source, "name", "title", "description")}),
                 ("Serving", {"fields": ("enabled", "task_support", "required_scopes")}),
                 ("From its source", {"fields": SOURCE_SHOWN, "description": described}),
-                *dates,
+                *dates(obj),
             ]
-        form = self.form
-        sections: Fieldsets = [
-            (
-                section.section_title,
-                {
-                    "fields": section.section_fields,
-                    "classes": ("backend-section", f"backend-section-{section.backend}"),
-                },
-            )
-            for section in getattr(form, "sections", ())
-            if Tool in section.models
-        ]
         details = ToolDetailsForm.details_fields
         advanced = ("collapse",) if obj is None else ()
         return [
             (None, {"fields": ("tenant", "name", "title", "description", "backend")}),
-            *sections,
+            *section_fieldsets(self.form, Tool),
             ("Arguments and result", {"fields": ("input_schema", "output_schema")}),
             ("Annotations", {"fields": details[:-1]}),
             ("Icons", {"fields": details[-1:]}),
             ("Serving", {"fields": ("task_support", "enabled", "required_scopes")}),
             # Closed on the add page (a new tool rarely needs it), open on a tool's page, where it may hold something.
             ("Advanced (JSON)", {"fields": ("config", "annotations", "icons"), "classes": advanced}),
-            *dates,
+            *dates(obj),
         ]
 
     @property
     def media(self) -> Any:
-        return super().media + forms.Media(
-            js=("admin-backend-sections.js",), css={"all": ("admin-backend-sections.css",)}
-        )
+        return super().media + SECTIONS_MEDIA
 
     def create(self, obj: Tool, values: dict[str, Any]) -> Tool:
         return services.tool_create(tenant=obj.tenant, **values)
@@ -148,11 +155,25 @@ class ToolAdmin(SchemaEditorAdmin, CatalogEntryAdmin):
 
 @admin.register(Resource)
 class ResourceAdmin(CatalogEntryAdmin):
-    form = form_for(Resource, validation.resource_validate)
+    form = form_for(Resource, validation.resource_validate, extra=(ResourceContentForm,))
     fields_for_service = tuple(sorted(services.RESOURCE_FIELDS))
     list_display = ("uri", "tenant", "name", "mime_type", "updated_at")
     list_filter = ("mime_type", "tenant")
     search_fields = ("uri", "name", "title", "description", "tenant__slug")
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [
+            (None, {"fields": ("tenant", "uri", "name", "title", "description", "mime_type")}),
+            ("Content", {"fields": ("text", *ResourceContentForm.content_fields)}),
+            ("Annotations", {"fields": ("annotations",)}),
+            # Base64 pasted by hand; closed on the add page, open on a resource's page, where it may hold something.
+            ("Advanced", {"fields": ("blob",), "classes": ("collapse",) if obj is None else ()}),
+            *dates(obj),
+        ]
+
+    @property
+    def media(self) -> Any:
+        return super().media + forms.Media(css={"all": ("admin-backend-sections.css",)})
 
     def formfield_for_dbfield(self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
         # An empty text or blob box means "not this one", which the text-xor-blob rule needs as NULL.
@@ -178,6 +199,19 @@ class ResourceTemplateAdmin(CatalogEntryAdmin):
     list_filter = ("backend", "tenant")
     search_fields = ("name", "uri_template", "title", "description", "tenant__slug")
 
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [
+            (None, {"fields": ("tenant", "name", "title", "description", "uri_template", "mime_type", "backend")}),
+            *section_fieldsets(self.form, ResourceTemplate),
+            ("Completions", {"fields": ("completions",)}),
+            ("Advanced (JSON)", {"fields": ("config",), "classes": ("collapse",) if obj is None else ()}),
+            *dates(obj),
+        ]
+
+    @property
+    def media(self) -> Any:
+        return super().media + SECTIONS_MEDIA
+
     def create(self, obj: ResourceTemplate, values: dict[str, Any]) -> ResourceTemplate:
         return services.resource_template_create(tenant=obj.tenant, **values)
 
@@ -190,11 +224,34 @@ class ResourceTemplateAdmin(CatalogEntryAdmin):
 
 @admin.register(Prompt)
 class PromptAdmin(CatalogEntryAdmin):
-    form = form_for(Prompt, validation.prompt_validate)
+    form = form_for(Prompt, validation.prompt_validate, extra=(PromptDetailsForm,))
     fields_for_service = tuple(sorted(services.PROMPT_FIELDS))
     list_display = ("name", "tenant", "title", "backend", "updated_at")
     list_filter = ("backend", "tenant")
     search_fields = ("name", "title", "description", "tenant__slug")
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        # The messages are a static prompt's (a Python prompt's function makes them): shown with that backend.
+        messages = {
+            "fields": PromptDetailsForm.message_fields,
+            "classes": ("backend-section", "backend-section-static"),
+        }
+        return [
+            (None, {"fields": ("tenant", "name", "title", "description", "backend")}),
+            *section_fieldsets(self.form, Prompt),
+            ("Arguments", {"fields": PromptDetailsForm.details_fields}),
+            ("Messages", messages),
+            ("Completions", {"fields": ("completions",)}),
+            (
+                "Advanced (JSON)",
+                {"fields": ("arguments", "messages", "config"), "classes": ("collapse",) if obj is None else ()},
+            ),
+            *dates(obj),
+        ]
+
+    @property
+    def media(self) -> Any:
+        return super().media + SECTIONS_MEDIA
 
     def create(self, obj: Prompt, values: dict[str, Any]) -> Prompt:
         return services.prompt_create(tenant=obj.tenant, **values)

@@ -1,19 +1,21 @@
 """Admin for invitations: owners and admins invite people by e-mail with the role chosen up front, and see, resend
-and revoke the invitations of their tenants. The rules (who may invite whom, the cap, the link) are
-``tenants.people``'s; this page only asks them."""
+and revoke the invitations of their tenants (in bulk from the list, or one at a time from the tenant page). The rules
+(who may invite whom, the cap, the resend interval, the link) are ``tenants.people``'s; this page only asks them."""
 
 from __future__ import annotations
 
 import logging
 import smtplib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q, QuerySet
-from django.http import HttpRequest
-from django.urls import reverse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import path, reverse
 from django.utils import timezone
 
 from mcp_infra.addresses import base_url_from_request
@@ -170,25 +172,68 @@ class InvitationAdmin(TenantScopedAdmin):
             )
         adopt(obj, stored)
 
+    def get_urls(self) -> list[Any]:
+        # One invitation's resend and revoke, posted from the tenant page's list of pending invitations.
+        prefix = f"{self.opts.app_label}_{self.opts.model_name}"
+        view = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/resend/", view(self.resend_view), name=f"{prefix}_resend"),
+            path("<path:object_id>/revoke/", view(self.revoke_view), name=f"{prefix}_revoke"),
+            *super().get_urls(),
+        ]
+
+    def resend_one(self, request: HttpRequest, invitation: Invitation) -> bool:
+        """Send ``invitation`` again through the service; a refusal becomes a message naming the address."""
+        try:
+            people.invitation_resend(invitation=invitation, by=_person(request), link_for=link_maker(request))
+        except (ValidationError, PermissionDenied) as exc:
+            text = " ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
+            self.message_user(request, f"{invitation.email}: {text}", level=messages.WARNING)
+            return False
+        except (OSError, smtplib.SMTPException) as exc:
+            logger.warning("invitation e-mail not sent: %s", type(exc).__name__)
+            self.message_user(
+                request, f"{invitation.email}: the e-mail could not be sent: resend it later.", level=messages.ERROR
+            )
+            return False
+        return True
+
+    def revoke_one(self, request: HttpRequest, invitation: Invitation) -> bool:
+        try:
+            revoked = people.invitation_revoke(invitation=invitation, by=_person(request))
+        except PermissionDenied as exc:
+            self.message_user(request, f"{invitation.email}: {exc}", level=messages.WARNING)
+            return False
+        if not revoked:
+            self.message_user(request, f"{invitation.email}: it was already accepted or revoked.", messages.WARNING)
+        return revoked
+
     @admin.action(description="Resend the selected invitations (a new link; the old one stops working)")
     def resend(self, request: HttpRequest, queryset: QuerySet[Invitation]) -> None:
-        sent = 0
-        for invitation in queryset.select_related("tenant", "invited_by"):
-            try:
-                people.invitation_resend(invitation=invitation, by=_person(request), link_for=link_maker(request))
-                sent += 1
-            except (ValidationError, PermissionDenied) as exc:
-                text = " ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
-                self.message_user(request, f"{invitation.email}: {text}", level=messages.WARNING)
+        sent = sum(self.resend_one(request, i) for i in queryset.select_related("tenant", "invited_by"))
         if sent:
             self.message_user(request, f"Sent {sent} invitation{'s' if sent != 1 else ''} again.")
 
     @admin.action(description="Revoke the selected invitations")
     def revoke(self, request: HttpRequest, queryset: QuerySet[Invitation]) -> None:
-        revoked = 0
-        for invitation in queryset:
-            try:
-                revoked += people.invitation_revoke(invitation=invitation, by=_person(request))
-            except PermissionDenied as exc:
-                self.message_user(request, f"{invitation.email}: {exc}", level=messages.WARNING)
+        revoked = sum(self.revoke_one(request, invitation) for invitation in queryset)
         self.message_user(request, f"Revoked {revoked} invitation{'s' if revoked != 1 else ''}.")
+
+    def resend_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return self._one(request, object_id, self.resend_one, "Sent the invitation of {} again.")
+
+    def revoke_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return self._one(request, object_id, self.revoke_one, "Revoked the invitation of {}.")
+
+    def _one(
+        self, request: HttpRequest, object_id: str, act: Callable[[HttpRequest, Invitation], bool], done: str
+    ) -> HttpResponse:
+        """Resend or revoke one invitation (POST), then back to its tenant's page. Another tenant's invitation, or a
+        missing one, is a 404 whatever the method."""
+        invitation = self.get_object(request, unquote(object_id))
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if act(request, invitation):
+            self.message_user(request, done.format(invitation.email))
+        back = reverse("admin:tenants_tenant_change", args=[invitation.tenant_id])
+        return HttpResponseRedirect(f"{back}#pending-invitations")

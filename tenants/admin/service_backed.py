@@ -34,8 +34,11 @@ class ServiceValidatedForm(forms.ModelForm):
         try:
             type(self).validator(self.instance)
         except ValidationError as exc:
+            # A mixin that edits a field through others says where its errors show (``validation_error_field``).
+            moved = getattr(self, "validation_error_field", None)
             for field, messages in exc.message_dict.items():
-                self.add_error(field if field in self.fields else None, messages)
+                shown = moved(field) if callable(moved) else field
+                self.add_error(shown if shown in self.fields else None, messages)
         # What the config names must exist (``SectionedConfigForm``): said beside the validation's own errors.
         check_references = getattr(self, "check_references", None)
         if callable(check_references):
@@ -51,7 +54,7 @@ def form_for(
     meta = type("Meta", (), {"model": model, "fields": "__all__"})
     attributes: dict[str, Any] = {"Meta": meta, "validator": staticmethod(validator)}
     if model not in (Tool, ResourceTemplate, Prompt):
-        return type(f"{model.__name__}AdminForm", (ServiceValidatedForm,), attributes)
+        return type(f"{model.__name__}AdminForm", (ServiceValidatedForm, *extra), attributes)
     sections = [s for s in admin_forms() if issubclass(s, BackendSectionForm)]
     sections.sort(key=lambda s: not getattr(s, "chosen_first", False))
     attributes["sections"] = tuple(sections)

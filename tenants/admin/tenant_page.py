@@ -1,19 +1,25 @@
-"""What the tenant's admin page shows above its form: the endpoint URL, configuration to copy for common clients
-and SDKs, and the catalog at a glance (with links to each list, filtered to the tenant)."""
+"""What the tenant's admin page shows besides its form: the endpoint URL, configuration to copy for common clients
+and SDKs, the catalog at a glance (with links to each list, filtered to the tenant), and the invitations waiting for
+an answer (resent and revoked through the invitation admin's views)."""
 
 from __future__ import annotations
 
 import json
 import shlex
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
 
 from django.db.models import Model
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 
 from mcp_infra.addresses import MCP, SSE, base_url_from_request, endpoint_url
+from tenants import people
 from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 GLANCE_NAMES = 8  # names listed per kind; the link shows the rest
 
@@ -24,6 +30,17 @@ class Snippet:
     client: str
     where: str
     text: str
+
+
+@dataclass(frozen=True)
+class PendingInvitation:
+    email: str
+    role: str
+    invited_by: str
+    sent_at: datetime
+    expires_at: datetime
+    resend_url: str | None  # None: the person may not resend or revoke it (an owner's invitation, for an admin)
+    revoke_url: str | None
 
 
 @dataclass(frozen=True)
@@ -172,6 +189,28 @@ def catalog_glance(tenant: Tenant) -> list[CatalogKind]:
     ]
 
 
+def pending_invitations(request: HttpRequest, tenant: Tenant) -> list[PendingInvitation]:
+    """The tenant's invitations waiting for an answer, with the resend and revoke addresses of those the person
+    may manage (``tenants.people`` decides who may: the same rule as the invitations' list)."""
+    roles = people.invitable_roles(user=cast("User", request.user), tenant_id=tenant.pk)  # the admin: signed in
+    pending = []
+    for invitation in people.invitations_pending(tenant=tenant):
+        manages = invitation.role in roles
+        inviter = invitation.invited_by
+        pending.append(
+            PendingInvitation(
+                email=invitation.email,
+                role=invitation.get_role_display(),
+                invited_by=inviter.get_username() if inviter is not None else "—",
+                sent_at=invitation.sent_at,
+                expires_at=invitation.expires_at,
+                resend_url=reverse("admin:tenants_invitation_resend", args=[invitation.pk]) if manages else None,
+                revoke_url=reverse("admin:tenants_invitation_revoke", args=[invitation.pk]) if manages else None,
+            )
+        )
+    return pending
+
+
 def _url_or_none(name: str) -> str | None:
     try:
         return reverse(name)
@@ -190,4 +229,7 @@ def tenant_page_context(request: HttpRequest, tenant: Tenant) -> dict[str, Any]:
         "requires_authorization": tenant.requires_authorization,
         "machine_client_add_url": _url_or_none("admin:oauth_machineclient_add"),
         "catalog": catalog_glance(tenant),
+        "pending_invitations": pending_invitations(request, tenant),
+        "invitations_url": reverse("admin:tenants_invitation_changelist") + f"?tenant__id__exact={tenant.pk}",
+        "invite_url": reverse("admin:tenants_invitation_add") + f"?tenant={tenant.pk}",
     }

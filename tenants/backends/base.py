@@ -37,8 +37,9 @@ class CatalogBackend:
     serves: ClassVar[tuple[str, ...]] = ()
     # The import path of this backend's section of the tool, template and prompt admin forms (a
     # ``tenants.admin.backend_forms.base.BackendSectionForm``: fields that edit its config, shown when the backend is
-    # chosen); None where the backend has no section (upstream items are mirrored, not written by hand).
-    admin_form: ClassVar[str | None] = None
+    # chosen), or a tuple of them where the kinds of entry differ (one section per kind); None where the backend has
+    # no section (upstream items are mirrored, not written by hand).
+    admin_form: ClassVar[str | tuple[str, ...] | None] = None
 
     async def tool_invoke(self, tool: Tool, arguments: JSONObject, ctx: ToolContext) -> Any:
         """Run ``tool``; the value goes through ``mcp_core.content.tool_result``. Tools raise ``ToolError``."""

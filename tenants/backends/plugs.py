@@ -60,4 +60,5 @@ def admin_forms() -> list[type]:
     """The model-form mixins of the backends that have one (``CatalogBackend.admin_form``), in registry order. The
     admin's tool, template and prompt forms include each of them."""
     backends_load()  # the admin is imported before the tenants app is ready
-    return [import_string(backend.admin_form) for backend in BACKENDS.values() if backend.admin_form is not None]
+    paths = [backend.admin_form for backend in BACKENDS.values() if backend.admin_form is not None]
+    return [import_string(path) for named in paths for path in ((named,) if isinstance(named, str) else named)]

@@ -110,7 +110,10 @@ class StaticBackend(CatalogBackend):
     choice = Backend.STATIC
     title = "static"
     serves = (TOOLS, TEMPLATES, PROMPTS)
-    admin_form = "tenants.admin.backend_forms.static.StaticSectionForm"
+    admin_form = (
+        "tenants.admin.backend_forms.static.StaticSectionForm",
+        "tenants.admin.backend_forms.static.StaticTemplateSectionForm",
+    )
 
     async def tool_invoke(self, tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JSONObject:
         return tool_invoke(tool)

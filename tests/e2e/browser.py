@@ -288,7 +288,8 @@ def axe_violations(page: Any) -> list[str]:
             .filter(a => a.effect && a.effect.getComputedTiming().endTime !== Infinity)
             .map(a => a.finished.catch(() => null)))"""
     )
-    page.evaluate(AXE_SCRIPT)
+    if not page.evaluate("() => typeof window.axe === 'object'"):  # once per document: the script is large
+        page.evaluate(AXE_SCRIPT)
     results = page.evaluate(
         """() => axe.run(document, {
             runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice']},

@@ -1,11 +1,13 @@
-"""The tool form follows the backend, in Debian's Chromium, for a tenant owner made only by a membership: choosing a
-backend shows its section alone; the owner adds a Python tool (its input schema made from the function's signature,
-following the function chosen until written by hand), an HTTP tool with a secret picked by name, and a static tool of
-two text blocks; the form passes axe in the light and dark themes at 390 and 1,400 px, and its schema editors follow
+"""The catalog forms follow the backend, in Debian's Chromium, for a tenant owner made only by a membership: choosing
+a backend shows its section alone; the owner adds a Python tool (its input schema made from the function's
+signature, following the function chosen until written by hand), an HTTP tool with a secret picked by name, a static
+tool of a text, an uploaded image and a resource link, and a prompt of argument and message rows; the tool, prompt,
+template and resource forms pass axe in the light and dark themes at 390 and 1,400 px, and the schema editors follow
 the admin's theme toggle both ways."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterator
@@ -17,6 +19,7 @@ from playwright.sync_api import expect
 from tests.e2e.browser import axe_violations
 from tests.e2e.live import LiveServer
 from tests.e2e.tenant_admin_pages import TenantAdminScene, scene_create, sign_in
+from tests.images import PNG
 
 # Runs in ``manage.py shell -c``: what platform staff and the owner did before (a grant, a secret).
 GRANT_AND_SECRET = """
@@ -166,21 +169,36 @@ def test_an_owner_adds_an_http_tool_with_a_secret_picked_by_name(
     }
 
 
-def test_an_owner_adds_a_static_tool_of_two_text_blocks(
+def test_an_owner_adds_a_static_tool_of_a_text_an_image_and_a_link(
     page: Any, live_platform: LiveServer, scene: TenantAdminScene
 ) -> None:
     open_add_form(page, live_platform, scene, "greeting", "Static")
-    page.get_by_label("Text block 1").fill("Hello.")
-    page.get_by_role("button", name="Add a text block").click()
-    page.get_by_label("Text block 2").fill("Second block.")
+    page.get_by_role("group", name="Block 1").get_by_label("Text", exact=True).fill("Hello.")
+    page.get_by_role("button", name="Add a block").click()
+    page.get_by_role("button", name="Remove block 2").click()  # an empty one the page offered: numbers follow
+    second = page.get_by_role("group", name="Block 2")
+    second.get_by_label("Kind").select_option(label="Image")
+    expect(second.get_by_label("Text", exact=True)).to_be_hidden()  # only an image's inputs show
+    second.get_by_label("Image file").set_input_files({"name": "pixel.png", "mimeType": "image/png", "buffer": PNG})
+    page.get_by_role("button", name="Add a block").click()
+    third = page.get_by_role("group", name="Block 3")
+    third.get_by_label("Kind").select_option(label="Resource link")
+    third.get_by_label("URI").fill("https://example.com/report.pdf")
+    third.get_by_label("Name").fill("report")
     page.get_by_label("Read-only:").select_option(label="Yes")
     save(page)
 
     assert stored(live_platform, scene, "greeting")["config"] == {
-        "content": [{"type": "text", "text": "Hello."}, {"type": "text", "text": "Second block."}]
+        "content": [
+            {"type": "text", "text": "Hello."},
+            {"type": "image", "data": base64.b64encode(PNG).decode(), "mimeType": "image/png"},
+            {"type": "resource_link", "uri": "https://example.com/report.pdf", "name": "report"},
+        ]
     }
     page.locator("#result_list").get_by_role("link", name="greeting").click()
-    expect(page.get_by_label("Text block 2")).to_have_value("Second block.")
+    preview = page.get_by_role("img", name="The image of block 2")
+    expect(preview).to_be_visible()
+    assert preview.evaluate("img => img.complete && img.naturalWidth") == 1  # the data: URL loads on the admin
 
 
 def test_the_tool_form_passes_axe_in_both_themes_at_390_and_1400_px_and_follows_the_theme_toggle(
@@ -197,6 +215,15 @@ def test_the_tool_form_passes_axe_in_both_themes_at_390_and_1400_px_and_follows_
                 for backend in ("HTTP request", "Python function", "Static"):
                     page.goto(f"{live_platform.web_urls[0]}/admin/tenants/tool/add/?tenant={scene.ours}")
                     page.get_by_label("Backend:").select_option(label=backend)
+                    if backend == "Static":  # every kind of block's inputs on the page
+                        page.get_by_role("group", name="Block 1").get_by_label("Kind").select_option(label="Image")
+                        page.get_by_role("group", name="Block 2").get_by_label("Kind").select_option(
+                            label="Resource link"
+                        )
+                        page.get_by_role("button", name="Add a block").click()
+                        page.get_by_role("group", name="Block 3").get_by_label("Kind").select_option(
+                            label="Embedded resource"
+                        )
                     where = f"{backend} at {width} px, {scheme}"
                     found[where] = axe_violations(page)
                     overflow[where] = page.evaluate(
@@ -213,3 +240,50 @@ def test_the_tool_form_passes_axe_in_both_themes_at_390_and_1400_px_and_follows_
     assert found == {where: [] for where in found}
     assert overflow == {where: 0 for where in overflow}  # nothing wider than the window
     assert toggled == {"dark": [DARK, LIGHT, DARK], "light": [LIGHT, DARK, LIGHT]}
+
+
+def test_prompts_templates_and_resources_are_filled_in_without_json(
+    chromium: Any, live_platform: LiveServer, scene: TenantAdminScene
+) -> None:
+    base = live_platform.web_urls[0]
+    page = browser_page(chromium, live_platform, scene, width=1400, scheme="light")
+    found: dict[str, list[str]] = {}
+    overflow: dict[str, int] = {}
+    try:
+        page.goto(f"{base}/admin/tenants/prompt/add/?tenant={scene.ours}")
+        page.get_by_label("Name:", exact=True).fill("review")
+        argument = page.get_by_role("group", name="Argument 1")
+        argument.get_by_label("Name").fill("language")
+        argument.get_by_label("Required").select_option(label="Yes")
+        page.get_by_role("group", name="Message 1").get_by_label("Text").fill("Review this {{language}} code.")
+        page.get_by_role("button", name="Add a message").click()
+        answer = page.get_by_role("group", name="Message 2")
+        answer.get_by_label("Role").select_option(label="Assistant")
+        answer.get_by_label("Text").fill("Gladly.")
+        page.get_by_label("Backend:").select_option(label="Python function")
+        expect(answer).to_be_hidden()  # a Python prompt's function makes its messages
+        page.get_by_label("Backend:").select_option(label="Static")
+        save(page)
+        # Opened again, the prompt is in its rows (what they store exactly: tests/tenants/admin/).
+        page.locator("#result_list").get_by_role("link", name="review").click()
+        expect(page.get_by_role("group", name="Argument 1").get_by_label("Name")).to_have_value("language")
+        expect(page.get_by_role("group", name="Argument 1").get_by_label("Required")).to_have_value("yes")
+        expect(page.get_by_role("group", name="Message 2").get_by_label("Role")).to_have_value("assistant")
+        expect(page.get_by_role("group", name="Message 2").get_by_label("Text")).to_have_value("Gladly.")
+        expect(page.get_by_label("Messages (JSON):")).to_have_value("")
+
+        for kind in ("prompt", "resourcetemplate", "resource"):
+            page.goto(f"{base}/admin/tenants/{kind}/add/?tenant={scene.ours}")
+            for scheme, width in (("light", 390), ("dark", 1400), ("dark", 390), ("light", 1400)):
+                page.emulate_media(color_scheme=scheme)
+                page.set_viewport_size({"width": width, "height": 900})
+                where = f"{kind} at {width} px, {scheme}"
+                found[where] = axe_violations(page)
+                overflow[where] = page.evaluate(
+                    "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+                )
+    finally:
+        page.context.close()
+
+    assert found == {where: [] for where in found}
+    assert overflow == {where: 0 for where in overflow}

@@ -1,7 +1,7 @@
 """A tenant owner made only through a membership runs their tenant from /admin/ in Debian's Chromium: signs in,
 sees only their tenant's rows, meets a 404 at another tenant's page, adds a member by username and by e-mail,
-invites someone by e-mail who creates their account from the mailed link and lands in the admin; the pages pass
-axe-core."""
+invites someone by e-mail who creates their account from the mailed link and lands in the admin, resends and
+revokes pending invitations on the tenant page; the pages pass axe-core."""
 
 from __future__ import annotations
 
@@ -181,4 +181,46 @@ def test_an_owner_invites_by_email_and_the_invitee_runs_the_tenant(
     finally:
         context.close()
 
+    assert checked == {name: [] for name in checked}
+
+
+# Runs in ``manage.py shell -c``: two invitations the owner sent (as the invitation page would).
+INVITE_SCRIPT = """
+from django.contrib.auth import get_user_model
+from tenants import people
+from tenants.models import Tenant
+tenant = Tenant.objects.get(pk={tenant})
+owner = get_user_model().objects.get(username={owner!r})
+for address in {addresses!r}:
+    people.invitation_create(tenant=tenant, email=address, role="member", by=owner, link_for=lambda token: token)
+"""
+
+
+def test_an_owner_resends_and_revokes_invitations_on_the_tenant_page(
+    page: Any, live_platform: LiveServer, scene: TenantAdminScene
+) -> None:
+    base = live_platform.web_urls[0]
+    first, second = (f"{name}@{scene.ours_slug}.example" for name in ("ivy", "ian"))
+    live_platform.manage(
+        "shell", "-c", INVITE_SCRIPT.format(tenant=scene.ours, owner=scene.owner, addresses=(first, second))
+    )
+    checked: dict[str, list[str]] = {}
+
+    page.goto(f"{base}/admin/tenants/tenant/{scene.ours}/change/")
+    pending = page.locator("#pending-invitations")
+    expect(pending.get_by_role("row", name=first)).to_contain_text("Member")
+    expect(pending.get_by_role("row", name=first)).to_contain_text(scene.owner)
+    for scheme, width in (("light", 390), ("dark", 1400), ("dark", 390), ("light", 1400)):
+        page.emulate_media(color_scheme=scheme)
+        page.set_viewport_size({"width": width, "height": 900})
+        pending.scroll_into_view_if_needed()
+        checked[f"tenant page {scheme} {width}"] = axe_violations(page)
+        assert fits(page, width), f"tenant page wider than {width} px"
+    page.get_by_role("button", name=f"Resend the invitation of {first}").click()
+    expect(page.locator(".messagelist")).to_contain_text("was sent less than a minute ago")
+    page.get_by_role("button", name=f"Revoke the invitation of {second}").click()
+
+    expect(page.locator(".messagelist")).to_contain_text(f"Revoked the invitation of {second}.")
+    expect(pending.get_by_role("row", name=second)).to_have_count(0)
+    expect(pending.get_by_role("row", name=first)).to_have_count(1)
     assert checked == {name: [] for name in checked}

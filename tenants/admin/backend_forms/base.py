@@ -16,7 +16,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from tenants.admin.secret_picker import secrets_refuse_missing
-from tenants.models import Backend, Tool
+from tenants.models import Backend, ResourceTemplate, Tool
 from tenants.secret_references import secret_names_in
 
 JSONObject = dict[str, Any]
@@ -77,9 +77,9 @@ class SectionedConfigForm(forms.ModelForm):
                 for name in section.section_fields:
                     self.fields.pop(name, None)
         self._stored_config = self.instance.config if self.instance.pk is not None else None
-        # Every backend a person picks for a tool has a section; a template's or prompt's static config is still the
-        # config itself.
-        if "config" in self.fields and model is Tool:
+        # Every backend a person picks for a tool or a template has a section; a prompt's static config is empty (its
+        # messages are the prompt), so its box stays the config itself.
+        if "config" in self.fields and model in (Tool, ResourceTemplate):
             config = self.fields["config"]
             config.label = "Advanced (JSON)"
             config.help_text = "Only what the fields of the backend's section cannot express; saved together with them."

@@ -20,6 +20,7 @@ from tenants.catalog import tool_wire
 from tenants.models import OpenApiSource, Secret, Tenant, Tool, Upstream
 from tenants.secrets import secret_set
 from tests.factories import MembershipFactory, UserFactory
+from tests.tenants.admin.page_forms import form_posted, with_values
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +59,8 @@ def base_form(tenant: Tenant, **overrides: Any) -> dict[str, Any]:
         "python_section": "1",
         "python_function": "",
         "static_section": "1",
-        "static_texts": [""],
+        "static_blocks_0_kind": "text",
+        "static_blocks_0_text": "",
         "http_section": "1",
         "http_method": "GET",
         "http_url": "",
@@ -147,8 +149,8 @@ def test_a_new_function_brings_its_schema_in_place_of_the_one_made_from_the_prev
     tool = Tool.objects.get(tenant=tenant, name="count")
     url = reverse("admin:tenants_tool_change", args=[tool.pk])
 
-    posted = browser_post(owner.get(url).context["adminform"].form)
-    response = owner.post(url, {**posted, "python_function": "demo.echo"})
+    posted = form_posted(owner.get(url).content.decode(), "tool_form")
+    response = owner.post(url, with_values(posted, python_function="demo.echo"))
 
     assert response.status_code == 302, errors_of(response)
     tool.refresh_from_db()
@@ -159,10 +161,10 @@ def test_a_new_function_brings_its_schema_in_place_of_the_one_made_from_the_prev
         "required": ["message"],
     }
     written = {"type": "object", "properties": {"message": {"type": "string", "maxLength": 80}}}
-    posted = browser_post(owner.get(url).context["adminform"].form)
-    owner.post(url, {**posted, "input_schema": json.dumps(written)})
-    posted = browser_post(owner.get(url).context["adminform"].form)
-    owner.post(url, {**posted, "python_function": "demo.count_slowly"})
+    posted = form_posted(owner.get(url).content.decode(), "tool_form")
+    owner.post(url, with_values(posted, input_schema=json.dumps(written)))
+    posted = form_posted(owner.get(url).content.decode(), "tool_form")
+    owner.post(url, with_values(posted, python_function="demo.count_slowly"))
     tool.refresh_from_db()
     assert (tool.config, tool.input_schema) == ({"function": "demo.count_slowly"}, written), "written by hand: kept"
 
@@ -181,9 +183,10 @@ def test_the_form_carries_the_schema_of_each_granted_function_and_of_no_other(
 
 
 def test_a_static_tool_is_written_as_text_blocks(owner: Client, tenant: Tenant) -> None:
+    blocks = {f"static_blocks_{i}_text": text for i, text in enumerate(["First block", "", "Second\r\nblock"])}
     response = owner.post(
         reverse("admin:tenants_tool_add"),
-        base_form(tenant, static_texts=["First block", "", "Second\r\nblock"], annotation_read_only="true"),
+        base_form(tenant, **blocks, annotation_read_only="true"),
     )
 
     assert response.status_code == 302, errors_of(response)
@@ -260,37 +263,15 @@ def test_an_existing_http_tool_opens_in_the_fields_and_saves_unchanged(admin_cli
     )
     url = reverse("admin:tenants_tool_change", args=[tool.pk])
 
-    form = admin_client.get(url).context["adminform"].form
-    posted = browser_post(form)
-    response = admin_client.post(url, posted)
+    page = admin_client.get(url)
+    form = page.context["adminform"].form
+    response = admin_client.post(url, form_posted(page.content.decode(), "tool_form"))
 
     assert response.status_code == 302, errors_of(response)
     assert form.initial["config"] is None  # nothing left for Advanced (JSON)
     assert form.initial["http_body_arguments"] == "name, tag"
     tool.refresh_from_db()
     assert tool.config == HTTP_CONFIG
-
-
-def browser_post(form: Any) -> dict[str, Any]:
-    """What a browser posts for ``form`` as rendered, untouched."""
-    data: dict[str, Any] = {}
-    for bound in form:
-        value = bound.value()
-        name = bound.html_name
-        if name == "icon_rows":
-            rows = value or []
-            for part in ("src", "mimeType", "sizes", "theme"):
-                data[f"{name}_{part}"] = [r.get(part, "") for r in rows] + [""]
-        elif name == "static_texts":
-            data[name] = [*(value or []), ""]
-        elif bound.field.widget.__class__.__name__ == "CheckboxInput":
-            if value:
-                data[name] = "on"
-        elif bound.field.widget.__class__.__name__ == "_HintSelect":
-            data[name] = {True: "true", False: "false"}.get(value, "unknown")
-        else:
-            data[name] = "" if value is None else value
-    return data
 
 
 def test_the_backend_choice_offers_no_upstream(owner: Client, tenant: Tenant) -> None:

@@ -1,5 +1,6 @@
 """Every config a JSON author writes opens in the structured fields and saves back as the same config: HTTP,
-static, Python; annotations and icons too. Shapes the fields cannot hold stay whole in the JSON boxes."""
+static, Python; annotations and icons, templates' texts, prompts' arguments and messages too. Shapes the fields
+cannot hold stay whole in the JSON boxes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ from typing import Any
 import pytest
 
 from tenants.admin.backend_forms.http import http_config_join, http_config_split
-from tenants.admin.backend_forms.static import static_config_join, static_config_split
+from tenants.admin.backend_forms.static import (
+    static_config_join,
+    static_config_split,
+    static_template_join,
+    static_template_split,
+)
+from tenants.admin.prompt_details import ROWS, rows_join, rows_split
 from tenants.admin.python_functions import PythonFunctionForm
 from tenants.admin.tool_details import annotations_join, annotations_split, icons_join, icons_split
 from tenants.builtin.bench_fixtures import BENCH
@@ -125,15 +132,45 @@ def test_every_built_in_tool_opens_and_saves_without_loss(tool: JSONObject) -> N
     assert icons_join(rows, icon_rest) == (tool.get("icons") or None)
 
 
-def test_static_text_blocks_are_the_content_and_other_blocks_stay_json() -> None:
+def test_static_content_blocks_are_the_content_and_blocks_they_cannot_hold_stay_json() -> None:
     two = {"content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}], "isError": True}
+    # Not a PNG by its bytes ("hi"): the image fields would refuse it, so the whole content stays JSON.
     image = {"content": [{"type": "image", "data": "aGk=", "mimeType": "image/png"}], "structuredContent": {"a": 1}}
 
-    assert static_config_split(two) == ({"static_texts": ["one", "two"], "static_is_error": True}, None)
-    assert static_config_join({"static_texts": ["one", "two"], "static_is_error": True}, None) == two
+    assert static_config_split(two) == ({"static_blocks": two["content"], "static_is_error": True}, None)
+    assert static_config_join({"static_blocks": two["content"], "static_is_error": True}, None) == two
     values, rest = static_config_split(image)
-    assert values["static_texts"] == [] and rest == image
+    assert values["static_blocks"] == [] and rest == image
     assert static_config_join(values, rest) == image
+
+
+PROMPTS = [prompt for spec in (DEMO, CONFORMANCE, BENCH) for prompt in spec.prompts]
+TEMPLATES = [template for spec in (DEMO, CONFORMANCE, BENCH) for template in spec.templates]
+
+
+@pytest.mark.parametrize("prompt", PROMPTS, ids=lambda prompt: prompt["name"])
+def test_every_built_in_prompts_arguments_and_messages_split_and_join_back(prompt: JSONObject) -> None:
+    for key, fits in (("arguments", ROWS["argument_rows"][2]), ("messages", ROWS["message_rows"][2])):
+        stored = prompt.get(key, [])
+        rows, rest = rows_split(stored, fits)
+        assert rows_join(rows, rest, field=key, box=key) == stored
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda template: template["name"])
+def test_every_built_in_templates_config_splits_and_joins_back(template: JSONObject) -> None:
+    config = template["config"]
+    if template.get("backend", "static") == "static":
+        values, rest = static_template_split(config)
+        assert rest is None and static_template_join(values, rest) == config
+    else:
+        values, rest = PythonFunctionForm.split(config)
+        assert PythonFunctionForm.join(values, rest) == config
+
+
+def test_a_template_text_the_box_cannot_hold_stays_json() -> None:
+    for config in ({"text": "a\r\nb"}, {"text": 1}, {"text": "x", "extra": True}):
+        values, rest = static_template_split(config)
+        assert static_template_join(values, rest) == config
 
 
 def test_annotations_and_icons_round_trip_and_keep_what_the_fields_do_not_offer() -> None:

@@ -127,6 +127,107 @@ def test_members_have_no_invitations_page(ours: Tenant) -> None:
     assert client.get(reverse(ADD_INVITATION)).status_code == 302  # to the admin's sign-in: no admin for members
 
 
+def tenant_page(client: Client, tenant: Tenant) -> Any:
+    return client.get(reverse("admin:tenants_tenant_change", args=[tenant.pk]))
+
+
+def pending_rows(page: Any) -> list[tuple[str, str, str, bool]]:
+    """(e-mail, role, invited by, has buttons) of each pending invitation the tenant page lists."""
+    return [
+        (row.email, row.role, row.invited_by, row.resend_url is not None) for row in page.context["pending_invitations"]
+    ]
+
+
+def test_the_tenant_page_lists_pending_invitations_only(ours: Tenant, theirs: Tenant, mailoutbox: Any) -> None:
+    client, owner = signed_in(ours, "owner", "olivia")
+    gus = UserFactory(username="gus")
+    MembershipFactory(tenant=theirs, user=gus, role="owner")
+    for address, tenant, by in (
+        ("nadia@example.com", ours, owner),
+        ("gone@example.com", ours, owner),
+        ("late@example.com", ours, owner),
+        ("secret@globex.example", theirs, gus),
+    ):
+        people.invitation_create(tenant=tenant, email=address, role="admin", by=by, link_for=lambda token: token)
+    people.invitation_revoke(invitation=Invitation.objects.get(email="gone@example.com"), by=owner)
+    Invitation.objects.filter(email="late@example.com").update(expires_at=timezone.now())
+
+    page = tenant_page(client, ours)
+    html = page.content.decode()
+
+    assert pending_rows(page) == [("nadia@example.com", "Admin", "olivia", True)]
+    assert "Pending invitations" in html and 'aria-label="Revoke the invitation of nadia@example.com"' in html
+    assert 'form="invitation-actions"' in html and '<form id="invitation-actions" method="post">' in html
+    assert "secret@globex.example" not in html and "gone@example.com" not in html
+
+
+def test_an_owner_resends_and_revokes_from_the_tenant_page(ours: Tenant, mailoutbox: Any) -> None:
+    client, owner = signed_in(ours, "owner", "olivia")
+    invitation = people.invitation_create(
+        tenant=ours, email="nadia@example.com", role="member", by=owner, link_for=lambda token: token
+    )
+    resend = reverse("admin:tenants_invitation_resend", args=[invitation.pk])
+    revoke = reverse("admin:tenants_invitation_revoke", args=[invitation.pk])
+
+    too_soon = client.post(resend, follow=True)
+    Invitation.objects.filter(pk=invitation.pk).update(sent_at=invitation.sent_at.replace(year=2020))
+    resent = client.post(resend, follow=True)
+    revoked = client.post(revoke, follow=True)
+
+    assert said(too_soon) == ["nadia@example.com: The invitation of nadia@example.com was sent less than a minute ago."]
+    assert resent.redirect_chain == [
+        (reverse("admin:tenants_tenant_change", args=[ours.pk]) + "#pending-invitations", 302)
+    ]
+    assert said(resent) == ["Sent the invitation of nadia@example.com again."]
+    assert len(mailoutbox) == 2 and mailoutbox[1].body != mailoutbox[0].body
+    assert said(revoked) == ["Revoked the invitation of nadia@example.com."]
+    assert people.invitation_state(Invitation.objects.get()) is people.InvitationState.REVOKED
+    assert pending_rows(revoked) == []
+    assert client.get(resend).status_code == 405  # a link never changes anything
+
+
+def test_an_admin_sees_an_owners_invitation_but_cannot_touch_it(ours: Tenant, mailoutbox: Any) -> None:
+    owner = UserFactory(username="olivia")
+    MembershipFactory(tenant=ours, user=owner, role="owner")
+    invitation = people.invitation_create(
+        tenant=ours, email="boss@example.com", role="owner", by=owner, link_for=lambda token: token
+    )
+    client, _ = signed_in(ours, "admin", "adam")
+
+    page = tenant_page(client, ours)
+    refused = client.post(reverse("admin:tenants_invitation_revoke", args=[invitation.pk]), follow=True)
+
+    assert pending_rows(page) == [("boss@example.com", "Owner", "olivia", False)]
+    assert "Only an owner resends or revokes it." in page.content.decode()
+    assert said(refused) == ["boss@example.com: You may not revoke this invitation."]
+    assert people.invitation_state(Invitation.objects.get()) is people.InvitationState.PENDING
+
+
+def test_another_tenants_invitation_cannot_be_resent_or_revoked(ours: Tenant, theirs: Tenant, mailoutbox: Any) -> None:
+    gus = UserFactory(username="gus")
+    MembershipFactory(tenant=theirs, user=gus, role="owner")
+    theirs_invitation = people.invitation_create(
+        tenant=theirs, email="secret@globex.example", role="member", by=gus, link_for=lambda token: token
+    )
+    Invitation.objects.update(sent_at=theirs_invitation.sent_at.replace(year=2020))
+    client, _ = signed_in(ours, "owner", "olivia")
+
+    answers = [
+        client.post(reverse(f"admin:tenants_invitation_{action}", args=[theirs_invitation.pk]))
+        for action in ("resend", "revoke")
+    ]
+
+    assert [a.status_code for a in answers] == [404, 404]
+    assert tenant_page(client, theirs).status_code == 404
+    assert people.invitation_state(Invitation.objects.get()) is people.InvitationState.PENDING
+    assert len(mailoutbox) == 1
+
+
+def said(response: Any) -> list[str]:
+    """The messages the page shows (the admin capitalises their first letter)."""
+    return [str(message) for message in response.context["messages"]]
+
+
 ADD_FORMS = [
     "admin:tenants_tool_add",
     "admin:tenants_resource_add",
