@@ -1,8 +1,9 @@
 """A small real HTTP server on a loopback address, in a thread, that records what reached it.
 
 Routes: ``/hello`` (JSON naming the Host header it got), ``/redirect?to=URL`` (302 there), ``/loop`` (302 to
-itself), ``/bytes?n=N`` (N bytes), ``/repeated`` (``X-Tag`` twice and ``Set-Cookie`` twice); POST answers the same
-after reading its body (kept in ``bodies``).
+itself), ``/bytes?n=N`` (N bytes), ``/repeated`` (``X-Tag`` twice and ``Set-Cookie`` twice), ``/bearer`` (the bearer
+token it was sent, as httpbin.org's ``/bearer`` answers; 401 without one); POST answers the same after reading its
+body (kept in ``bodies``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+BEARER = "Bearer "
+
+
+def httpbin_json(value: object) -> bytes:
+    """``value`` as httpbin.org writes its JSON answers (Flask's pretty-printed ``jsonify``, and a newline)."""
+    return (json.dumps(value, indent=2, separators=(", ", ": "), sort_keys=True) + "\n").encode()
 
 
 class LoopbackServer(ThreadingHTTPServer):
@@ -60,6 +68,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif parts.path == "/repeated":
             repeated = [("Content-Type", "application/json"), ("X-Tag", "first"), ("X-Tag", "second")]
             self._send(200, b"{}", [*repeated, ("Set-Cookie", "a=1; Path=/"), ("Set-Cookie", "b=2; Path=/")])
+        elif parts.path == "/bearer":
+            authorization = self.headers.get("Authorization", "")
+            if authorization.startswith(BEARER):
+                token = authorization[len(BEARER) :]
+                self._send(200, httpbin_json({"authenticated": True, "token": token}))
+            else:
+                self._send(401, b"", {"WWW-Authenticate": "Bearer"})
         elif parts.path == "/bytes":
             self._send(200, b"x" * int(query["n"][0]), {"Content-Type": "application/octet-stream"})
         else:

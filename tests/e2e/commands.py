@@ -2,11 +2,11 @@
 (``tests/e2e/command_server.py``) where the test is not about the command itself.
 
 Django's start-up costs a command 2 to 4 s of CPU on these machines; the tests run a few hundred. The commands that
-change data through the services (``shell -c``, the loaders, ``migrate``, ``upstream_add``, which connects to the
-upstream once and closes) go to a long-lived process; the rest (refreshes that go through the upstream pool, the
-serving and worker commands) start a process each, as a person would run them. Commands sent at once each get a
-long-lived process of their own (up to ``MAX_KEPT_PROCESSES``, started the first time they are needed), so commands
-run concurrently never wait on each other.
+change data through the services or the ORM (``shell -c``, the loaders, ``migrate``, ``createsuperuser``,
+``upstream_add``, which connects to the upstream once and closes) go to a long-lived process; the rest (refreshes
+that go through the upstream pool, the serving and worker commands) start a process each, as a person would run
+them. Commands sent at once each get a long-lived process of their own (up to ``MAX_KEPT_PROCESSES``, started the
+first time they are needed), so commands run concurrently never wait on each other.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ KEPT_COMMANDS = frozenset(
         "load_bench_tenants",
         "secret_set",
         "migrate",
+        "createsuperuser",
         "upstream_add",
     }
 )

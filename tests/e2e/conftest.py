@@ -18,6 +18,7 @@ from tests.e2e.browser import CHROMIUM, SKIP_ENV, launch_chromium
 from tests.e2e.faults import Topology, start_topology
 from tests.e2e.live import (
     CONFORMANCE_TENANT,
+    OWN_PLATFORM_LOGS_KEY,
     PAGED_TENANT,
     LiveServer,
     embedded_server,
@@ -81,6 +82,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     topology = item.stash.get(FAULT_TOPOLOGY_KEY, None)
     if report.failed and topology is not None:
         report.sections.append(("fault topology output", topology.logs()))
+    own_logs = item.stash.get(OWN_PLATFORM_LOGS_KEY, None)
+    if report.failed and own_logs is not None:
+        report.sections.append(("the test's own platform output", own_logs()))
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -271,6 +272,11 @@ class LiveServer:
 
     def logs(self) -> str:
         return "\n\n".join(process.tail() for process in self.processes)
+
+
+# What prints the output of a platform a test started for itself (not the session's ``live_platform``), kept in the
+# test item's stash: the output is shown when the test fails (tests/e2e/conftest.py).
+OWN_PLATFORM_LOGS_KEY = pytest.StashKey[Callable[[], str]]()
 
 
 def in_tenant(slug: str, statement: str) -> str:
