@@ -4,8 +4,10 @@ With nothing set the platform runs embedded: SQLite, the in-memory channel layer
 inside the serving process. ``DATABASE_URL`` and ``REDIS_URL`` switch to the production path.
 """
 
+import contextlib
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -38,21 +40,24 @@ def _env_list(name: str, default: list[str]) -> list[str]:
 def _embedded_secret_key() -> str:
     """A per-installation key kept under var/, so embedded runs need no configuration."""
     path = VAR_DIR / "secret_key"
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+    _write_once(path, secrets.token_urlsafe(50))
     return path.read_text().strip()
 
 
 def _write_once(path: Path, text: str) -> None:
-    """Create ``path`` holding ``text``, mode 0600 from the start and exclusively: a concurrent first start keeps
-    whichever key won."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
+    """Create ``path`` holding ``text``, mode 0600 from the start, exclusively and whole: the text is written to a
+    file of this process's own and linked into place, so a concurrent first start keeps whichever key won and no
+    process ever reads a key half written."""
+    if path.exists():
         return
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
+    fd, own = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        with contextlib.suppress(FileExistsError):
+            os.link(own, path)
+    finally:
+        os.unlink(own)
 
 
 def _embedded_oidc_key() -> str:
