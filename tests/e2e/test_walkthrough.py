@@ -163,8 +163,9 @@ def _label(label: str) -> re.Pattern[str]:
 
 
 def field(page: Any, label: str) -> Any:
-    """The form control labelled ``label`` (not a section of the form that bears the same name)."""
-    return page.get_by_label(_label(label)).and_(page.locator("input, select, textarea"))
+    """The form's own control labelled ``label`` (not a section of the form that bears the same name, nor a field of
+    one of its rows, such as a content block's)."""
+    return page.get_by_label(_label(label)).and_(page.locator(":is(input, select, textarea):not(.block-row *)"))
 
 
 def labelled(page: Any, label: str) -> Any:
@@ -293,7 +294,9 @@ def test_the_readme_walkthrough_ends_with_a_client_calling_four_kinds_of_tools(
         follow(owner, base, s5.paths()[0])
         field(owner, s5.bold("Name")).fill(s5.code("hello"))
         field(owner, s5.bold("Backend")).select_option(label=s5.italic("Static"))
-        labelled(owner, s5.bold("Content")).get_by_label("Text block 1").fill(s5.code("Hello from Acme!"))
+        block = labelled(owner, s5.bold("Content")).get_by_role("group", name=s5.bold("Block 1"))
+        block.get_by_label("Kind").select_option(label=s5.italic("Text"))
+        block.get_by_label(s5.bold("Text"), exact=True).fill(s5.code("Hello from Acme!"))
         save(owner, s5)
         owner.locator("#result_list").get_by_role("link", name="hello", exact=True).click()
         owner.get_by_role("link", name=s5.bold("Run in the console")).click()
