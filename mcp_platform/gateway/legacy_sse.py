@@ -59,6 +59,17 @@ class LegacySseConsumer(SessionStreamMixin, GatewayConsumer):
         raise StopConsumer()
 
     async def _serve(self) -> None:
+        try:
+            await self._stream()
+        except Exception as exc:
+            # Before the stream starts (the session could not be stored: the database is away), the answer is an
+            # error response (503 with Retry-After for an unreachable database); after, the stream just ends.
+            if not isinstance(exc, McpError):
+                logger.exception("2024-11-05 SSE endpoint failed")
+            if not self.response_started:
+                await send_error(self.send, exc)
+
+    async def _stream(self) -> None:
         if self.scope["method"] != "GET":
             await send_empty(self.send, 405, [(b"allow", b"GET")])
             return

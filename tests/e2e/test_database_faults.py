@@ -343,8 +343,9 @@ async def test_a_database_that_cannot_be_reached_is_a_503_with_retry_after_until
     fault_topology: Topology,
 ) -> None:
     """Not a 500: the service is unavailable for a moment, in the transport's terms and in JSON-RPC's, on each path
-    that needs the database (the gateway's tenant lookup, a session's creation); once the database is back the same
-    requests succeed, on the same processes."""
+    that needs the database (the gateway's tenant lookup, a session's creation, the 2024-11-05 stream's session and
+    a message to a session not yet known); once the database is back the same requests succeed, on the same
+    processes."""
     topology = fault_topology
     async with raw_http_client() as http:
         with anyio.fail_after(DEADLINE):
@@ -352,7 +353,7 @@ async def test_a_database_that_cannot_be_reached_is_a_503_with_retry_after_until
                 await handshake_session(topology)(http, web)
             await anyio.to_thread.run_sync(refuse_connections, topology, True)
             try:
-                for web in range(len(topology.web_urls)):
+                for web, base in enumerate(topology.web_urls):
                     refused = [
                         await http.post(
                             topology.endpoint(f"missing-{secrets.token_hex(3)}", web=web),
@@ -363,6 +364,11 @@ async def test_a_database_that_cannot_be_reached_is_a_503_with_retry_after_until
                             topology.endpoint(web=web),
                             json=request_message(1, "initialize", HANDSHAKE_INITIALIZE),
                             headers={"Accept": "application/json, text/event-stream"},
+                        ),
+                        await http.get(topology.sse_endpoint(web=web), headers={"Accept": "text/event-stream"}),
+                        await http.post(
+                            f"{base}/t/conformance/messages?session_id={secrets.token_urlsafe(24)}",
+                            json=request_message(1, "ping"),
                         ),
                     ]
                     for response in refused:
