@@ -39,6 +39,9 @@ DEFAULTS: dict[str, Any] = {
     "SSE_RETRY_MS": 1000,
     # Keep-alive comment interval on idle SSE streams (seconds).
     "SSE_KEEPALIVE": 15.0,
+    # How long a process stopped with SIGTERM may take to finish what it is doing (seconds): a web process its
+    # requests in flight (``mcp_infra.serving.drain``), a Celery worker its tool runs, which it then hands over.
+    "DRAIN_SECONDS": 20.0,
     # How long a web process trusts its copy of a tenant and its catalog without hearing of a change (seconds).
     # Changes normally arrive at once through the channel layer; this bounds staleness when that nudge is lost.
     # 0 reads the tenant row on every request.
@@ -169,6 +172,7 @@ class PlatformSettings:
     EVENT_RETENTION: int
     SSE_RETRY_MS: int
     SSE_KEEPALIVE: float
+    DRAIN_SECONDS: float
     TENANT_CACHE_TTL: float
     SESSION_CACHE_TTL: float
     PAGE_SIZE: int
@@ -298,7 +302,13 @@ def check_platform_settings(app_configs: Any, **kwargs: Any) -> list[CheckMessag
         errors.append(Error("MCP_PLATFORM['MAX_REQUEST_BYTES'] must be at least 1024.", id="mcp_platform.E002"))
     if loaded.MAX_HEADER_BYTES < 4096:
         errors.append(Error("MCP_PLATFORM['MAX_HEADER_BYTES'] must be at least 4096.", id="mcp_platform.E030"))
-    for name in ("HEADER_TIMEOUT", "BODY_TIMEOUT", "OUTBOUND_CONNECT_TIMEOUT", "OUTBOUND_READ_TIMEOUT"):
+    for name in (
+        "HEADER_TIMEOUT",
+        "BODY_TIMEOUT",
+        "OUTBOUND_CONNECT_TIMEOUT",
+        "OUTBOUND_READ_TIMEOUT",
+        "DRAIN_SECONDS",
+    ):
         value = getattr(loaded, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600:
             errors.append(Error(f"MCP_PLATFORM[{name!r}] must be between 0 and 3600 seconds.", id="mcp_platform.E031"))

@@ -14,6 +14,7 @@ from mcp_platform.gateway.legacy_sse import LegacyMessagesConsumer, LegacySseCon
 from mcp_platform.gateway.limits import RequestLimitsMiddleware  # noqa: E402
 from mcp_platform.gateway.middleware import GatewayMiddleware  # noqa: E402
 from mcp_platform.gateway.routing import TenantEndpointRouter  # noqa: E402
+from mcp_platform.telemetry.health import HealthEndpoints  # noqa: E402
 from mcp_platform.telemetry.streams import OpenStreamsMiddleware  # noqa: E402
 
 # HTTP only: Django refuses any other scope type (lifespan, websocket), as Channels' ProtocolTypeRouter would.
@@ -28,7 +29,9 @@ application: Any = RequestLimitsMiddleware(
                     "sse": LegacySseConsumer.as_asgi(),
                     "messages": LegacyMessagesConsumer.as_asgi(),
                 },
-                fallback=django_asgi_app,
+                # The health probes before Django (its host check would refuse a probe naming the pod's address);
+                # the MCP endpoints never pass here.
+                fallback=HealthEndpoints(django_asgi_app),
             )
         )
     )

@@ -384,6 +384,7 @@ LOGGING = {
     "loggers": {
         "mcp_platform": {"level": os.environ.get("LOG_LEVEL", "INFO"), "propagate": True},
         "tenants": {"level": os.environ.get("LOG_LEVEL", "INFO"), "propagate": True},
+        "mcp_infra": {"level": os.environ.get("LOG_LEVEL", "INFO"), "propagate": True},
         # No secret in any log line at any level: the outbound clients' request lines lose their query and user
         # information, and httpcore's DEBUG traces (response headers an API may have echoed a key into) stay off.
         "httpx": {"filters": ["outbound_urls"]},
@@ -423,6 +424,7 @@ MCP_PLATFORM = {
     "UPSTREAM_WATCH_CHECK": float(os.environ.get("MCP_UPSTREAM_WATCH_CHECK", "2")),
     "CATALOG_REVISION_CHECK": float(os.environ.get("MCP_CATALOG_REVISION_CHECK", "1")),
     "SSE_KEEPALIVE": float(os.environ.get("MCP_SSE_KEEPALIVE", "15")),
+    "DRAIN_SECONDS": float(os.environ.get("MCP_DRAIN_SECONDS", "20")),
     "TASK_MAX_RUNNING_PER_TENANT": int(os.environ.get("MCP_TASK_MAX_RUNNING_PER_TENANT", "0")),
     "STREAM_MAX_NOTIFICATIONS": int(os.environ.get("MCP_STREAM_MAX_NOTIFICATIONS", "1000")),
     "SESSION_MAX_STREAM_EVENTS": int(os.environ.get("MCP_SESSION_MAX_STREAM_EVENTS", "10000")),

@@ -1,25 +1,42 @@
 """The ASGI servers ``manage.py serve`` can run the platform on (uvicorn, daphne, granian), one function each.
 
 Every runner serves the already-imported application from the current process, with the collector frozen
-after start-up and no access log; ``docs/performance.md`` says which server to pick and why.
+after start-up and no access log (the health probes stay out of it when asked for one); ``docs/performance.md``
+says which server to pick and why. On each, the first SIGTERM or SIGINT drains the process before the server stops
+(``mcp_infra.serving.drain``), and a second one stops it at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import logging
+import signal
 import socket
 from collections.abc import Callable
 from typing import Any
+
+from mcp_infra.serving.drain import drain_then, process_drain
+from mcp_infra.serving.probes import ProbeLinesFilter, is_probe
 
 # Called once with the server's event loop before it serves (``manage.py serve`` binds the embedded worker to it).
 OnLoop = Callable[[asyncio.AbstractEventLoop], None] | None
 
 SERVERS = ("uvicorn", "daphne", "granian")
 DEFAULT_SERVER = "uvicorn"
-# Long-lived SSE streams never end by themselves: give them this long to finish on shutdown, then close them.
+# What a server stopped without a drain (a second signal) gives the responses still running before it closes them.
 GRACEFUL_SHUTDOWN_SECONDS = 5
 GRANIAN_MAX_CONCURRENT_REQUESTS = 65536
+# The signals that drain a server process (``serve`` turns SIGHUP and SIGQUIT into SIGTERM for its children).
+DRAIN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def quiet_probes(logger_name: str) -> None:
+    """Show the access lines of ``logger_name`` (servers log them at INFO; the platform's root logs WARNING and up),
+    the probes' excepted."""
+    access = logging.getLogger(logger_name)
+    access.setLevel(logging.INFO)
+    access.addFilter(ProbeLinesFilter())
 
 
 def freeze_start_up_heap() -> None:
@@ -78,6 +95,7 @@ def run_uvicorn(
     import uvloop
 
     from mcp_infra.serving.uvicorn_protocol import bounded_protocol
+    from mcp_infra.serving.uvicorn_server import DrainingServer
 
     header_timeout, max_header_bytes = request_limits()
     config = uvicorn.Config(
@@ -97,7 +115,9 @@ def run_uvicorn(
         log_level="warning",
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
-    server = uvicorn.Server(config)
+    if access_log:
+        quiet_probes("uvicorn.access")
+    server = DrainingServer(config)
     sockets = [socket.socket(fileno=fd)] if fd is not None else None
 
     async def serve() -> None:
@@ -140,14 +160,39 @@ def run_daphne(
     else:
         endpoints = build_endpoint_description_strings(host=host, port=port)
     freeze_start_up_heap()
+
+    class ProbeQuietAccessLog(AccessLogGenerator):  # type: ignore[misc]
+        def __call__(self, protocol: str, action: str, details: dict[str, Any]) -> None:
+            if not (protocol == "http" and is_probe(str(details.get("path", "")))):
+                super().__call__(protocol, action, details)
+
     server = Server(
         application=application,
         endpoints=endpoints,
-        signal_handlers=True,
+        # The drain's own (below): Twisted's would stop the reactor at once, cancelling every request.
+        signal_handlers=False,
         http_timeout=None,
         application_close_timeout=60,
-        action_logger=AccessLogGenerator(sys.stdout) if access_log else None,
+        action_logger=ProbeQuietAccessLog(sys.stdout) if access_log else None,
     )
+
+    async def stop_when_idle() -> None:
+        """Stop the reactor once no request is running (or at the drain's deadline): daphne cancels every
+        application still running when the reactor stops. Polled: daphne tells nobody when an application ends."""
+        while process_drain.remaining() > 0 and any(  # noqa: ASYNC110
+            not details["application_instance"].done()
+            for details in server.connections.values()
+            if details.get("application_instance") is not None
+        ):
+            await asyncio.sleep(0.1)
+        server.stop()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if not drain_then(stop_when_idle, twisted_loop):
+            twisted_loop.call_soon_threadsafe(server.stop)
+
+    for signum in DRAIN_SIGNALS:
+        signal.signal(signum, on_signal)
 
     def bound_connections() -> None:
         # The factory exists once ``run`` starts, before the reactor accepts the first connection.
@@ -195,9 +240,19 @@ def run_granian(
         log_level=LogLevels.warning,
         log_access=access_log,
     )
+    if access_log:
+        quiet_probes("granian.access")
 
     async def serve() -> None:
         prepare_serving_loop(on_loop)
+        loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            if not drain_then(server.stop, loop):
+                server.stop()
+
+        for signum in DRAIN_SIGNALS:
+            loop.add_signal_handler(signum, on_signal)
         await server.serve()
 
     uvloop.run(serve())

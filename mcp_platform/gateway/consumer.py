@@ -32,6 +32,7 @@ from mcp_platform.gateway.session_cache import session_cache
 from mcp_platform.gateway.session_get import SessionGetMixin
 from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
 from mcp_platform.gateway.stream_access import StreamAccess
+from mcp_platform.gateway.streams import requests_in_flight
 from mcp_platform.oauth.resource import principal_label
 from mcp_platform.oauth.throttling import asgi_client_address
 from mcp_platform.quotas.check import oauth_client_id, rate_limits_check_requests
@@ -65,6 +66,10 @@ class McpConsumer(HandshakePostMixin, SessionGetMixin, GatewayConsumer):
     # --- serving -----------------------------------------------------------------------------------
 
     async def _serve(self) -> None:
+        # In flight until it ends (a handshake-era run in this task outlives its connection): the drain waits for it.
+        task = asyncio.current_task()
+        assert task is not None
+        requests_in_flight.add(task)
         try:
             await self._route()
         except asyncio.CancelledError:
@@ -77,6 +82,7 @@ class McpConsumer(HandshakePostMixin, SessionGetMixin, GatewayConsumer):
             if not (self._sse_open or self.response_started):
                 await send_error(self.send, exc)
         finally:
+            requests_in_flight.discard(task)
             # The stream holds this consumer's ``send``: kept, the pair is a reference cycle, and every request's
             # consumer, with all it refers to, would wait for the garbage collector.
             self._post_stream = None

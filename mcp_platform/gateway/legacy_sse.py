@@ -22,6 +22,7 @@ from mcp_infra.messaging import groups
 from mcp_infra.messaging.mailbox import Inbox
 from mcp_platform.gateway import sessions
 from mcp_platform.gateway.base import GatewayConsumer
+from mcp_platform.gateway.drain import ending_on_drain
 from mcp_platform.gateway.handshake import deliver_client_messages, rate_limits_admit, scope_headers, session_env
 from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
@@ -59,6 +60,17 @@ class LegacySseConsumer(SessionStreamMixin, GatewayConsumer):
         raise StopConsumer()
 
     async def _serve(self) -> None:
+        try:
+            await self._stream()
+        except Exception as exc:
+            # Before the stream starts (the session could not be stored: the database is away), the answer is an
+            # error response (503 with Retry-After for an unreachable database); after, the stream just ends.
+            if not isinstance(exc, McpError):
+                logger.exception("2024-11-05 SSE endpoint failed")
+            if not self.response_started:
+                await send_error(self.send, exc)
+
+    async def _stream(self) -> None:
         if self.scope["method"] != "GET":
             await send_empty(self.send, 405, [(b"allow", b"GET")])
             return
@@ -75,10 +87,12 @@ class LegacySseConsumer(SessionStreamMixin, GatewayConsumer):
         inbox = Inbox()
         await inbox.join(groups.session_group(tenant.pk, self.session.pk), catalog_group(tenant.pk))
         try:
-            await start_sse(self.send)
-            endpoint = f"/t/{tenant.slug}/messages?session_id={self.session.pk}"
-            await send_chunk(self.send, sse.event(endpoint, event="endpoint"))
-            await self._pump(inbox)
+            # Ends last when the process drains: it carries the answers of the requests this process still runs.
+            with ending_on_drain(inbox, last=True):
+                await start_sse(self.send)
+                endpoint = f"/t/{tenant.slug}/messages?session_id={self.session.pk}"
+                await send_chunk(self.send, sse.event(endpoint, event="endpoint"))
+                await self._pump(inbox)
         finally:
             await inbox.leave()
 

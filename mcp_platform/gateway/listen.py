@@ -3,8 +3,9 @@ the client asked for, heard on the tenant's channel-layer group so a change made
 status of the caller's tasks it named (``notifications/tasks``), heard on each task's group.
 
 The stream opens with the acknowledgement, then sends notifications and keep-alive comments until the client
-closes it (which is how it cancels), or until its caller may no longer hear it (``StreamAccess``, asked before
-each notification and at each keep-alive). Nothing is stored: the stream is not resumable in this era.
+closes it (which is how it cancels), until its caller may no longer hear it (``StreamAccess``, asked before
+each notification and at each keep-alive), or until this process drains (the client listens again, elsewhere).
+Nothing is stored: the stream is not resumable in this era.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from mcp_core.tasks import TaskSnapshot, TaskStore, detailed_task
 from mcp_infra.conf import platform_settings
 from mcp_infra.messaging import groups
 from mcp_infra.messaging.mailbox import Inbox
+from mcp_platform.gateway.drain import SERVER_DRAINING, ending_on_drain
 from mcp_platform.gateway.responses import Send, send_chunk, start_sse
 from mcp_platform.gateway.stream_access import StreamAccess
 from tenants.events import catalog_group
@@ -75,30 +77,31 @@ async def serve_listen(
     *, send: Send, subscription: Subscription, tenant_id: int, tasks: TaskStore, access: StreamAccess
 ) -> None:
     """Join the tenant's catalog group and the groups of the caller's tasks it asked about, acknowledge, send those
-    tasks as they are now, and stay until cancelled or no longer ``access.allowed()``. Joining comes first so a
-    change committed right after the acknowledgement is not missed."""
+    tasks as they are now, and stay until cancelled, no longer ``access.allowed()``, or the process drains. Joining
+    comes first so a change committed right after the acknowledgement is not missed."""
     task_groups = {groups.task_group(tenant_id, task_id): task_id for task_id in subscription.task_ids}
     inbox = Inbox()
     await inbox.join(catalog_group(tenant_id), *task_groups)
     try:
-        current = {task_id: await tasks.get(task_id) for task_id in subscription.task_ids}
-        followed = [task_id for task_id, task in current.items() if task is not None]
-        stream = ListenStream(send, subscription.honouring_tasks(followed))
-        await stream.open()
-        for task_id in followed:
-            await stream.task_changed(current[task_id])
-        while True:
-            message = await inbox.next(platform_settings.SSE_KEEPALIVE)
-            if not await access.allowed():
-                await stream.end()
-                return
-            if message is None:
-                await stream.keep_alive()
-            elif message.get("type") == "catalog.changed":
-                await stream.catalog_changed(message)
-            elif message.get("type") == "resource.updated":
-                await stream.resource_updated(message)
-            elif message.get("kind") == "status" and message.get("group") in task_groups:
-                await stream.task_changed(await tasks.get(task_groups[message["group"]]))
+        with ending_on_drain(inbox):
+            current = {task_id: await tasks.get(task_id) for task_id in subscription.task_ids}
+            followed = [task_id for task_id, task in current.items() if task is not None]
+            stream = ListenStream(send, subscription.honouring_tasks(followed))
+            await stream.open()
+            for task_id in followed:
+                await stream.task_changed(current[task_id])
+            while True:
+                message = await inbox.next(platform_settings.SSE_KEEPALIVE)
+                if message == SERVER_DRAINING or not await access.allowed():
+                    await stream.end()
+                    return
+                if message is None:
+                    await stream.keep_alive()
+                elif message.get("type") == "catalog.changed":
+                    await stream.catalog_changed(message)
+                elif message.get("type") == "resource.updated":
+                    await stream.resource_updated(message)
+                elif message.get("kind") == "status" and message.get("group") in task_groups:
+                    await stream.task_changed(await tasks.get(task_groups[message["group"]]))
     finally:
         await inbox.leave()

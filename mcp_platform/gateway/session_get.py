@@ -15,6 +15,7 @@ from mcp_infra.messaging import groups
 from mcp_infra.messaging.mailbox import Inbox
 from mcp_platform.gateway import sessions
 from mcp_platform.gateway.control import session_control
+from mcp_platform.gateway.drain import ending_on_drain
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.responses import Send, header_list, send_chunk, start_sse
 from mcp_platform.gateway.session_streams import SessionStreamMixin
@@ -51,7 +52,8 @@ class SessionGetMixin(SessionStreamMixin):
         self._closed = False
         self._inbox = Inbox()
         try:
-            await self._get_stream(session, last_event_id)
+            with ending_on_drain(self._inbox):
+                await self._get_stream(session, last_event_id)
         finally:
             await self._inbox.leave()
 
@@ -131,6 +133,14 @@ class SessionGetMixin(SessionStreamMixin):
         if not self._closed:
             self._closed = True
             await send_chunk(self.send, b"", more=False)
+
+    async def server_draining(self, message: dict[str, Any]) -> None:
+        """End the stream after its last event, for the client to resume it on another process with
+        ``Last-Event-ID``; a standalone stream lets go of the session's GET first, so that resumption is not
+        refused as a second stream."""
+        if not self._following_post and not self._closed:
+            await sessions.standalone_stream_release(session_id=self.session.id, stream_id=self._stream_id)
+        await self._close_stream()
 
     async def _standalone(self, stream_id: str, after: int | None) -> None:
         if not await sessions.standalone_stream_claim(session=self.session, stream_id=stream_id):

@@ -40,6 +40,10 @@ class SessionStreamMixin:
     async def _idle(self) -> None:
         raise NotImplementedError
 
+    async def server_draining(self, message: dict[str, Any]) -> None:
+        """This process drains (``gateway.drain``): end the stream after its last event; the client reconnects."""
+        await self._close_stream()
+
     async def catalog_changed(self, message: dict[str, Any]) -> None:
         method = LIST_CHANGED.get(message.get("kind", ""))
         if method is not None:
@@ -57,6 +61,7 @@ class SessionStreamMixin:
             "catalog.changed": self.catalog_changed,
             "resource.updated": self.resource_updated,
             "mailbox.message": self.mailbox_message,
+            "server.draining": self.server_draining,
         }
         # The tenant's own changes (suspension, authorization required) are heard on the same group.
         checked = {"catalog.changed", "resource.updated", "tenant.changed"}

@@ -25,6 +25,7 @@ from mcp_core.errors import ClientRequestFailed, McpError
 from mcp_core.mrtr import InputPolicy
 from mcp_core.request_state import derive_key
 from mcp_infra.conf import platform_settings
+from mcp_infra.serving.drain import process_drain
 from mcp_platform.gateway.observing import call_info
 from mcp_platform.gateway.responses import (
     Headers,
@@ -34,6 +35,7 @@ from mcp_platform.gateway.responses import (
     start_sse,
     wire_error,
 )
+from mcp_platform.gateway.sessions import RUN_LOST
 from mcp_platform.jobs.models import RunOrigin
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.observe.calls import STREAMABLE_HTTP, observed_call
@@ -243,6 +245,12 @@ async def serve_stateless(
             result = await dispatch(request.method, request.params, env)
             call.succeed(result)
         await stream.finish(jsonrpc.encode_result(request.id, result), 200)
+    except asyncio.CancelledError:
+        if not process_drain.expired:
+            raise
+        # Cut off by this process's drain: the server is stopping (503); the client may send it again if that is
+        # safe, to another process.
+        await stream.finish(jsonrpc.encode_error(request.id, wire_error(RUN_LOST)[1]), 503)
     except Exception as exc:
         if not isinstance(exc, McpError):
             logger.exception("%s failed", request.method)

@@ -23,9 +23,11 @@ from mcp_core.errors import ClientRequestFailed, McpError
 from mcp_infra.conf import platform_settings
 from mcp_infra.messaging import groups
 from mcp_infra.messaging.mailbox import mailbox, send_to_group
+from mcp_infra.serving.drain import process_drain
 from mcp_platform.gateway.control import request_key, session_control
 from mcp_platform.gateway.responses import Headers, Send, send_chunk, send_empty, send_json, start_sse, wire_error
 from mcp_platform.gateway.sessions import (
+    RUN_LOST,
     new_token,
     post_stream_followed,
     post_stream_open,
@@ -42,8 +44,13 @@ LOG_MESSAGE = "notifications/message"
 # How many notifications a stream stores between two counts of its session's stored events.
 SESSION_COUNT_EVERY = 100
 
-# Runs detached from their HTTP response are kept referenced here until they finish (routing, not state).
+# Runs detached from their HTTP response are kept referenced here until they finish (routing, not state); with the
+# tasks of the HTTP requests to the MCP endpoint (added and removed by the consumer itself, which costs no loop
+# callback), they are what this process's drain waits for, and the POST streams they answer on what it releases
+# (``gateway.drain``).
 _running: set[asyncio.Task[Any]] = set()
+requests_in_flight: set[asyncio.Task[Any]] = set()
+_streams_running: set[PostStream] = set()
 
 
 class Sink(Protocol):
@@ -100,7 +107,13 @@ class PostStream:
     def adopt(self, run: asyncio.Task[Any]) -> None:
         """A run answering on this stream: cancelled if the stream is ended in this process's place."""
         self._runs.add(run)
-        run.add_done_callback(self._runs.discard)
+        _streams_running.add(self)
+        run.add_done_callback(self._run_ended)
+
+    def _run_ended(self, run: asyncio.Task[Any]) -> None:
+        self._runs.discard(run)
+        if not self._runs:
+            _streams_running.discard(self)
 
     def detach(self) -> None:
         """The client went away: keep storing events for a resumption, stop writing to the socket. Unless a client
@@ -184,7 +197,8 @@ class PostStream:
     async def release(self) -> None:
         """End the HTTP response early with a ``retry:`` hint; the client resumes with ``Last-Event-ID``.
 
-        Only for clients that know SSE polling (2025-11-25 sessions, which got a priming event)."""
+        Only for clients that know SSE polling (2025-11-25 sessions, which got a priming event). Asked by a tool
+        (``ctx.release_connection``), and by this process's drain."""
         async with self._lock:
             if not self._priming or not self._attached or self._mode == "done":
                 return
@@ -382,7 +396,9 @@ async def run_request(
             payload = jsonrpc.encode_result(request.id, result)
         except asyncio.CancelledError as exc:
             call.fail(exc)
-            payload = None
+            # Cut off by this process's drain: answered as stopped (the client may send it again if that is safe),
+            # where a cancelled request goes unanswered.
+            payload = jsonrpc.encode_error(request.id, wire_error(RUN_LOST)[1]) if process_drain.expired else None
         except Exception as exc:
             call.fail(exc)
             if not isinstance(exc, McpError):
@@ -403,6 +419,17 @@ def start_run(
             run_request(request=request, env=env, sink=sink, tenant_id=tenant_id, session_id=session_id, info=info)
         )
     )
+
+
+def runs_in_flight() -> set[asyncio.Task[Any]]:
+    """The requests this process answers now (every era, and the runs that outlive their HTTP request)."""
+    return _running | requests_in_flight
+
+
+async def release_post_streams() -> None:
+    """Release every POST stream that can be (``PostStream.release``): its client resumes on another process."""
+    for stream in list(_streams_running):
+        await stream.release()
 
 
 def keep_running(task: asyncio.Task[Any] | None) -> asyncio.Task[Any]:

@@ -1,5 +1,6 @@
 """One start of a tool run on a worker: claim it, run the call with the answers the task holds, keep the lease
-while it runs, stop when the task is cancelled, and store what came of it.
+while it runs, stop when the task is cancelled, and store what came of it; and, when the worker shuts down, the
+hand-over of the starts it could not finish within ``DRAIN_SECONDS``.
 
 The call runs through ``mcp_core.features.tools.run_task_call`` with the same ``ToolContext`` a call in the
 request gets; only its ``Outbound`` differs. Questions to the client never wait here: the ledger answers the
@@ -13,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import enum
 import logging
+import threading
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -28,6 +31,7 @@ from mcp_infra.conf import platform_settings
 from mcp_infra.messaging import groups
 from mcp_infra.messaging.mailbox import mailbox, send_to_group
 from mcp_platform.jobs import capacity, services
+from mcp_platform.jobs.loop import process_loop
 from mcp_platform.jobs.models import ToolRun
 from mcp_platform.jobs.progress import ProgressRecorder
 from mcp_platform.jobs.services import Claim
@@ -39,6 +43,21 @@ logger = logging.getLogger(__name__)
 JSONObject = dict[str, Any]
 
 PROGRESS = "notifications/progress"
+
+
+class Stopped(enum.Enum):
+    """A start whose call did not come to an outcome."""
+
+    # Cancelled, expired, purged or taken over: not this start's to finish, nothing to store.
+    GIVEN_UP = "given up"
+    # This worker shuts down: the run starts anew on another worker.
+    HANDED_OVER = "handed over"
+
+
+# The calls of this worker's starts (routing, not state: the run's row is the truth), and those being handed over.
+_calls: set[asyncio.Task[TaskOutcome]] = set()
+_handing_over: set[asyncio.Task[TaskOutcome]] = set()
+_shutting_down = threading.Event()
 
 
 class TaskOutbound:
@@ -122,12 +141,13 @@ async def _keep_lease(run: ToolRun, work: asyncio.Task[TaskOutcome]) -> None:
         await asyncio.sleep(interval)
 
 
-async def _run_call(run: ToolRun) -> TaskOutcome | None:
-    """The outcome of the call, or None when it was stopped (cancelled, expired)."""
+async def _run_call(run: ToolRun) -> TaskOutcome | Stopped:
+    """The outcome of the call, or how it was stopped."""
     outbound = TaskOutbound(run)
     context = contextvars.copy_context()
     context.run(running_task.set, RunningTask(run))
     work = asyncio.create_task(run_task_call(run.tool_name, run.arguments, task_env(run, outbound)), context=context)
+    _calls.add(work)
     control = groups.task_control_group(run.tenant_id, run.pk)
 
     def stop(message: JSONObject) -> None:
@@ -144,12 +164,15 @@ async def _run_call(run: ToolRun) -> TaskOutcome | None:
         work.cancel()
         raise
     finally:
+        _calls.discard(work)
         keeper.cancel()
         outbound.progress.close()
         with contextlib.suppress(Exception):
             await asyncio.shield(box.unsubscribe(control, stop))
+    handed_over = work in _handing_over
+    _handing_over.discard(work)
     if work.cancelled():
-        return None
+        return Stopped.HANDED_OVER if handed_over else Stopped.GIVEN_UP
     # The last progress the call reported, should the throttle still hold it.
     await outbound.progress.settle()
     failure = work.exception()
@@ -168,8 +191,43 @@ async def tool_run_execute(*, tenant_id: int, run_id: str, generation: int) -> C
     if isinstance(claimed, Claim):
         return claimed
     outcome = await _run_call(claimed)
-    if outcome is not None:
+    if outcome is Stopped.HANDED_OVER:
+        handed = await sync_to_async(services.tool_run_hand_over)(
+            tenant_id=tenant_id, run_id=run_id, generation=generation
+        )
+        if handed:
+            logger.info("tool run %s (start %s) handed over: this worker shuts down", run_id, generation)
+    elif isinstance(outcome, TaskOutcome):
         await sync_to_async(services.tool_run_finish)(
             tenant_id=tenant_id, run_id=run_id, generation=generation, outcome=outcome
         )
     return None
+
+
+async def calls_hand_over() -> int:
+    """Stop every call this worker runs; each start is then handed over (``tool_run_execute``). How many."""
+    stopped = 0
+    for work in list(_calls):
+        _handing_over.add(work)
+        stopped += work.cancel()
+    return stopped
+
+
+def hand_over_after_drain(sender: Any = None, how: str = "Warm", **kwargs: Any) -> None:
+    """Celery's ``worker_shutting_down`` receiver, called in the worker's signal handler (so it only starts a timer).
+
+    On SIGTERM Celery's warm shutdown takes no new task and waits for the running ones; the calls still running
+    ``DRAIN_SECONDS`` later are stopped and their starts handed over to another worker. A cold shutdown (SIGQUIT)
+    starts the hand-over at once (Celery does not wait for it: what it leaves is taken over when the lease lapses)."""
+    if _shutting_down.is_set():
+        return
+    _shutting_down.set()
+    grace = 0.0 if how == "Cold" else float(platform_settings.DRAIN_SECONDS)
+    timer = threading.Timer(grace, _hand_over_now)
+    timer.daemon = True
+    timer.start()
+
+
+def _hand_over_now() -> None:
+    if _calls:
+        asyncio.run_coroutine_threadsafe(calls_hand_over(), process_loop())

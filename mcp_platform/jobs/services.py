@@ -332,6 +332,25 @@ def tool_run_continues(*, tenant_id: int, run_id: str) -> bool:
     return alive.exists()
 
 
+def tool_run_hand_over(*, tenant_id: int, run_id: str, generation: int) -> bool:
+    """A worker shutting down gives back the start it could not finish (its call already stopped): the next start is
+    queued at once for another worker, so the run waits for no lease to lapse and no sweep. Not a takeover (the
+    call did not take its worker down), so it counts against no limit. False when the start was no longer this
+    worker's (cancelled, expired, taken over meanwhile)."""
+    with transaction.atomic():
+        run = _locked_start(tenant_id, run_id, generation).first()
+        if run is None:
+            return False
+        # Still working: a new start of the same call, not a transition.
+        run.generation += 1
+        run.lease_until, run.scheduled_at = None, timezone.now()
+        run.status_message = "Started again: the worker running it shut down"
+        run.save(update_fields=["generation", "lease_until", "scheduled_at", "status_message", "updated_at"])
+        _schedule(run)
+        _announce(run)
+    return True
+
+
 def tool_run_finish(*, tenant_id: int, run_id: str, generation: int, outcome: TaskOutcome) -> ToolRun | None:
     """Store what the run came to: its result, its JSON-RPC error, or its open questions. Discarded (None) when the
     run stopped being this start's meanwhile (cancelled, expired)."""

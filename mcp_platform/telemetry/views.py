@@ -2,16 +2,13 @@
 folded in first), plus the tool runs counted at scrape time. A Django view, so it stays off the MCP endpoint's path
 (the gateway only routes ``/t/``).
 
-Who may scrape: with ``MCP_METRICS_TOKEN`` set, whoever presents it as a bearer token (compared in constant time);
-without it, loopback clients only, judged on the client address the rate limits use (behind a trusted proxy the
-forwarded address, so a public client coming through a proxy on the same machine is not loopback).
+Who may scrape (``telemetry.access``): with ``MCP_METRICS_TOKEN`` set, whoever presents it as a bearer token;
+without it, loopback clients only.
 """
 
 from __future__ import annotations
 
 import glob
-import hmac
-import ipaddress
 import os
 import re
 from collections.abc import Iterator
@@ -26,6 +23,7 @@ from mcp_infra.conf import platform_settings
 from mcp_infra.telemetry.tally import request_tally
 from mcp_platform.jobs.selectors import tool_run_status_counts
 from mcp_platform.oauth.throttling import client_address
+from mcp_platform.telemetry.access import is_loopback, presents_metrics_token
 
 # Bounds the scrape-time query (rows of tenant and status).
 TASK_ROWS_LIMIT = 5000
@@ -69,27 +67,15 @@ def reap_dead_processes(path: str) -> list[int]:
     return reaped
 
 
-def _loopback(address: str) -> bool:
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_loopback
-
-
 def scrape_refusal(request: HttpRequest) -> HttpResponse | None:
     """None when ``request`` may scrape; else the answer (401 without the configured token, 403 off loopback)."""
-    token = platform_settings.METRICS_TOKEN
-    if token:
-        scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(), token.encode()):
+    if platform_settings.METRICS_TOKEN:
+        if presents_metrics_token(request.headers.get("Authorization", "")):
             return None
         refusal = HttpResponse("A bearer token is required.\n", status=401, content_type="text/plain")
         refusal["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return refusal
-    if _loopback(client_address(request.META)):
+    if is_loopback(client_address(request.META)):
         return None
     return HttpResponse("Metrics are served to loopback clients only.\n", status=403, content_type="text/plain")
 

@@ -123,9 +123,10 @@ def stateless_headers(method: str, name: str | None = None) -> dict[str, str]:
 class RawSession:
     """A handshake-era session spoken by hand over Streamable HTTP."""
 
-    def __init__(self, http: httpx.AsyncClient, url: str) -> None:
+    def __init__(self, http: httpx.AsyncClient, url: str, version: str = PROTOCOL_VERSION) -> None:
         self.http = http
         self.url = url
+        self.version = version
         self.session_id: str | None = None
         self._last_id = 0
 
@@ -137,19 +138,19 @@ class RawSession:
         headers = {"Accept": accept, "Content-Type": "application/json"}
         if self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
-            headers["MCP-Protocol-Version"] = PROTOCOL_VERSION
+            headers["MCP-Protocol-Version"] = self.version
         headers.update(extra)
         return headers
 
     def joined(self, url: str) -> RawSession:
         """The same session, spoken to ``url`` (another web process)."""
-        other = RawSession(self.http, url)
+        other = RawSession(self.http, url, self.version)
         other.session_id = self.session_id
         return other
 
     async def initialize(self, capabilities: JSONObject | None = None) -> JSONObject:
         """``initialize`` then ``notifications/initialized``; the initialize result."""
-        params = {"protocolVersion": PROTOCOL_VERSION, "capabilities": capabilities or {}, "clientInfo": CLIENT_INFO}
+        params = {"protocolVersion": self.version, "capabilities": capabilities or {}, "clientInfo": CLIENT_INFO}
         request_id = self.next_id()
         response = await self.http.post(
             self.url, json=request_message(request_id, "initialize", params), headers=self.headers()

@@ -343,8 +343,9 @@ async def test_a_database_that_cannot_be_reached_is_a_503_with_retry_after_until
     fault_topology: Topology,
 ) -> None:
     """Not a 500: the service is unavailable for a moment, in the transport's terms and in JSON-RPC's, on each path
-    that needs the database (the gateway's tenant lookup, a session's creation); once the database is back the same
-    requests succeed, on the same processes."""
+    that needs the database (the gateway's tenant lookup, a session's creation, the 2024-11-05 stream's session and
+    a message to a session not yet known), and the processes say they are not ready; once the database is back the
+    same requests succeed, on the same processes, and they are ready again."""
     topology = fault_topology
     async with raw_http_client() as http:
         with anyio.fail_after(DEADLINE):
@@ -352,7 +353,7 @@ async def test_a_database_that_cannot_be_reached_is_a_503_with_retry_after_until
                 await handshake_session(topology)(http, web)
             await anyio.to_thread.run_sync(refuse_connections, topology, True)
             try:
-                for web in range(len(topology.web_urls)):
+                for web, base in enumerate(topology.web_urls):
                     refused = [
                         await http.post(
                             topology.endpoint(f"missing-{secrets.token_hex(3)}", web=web),
@@ -364,17 +365,30 @@ async def test_a_database_that_cannot_be_reached_is_a_503_with_retry_after_until
                             json=request_message(1, "initialize", HANDSHAKE_INITIALIZE),
                             headers={"Accept": "application/json, text/event-stream"},
                         ),
+                        await http.get(topology.sse_endpoint(web=web), headers={"Accept": "text/event-stream"}),
+                        await http.post(
+                            f"{base}/t/conformance/messages?session_id={secrets.token_urlsafe(24)}",
+                            json=request_message(1, "ping"),
+                        ),
                     ]
                     for response in refused:
                         assert response.status_code == 503, f"HTTP {response.status_code}: {response.text}"
                         assert response.headers["retry-after"] == "5"
                         error = response.json()["error"]
                         assert error["code"] == -32603 and "temporarily unavailable" in error["message"], error
+                    # Alive, not ready, and (to this loopback client) saying why.
+                    assert (await http.get(f"{base}/healthz")).status_code == 200
+                    readiness = await http.get(f"{base}/readyz")
+                    assert readiness.status_code == 503, readiness.text
+                    checks = readiness.json()["checks"]
+                    assert not checks["database"]["ok"] and checks["database"]["seconds"] < 1.5, checks
+                    assert checks["redis"]["ok"], checks
             finally:
                 await anyio.to_thread.run_sync(refuse_connections, topology, False)
-            for web in range(len(topology.web_urls)):
+            for web, base in enumerate(topology.web_urls):
                 await handshake_session(topology)(http, web)
                 await unknown_tenant(topology)(http, web)
+                assert (await http.get(f"{base}/readyz")).status_code == 200
 
 
 HANDSHAKE_INITIALIZE = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT_INFO}

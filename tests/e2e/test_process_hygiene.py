@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from mcp_platform.gateway.management.commands.serve import CHILD_STOP_SECONDS
+from mcp_platform.gateway.management.commands.serve import child_stop_seconds
 from tests.e2e.live import (
     CELERY,
     PYTHON,
@@ -30,8 +30,8 @@ from tests.e2e.live import (
 )
 from tests.process_marks import TEST_MARK, new_mark, wait_for_marked, wait_until_none_marked
 
-# A server stops gracefully within its shutdown grace; the supervisor kills what is left after CHILD_STOP_SECONDS.
-STOP_DEADLINE = CHILD_STOP_SECONDS + 10.0
+# A server drains and stops within its grace; the supervisor kills what is left after child_stop_seconds().
+STOP_DEADLINE = child_stop_seconds() + 10.0
 START_DEADLINE = 60.0
 
 needs_production = pytest.mark.skipif(

@@ -1,7 +1,8 @@
 """The sweep that keeps runs moving without the broker's help: a start no worker claimed within a lease is queued
 again (same start), one whose lease lapsed is started anew (next generation; the old start can neither renew nor
 finish), a run whose message could not be sent is queued at the next sweep, and one that took its worker down
-too often fails. Also: whose allowance of unfinished tasks an anonymous caller uses."""
+too often fails; and, without the sweep, a start a worker shutting down hands over is queued anew at once. Also:
+whose allowance of unfinished tasks an anonymous caller uses."""
 
 from __future__ import annotations
 
@@ -94,6 +95,29 @@ def test_a_run_whose_lease_lapsed_is_started_anew_and_the_old_start_is_stopped(
     done = TaskOutcome(TaskEvent.COMPLETE, result={"content": []})
     assert services.tool_run_finish(tenant_id=run.tenant_id, run_id=run.pk, generation=1, outcome=done) is None
     assert claim(run, 1) is Claim.STALE
+    assert isinstance(claim(run, 2), ToolRun)
+
+
+def test_a_start_handed_over_by_a_worker_shutting_down_is_queued_anew_at_once_and_counts_as_no_takeover(
+    alice: Caller, queued: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    run = create(alice, django_capture_on_commit_callbacks)
+    claim(run, 1)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        handed = services.tool_run_hand_over(tenant_id=run.tenant_id, run_id=run.pk, generation=1)
+    with django_capture_on_commit_callbacks(execute=True):
+        again = services.tool_run_hand_over(tenant_id=run.tenant_id, run_id=run.pk, generation=1)
+
+    run.refresh_from_db()
+    assert (handed, again) == (True, False)
+    assert (run.generation, run.takeovers, run.lease_until, run.status) == (2, 0, None, "working")
+    assert "worker running it shut down" in run.status_message
+    # Queued at once, not at the next sweep; the old start can neither renew nor finish.
+    assert queued == [(run.pk, 1), (run.pk, 2)]
+    assert not services.tool_run_renew(tenant_id=run.tenant_id, run_id=run.pk, generation=1)
+    done = TaskOutcome(TaskEvent.COMPLETE, result={"content": []})
+    assert services.tool_run_finish(tenant_id=run.tenant_id, run_id=run.pk, generation=1, outcome=done) is None
     assert isinstance(claim(run, 2), ToolRun)
 
 

@@ -23,18 +23,25 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from mcp_infra.conf import platform_settings
+from mcp_infra.serving.drain import CUT_OFF_SECONDS
 from mcp_infra.serving.processes import end_with_parent, exit_normally_on_sigterm
-from mcp_infra.serving.servers import DEFAULT_SERVER, GRACEFUL_SHUTDOWN_SECONDS, RUNNERS, SERVERS, listening_socket
+from mcp_infra.serving.servers import DEFAULT_SERVER, RUNNERS, SERVERS, listening_socket
 
 logger = logging.getLogger(__name__)
 
 
 # Worker threads mostly wait on their task's coroutine (on the shared event loop), so they are cheap.
 EMBEDDED_WORKER_THREADS = 16
-# Every signal that asks ``serve --workers N`` to stop; each ends all its server processes.
+# Every signal that asks ``serve --workers N`` to stop; each drains and ends all its server processes.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
-# How long a server process may take over its graceful shutdown before it is killed.
-CHILD_STOP_SECONDS = GRACEFUL_SHUTDOWN_SECONDS + 5
+# What a server process may take beyond its drain (the server's own shutdown, the exit) before it is killed.
+STOP_MARGIN_SECONDS = 5.0
+
+
+def child_stop_seconds() -> float:
+    """How long a server process may take from SIGTERM to its exit before the supervisor kills it."""
+    return float(platform_settings.DRAIN_SECONDS) + CUT_OFF_SECONDS + STOP_MARGIN_SECONDS
 
 
 def start_embedded_worker() -> threading.Thread:
@@ -160,9 +167,10 @@ class Command(BaseCommand):
     def _supervise(self, options: dict[str, Any]) -> int:
         """Run ``workers`` child servers on one inherited socket until a signal or a child's death.
 
-        Any of ``STOP_SIGNALS`` ends every child (SIGTERM, then SIGKILL after ``CHILD_STOP_SECONDS``); a
-        supervisor killed outright takes its children with it, as each asked the kernel for its parent's death
-        signal. A child that dies takes the group down (exit status 1): restarting is the process manager's job.
+        Any of ``STOP_SIGNALS`` ends every child: each gets SIGTERM and drains (``mcp_infra.serving.drain``), and
+        is killed if still running ``child_stop_seconds()`` later; a supervisor killed outright takes its children
+        with it, as each asked the kernel for its parent's death signal. A child that dies takes the group down
+        (exit status 1): restarting is the process manager's job.
         """
         signalled = False
 
@@ -182,17 +190,19 @@ class Command(BaseCommand):
             children.append(subprocess.Popen(argv, pass_fds=[sock.fileno()]))
         while not signalled and all(child.poll() is None for child in children):
             time.sleep(0.2)
-        stop_children(children)
+        # The children hold the socket too: they go on accepting while they drain, and close it as they stop. A
+        # listening socket left open here would take connections nobody accepts any more.
         sock.close()
+        stop_children(children)
         return 0 if signalled else 1
 
 
 def stop_children(children: list[subprocess.Popen[bytes]]) -> None:
-    """SIGTERM every running child, and SIGKILL those still running ``CHILD_STOP_SECONDS`` later."""
+    """SIGTERM every running child (each drains), and SIGKILL those still running ``child_stop_seconds()`` later."""
     for child in children:
         if child.poll() is None:
             child.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + CHILD_STOP_SECONDS
+    deadline = time.monotonic() + child_stop_seconds()
     for child in children:
         try:
             child.wait(max(0.0, deadline - time.monotonic()))
