@@ -16,6 +16,7 @@ import pytest
 
 from tests.e2e.browser import CHROMIUM, SKIP_ENV, launch_chromium
 from tests.e2e.faults import Topology, start_topology
+from tests.e2e.hosts import HOSTS_KEY
 from tests.e2e.live import (
     CONFORMANCE_TENANT,
     PAGED_TENANT,
@@ -81,6 +82,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     topology = item.stash.get(FAULT_TOPOLOGY_KEY, None)
     if report.failed and topology is not None:
         report.sections.append(("fault topology output", topology.logs()))
+    hosts = item.config.stash.get(HOSTS_KEY, None)
+    if report.failed and hosts is not None and "hosts" in getattr(item, "fixturenames", ()):
+        report.sections.append(("multi-host topology output", hosts.logs()))
 
 
 @pytest.fixture(scope="module")
