@@ -220,10 +220,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Connecting to a broker that is down fails within seconds (a task is then queued by the sweep once it is back).
+# Connecting to a broker that is down fails within seconds (a task is then queued by the sweep once it is back), and
+# so does sending on a connection the broker stopped answering (cut off by the network: without a read timeout the
+# publish, and the web process's database thread it runs on, would wait until TCP gives up, a quarter of an hour).
 # A message a worker took and never acknowledged comes back after the visibility timeout: by then the sweep has
 # started its run anew (within a lease), so the copy finds the start stale and does nothing.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_timeout": 3}
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_timeout": 3, "socket_timeout": 3}
 # Beat's schedule file (a shelve: ``celerybeat-schedule`` plus a suffix the dbm module picks) goes under the var
 # directory for every way beat starts (``celery beat``, ``celery worker --beat``, serve's embedded beat), not into
 # the working directory: that is the checkout here, and a read-only root file system in a container.

@@ -16,6 +16,7 @@ import pytest
 
 from tests.e2e.browser import CHROMIUM, SKIP_ENV, launch_chromium
 from tests.e2e.faults import Topology, start_topology
+from tests.e2e.hosts import HOSTS_KEY
 from tests.e2e.live import (
     CONFORMANCE_TENANT,
     OWN_PLATFORM_LOGS_KEY,
@@ -85,6 +86,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     own_logs = item.stash.get(OWN_PLATFORM_LOGS_KEY, None)
     if report.failed and own_logs is not None:
         report.sections.append(("the test's own platform output", own_logs()))
+    hosts = item.config.stash.get(HOSTS_KEY, None)
+    if report.failed and hosts is not None and "hosts" in getattr(item, "fixturenames", ()):
+        report.sections.append(("multi-host topology output", hosts.logs()))
 
 
 @pytest.fixture(scope="module")
