@@ -40,6 +40,9 @@ class CatalogBackend:
     # chosen), or a tuple of them where the kinds of entry differ (one section per kind); None where the backend has
     # no section (upstream items are mirrored, not written by hand).
     admin_form: ClassVar[str | tuple[str, ...] | None] = None
+    # Whether a person may choose this backend on the admin's forms (False where entries are made by the platform,
+    # as the federation makes mirrored items).
+    chosen_by_hand: ClassVar[bool] = True
 
     async def tool_invoke(self, tool: Tool, arguments: JSONObject, ctx: ToolContext) -> Any:
         """Run ``tool``; the value goes through ``mcp_core.content.tool_result``. Tools raise ``ToolError``."""

@@ -56,6 +56,12 @@ def resource_backend(resource: Resource) -> CatalogBackend:
     return BACKENDS[Backend.UPSTREAM if resource.upstream_id is not None else Backend.STATIC]
 
 
+def backends_chosen_by_hand() -> frozenset[str]:
+    """The ``Backend`` choices a person may pick on the admin's forms (``CatalogBackend.chosen_by_hand``)."""
+    backends_load()
+    return frozenset(choice for choice, backend in BACKENDS.items() if backend.chosen_by_hand)
+
+
 def admin_forms() -> list[type]:
     """The model-form mixins of the backends that have one (``CatalogBackend.admin_form``), in registry order. The
     admin's tool, template and prompt forms include each of them."""

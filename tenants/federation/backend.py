@@ -356,6 +356,7 @@ class UpstreamBackend(CatalogBackend):
     choice = Backend.UPSTREAM
     title = "upstream"
     serves = (TOOLS, TEMPLATES, PROMPTS)
+    chosen_by_hand = False
 
     async def tool_invoke(self, tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JSONObject:
         return await tool_invoke(tool, arguments, ctx)

@@ -16,6 +16,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from tenants.admin.secret_picker import secrets_refuse_missing
+from tenants.backends.plugs import backends_chosen_by_hand
 from tenants.models import Backend, ResourceTemplate, Tool
 from tenants.secret_references import secret_names_in
 
@@ -83,11 +84,13 @@ class SectionedConfigForm(forms.ModelForm):
             config = self.fields["config"]
             config.label = "Advanced (JSON)"
             config.help_text = "Only what the fields of the backend's section cannot express; saved together with them."
-        if "backend" in self.fields and self.instance.backend != Backend.UPSTREAM:
-            # Mirrored items are made by the federation (adding an upstream), never picked by hand.
+        by_hand = backends_chosen_by_hand()
+        if "backend" in self.fields and self.instance.backend in by_hand:
+            # Items of a backend nobody picks (mirrored ones, made by the federation) keep theirs; others choose
+            # among the rest.
             backend = self.fields["backend"]
             assert isinstance(backend, forms.ChoiceField)
-            backend.choices = [(v, label) for v, label in Backend.choices if v != Backend.UPSTREAM]
+            backend.choices = [(v, label) for v, label in Backend.choices if v in by_hand]
         stored = self._sections.get(self.instance.backend)
         if stored is not None and "config" in self.fields:
             values, rest = stored.split(self.instance.config)
