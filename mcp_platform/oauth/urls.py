@@ -10,7 +10,7 @@ from oauth2_provider import views as dot_views
 from mcp_platform.oauth.authorize import TenantAuthorizationView
 from mcp_platform.oauth.metadata import OpenIDConfigurationView, TenantResourceMetadataView
 from mcp_platform.oauth.registration import LimitedRegistrationManagementView, LimitedRegistrationView
-from mcp_platform.oauth.token_endpoint import AtomicTokenView
+from mcp_platform.oauth.token_endpoint import AtomicTokenView, RevocationView
 
 app_name = "oauth2_provider"
 
@@ -32,7 +32,7 @@ urlpatterns = [
     ),
     path("oauth/authorize/", TenantAuthorizationView.as_view(), name="authorize"),
     path("oauth/token/", AtomicTokenView.as_view(), name="token"),
-    path("oauth/revoke/", dot_views.RevokeTokenView.as_view(), name="revoke-token"),
+    path("oauth/revoke/", RevocationView.as_view(), name="revoke-token"),
     path("oauth/jwks/", dot_views.JwksInfoView.as_view(), name="jwks-info"),
     path("oauth/userinfo/", dot_views.UserInfoView.as_view(), name="user-info"),
     path("oauth/register/", LimitedRegistrationView.as_view(), name="dcr-register"),
