@@ -103,6 +103,9 @@ DEFAULTS: dict[str, Any] = {
     # Token exchanges (RFC 8693) one client may make per hour: a gateway exchanges once per person and upstream
     # while the token lasts; past this, a runaway or stolen client is told to wait (429) until the hour ends.
     "TOKEN_EXCHANGES_PER_CLIENT_PER_HOUR": 10000,
+    # Token introspections (RFC 7662) one client may make per hour: an upstream asks about each token it is shown
+    # (a few a second, caching the answers for a while); past this it is told to wait (429) until the hour ends.
+    "TOKEN_INTROSPECTIONS_PER_CLIENT_PER_HOUR": 100000,
     # A self-registered client that never obtained a token (or whose tokens are all gone) is deleted this long
     # after it registered (seconds); clients register again when told their client_id is unknown.
     "DCR_UNUSED_CLIENT_LIFETIME": 24 * 3600,
@@ -202,6 +205,7 @@ class PlatformSettings:
     DCR_PER_NETWORK_UNDER_LOAD: int
     DCR_UNUSED_CLIENT_LIFETIME: int
     TOKEN_EXCHANGES_PER_CLIENT_PER_HOUR: int
+    TOKEN_INTROSPECTIONS_PER_CLIENT_PER_HOUR: int
     CIMD_ALLOWED_NETWORKS: list[str]
     CIMD_CA_BUNDLE: str
     UPSTREAM_CIRCUIT_FAILURES: int
@@ -282,6 +286,7 @@ POSITIVE_INTEGERS = (
     "DCR_PER_NETWORK_UNDER_LOAD",
     "DCR_UNUSED_CLIENT_LIFETIME",
     "TOKEN_EXCHANGES_PER_CLIENT_PER_HOUR",
+    "TOKEN_INTROSPECTIONS_PER_CLIENT_PER_HOUR",
     "UPSTREAM_CIRCUIT_FAILURES",
     "UPSTREAM_LIST_CHANGED_LIMIT",
     "OUTBOUND_MAX_RESPONSE_BYTES",

@@ -1,7 +1,7 @@
 """The activity log in the admin: read-only, tenant-scoped, filtered by time, kind, outcome, what a call called, what
-kind of object an admin change changed, principal and client (each filter sorted by name), an admin change shown as
-its fields before and after, exported as CSV or JSON Lines with the filters in force, and the usage dashboard built
-from the same rows."""
+kind of object an admin change changed, which upstream a token exchange was for, principal and client (each filter
+sorted by name), an admin change shown as its fields before and after, a token exchange as issued or refused,
+exported as CSV or JSON Lines with the filters in force, and the usage dashboard built from the same rows."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ class _ValueFilter(admin.SimpleListFilter):
     """Choices from the rows the person may see (the most frequent, sorted by name): never another tenant's values."""
 
     field = ""
-    kinds: tuple[str, ...] = (ActivityRecord.Kind.CALL, ActivityRecord.Kind.ADMIN)
+    kinds: tuple[str, ...] = (ActivityRecord.Kind.CALL, ActivityRecord.Kind.ADMIN, ActivityRecord.Kind.EXCHANGE)
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         rows = model_admin.get_queryset(request).filter(kind__in=self.kinds).exclude(**{self.field: ""})
@@ -96,7 +96,7 @@ class ClientFilter(_ValueFilter):
     parameter_name = "client"
     field = "client_name"
     # A bulk change names what made it (a command, the schedule) where a call names its client: not a client.
-    kinds = (ActivityRecord.Kind.CALL,)
+    kinds = (ActivityRecord.Kind.CALL, ActivityRecord.Kind.EXCHANGE)
 
 
 # What a call's method calls, as its filter names it (tools are the common case: their names stand alone).
@@ -156,6 +156,30 @@ class AdminObjectFilter(admin.SimpleListFilter):
         return admin_changes.filter(details__object_type=value)
 
 
+def _exchange_outcome(obj: ActivityRecord) -> str:
+    """A token exchange's outcome: Issued, or the refusal with its OAuth error code
+    ("Refused (OAuth error): invalid_target")."""
+    if obj.outcome == ActivityRecord.Outcome.OK:
+        return "Issued"
+    error = obj.details.get("error") if isinstance(obj.details, dict) else None
+    return f"{obj.get_outcome_display()}: {error}" if error else str(obj.get_outcome_display())
+
+
+class ExchangeTargetFilter(admin.SimpleListFilter):
+    """Token exchanges by the upstream they asked a token for."""
+
+    title = "token exchanges for"
+    parameter_name = "upstream"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        exchanges = model_admin.get_queryset(request).filter(kind=ActivityRecord.Kind.EXCHANGE).exclude(target="")
+        return _sorted([(target, target) for (target,) in _most_frequent(exchanges, "target")])
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(kind=ActivityRecord.Kind.EXCHANGE, target=value)
+
+
 @admin.register(ActivityRecord)
 class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
     tenant_path = "tenant"
@@ -166,6 +190,7 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
         "outcome",
         CallTargetFilter,
         AdminObjectFilter,
+        ExchangeTargetFilter,
         "method",
         PrincipalFilter,
         ClientFilter,
@@ -195,11 +220,15 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
     )
     # An admin change's page: when, who, what, and the fields it changed (before → after).
     admin_change_fields = ("at", "tenant", "action", "changed_object", "by", "changes")
-    readonly_fields = (*fields, *admin_change_fields)
+    # A token exchange's page: when, for whom, which client, which upstream, and whether it was issued.
+    exchange_fields = ("at", "tenant", "kind", "principal_person", "client_id", "client_name", "upstream", "result")
+    readonly_fields = (*fields, *admin_change_fields, "upstream", "result")
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is not None and obj.kind == ActivityRecord.Kind.ADMIN:
             return self.admin_change_fields
+        if obj is not None and obj.kind == ActivityRecord.Kind.EXCHANGE:
+            return self.exchange_fields
         return self.fields
 
     def get_list_display(self, request: HttpRequest) -> Any:
@@ -214,6 +243,8 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
 
     @admin.display(description="method or action", ordering="method")
     def method_shown(self, obj: ActivityRecord) -> str:
+        if obj.kind == ActivityRecord.Kind.EXCHANGE:
+            return str(ActivityRecord.Kind.EXCHANGE.label)
         return action_label(obj.method) if obj.kind == ActivityRecord.Kind.ADMIN else obj.method
 
     @admin.display(description="client")
@@ -224,6 +255,8 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
     def outcome_shown(self, obj: ActivityRecord) -> str:
         if obj.kind == ActivityRecord.Kind.ADMIN:
             return "—"
+        if obj.kind == ActivityRecord.Kind.EXCHANGE:
+            return _exchange_outcome(obj)
         return (
             f"{obj.get_outcome_display()} ({obj.error_code})"
             if obj.error_code is not None
@@ -233,6 +266,16 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
     @admin.display(description="duration (ms)", ordering="duration_ms")
     def duration(self, obj: ActivityRecord) -> str:
         return "" if obj.duration_ms is None else f"{obj.duration_ms:.1f}"
+
+    @admin.display(description="upstream")
+    def upstream(self, obj: ActivityRecord) -> str:
+        return obj.target or "—"
+
+    @admin.display(description="result")
+    def result(self, obj: ActivityRecord) -> str:
+        """A token exchange's outcome and the scopes it issued (or asked for, when refused)."""
+        scope = obj.details.get("scope") if isinstance(obj.details, dict) else None
+        return f"{_exchange_outcome(obj)} (scope: {scope})" if scope else _exchange_outcome(obj)
 
     @admin.display(description="action")
     def action(self, obj: ActivityRecord) -> str:

@@ -1,4 +1,5 @@
-"""The activity app: registers the call hook that feeds the log's in-memory writer."""
+"""The activity app: registers the call hook that feeds the log's in-memory writer, and the receivers of admin
+changes, bulk changes and token exchanges."""
 
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ class ActivityConfig(AppConfig):
             activity_hook,
             admin_change_recorded,
             bulk_change_recorded,
+            token_exchange_recorded,
             tool_run_recorded,
         )
         from mcp_platform.jobs.signals import tool_run_ended
+        from mcp_platform.oauth.signals import token_exchanged
         from mcp_platform.observe.calls import register_hook
         from tenants.admin.audit import admin_changed
         from tenants.bulk_changes import catalog_bulk_changed
@@ -27,6 +30,8 @@ class ActivityConfig(AppConfig):
         admin_changed.connect(admin_change_recorded, dispatch_uid="activity-admin-changes")
         # Bulk changes to a catalog are admin changes: recorded whatever ``ACTIVITY_LOG`` says of calls.
         catalog_bulk_changed.connect(bulk_change_recorded, dispatch_uid="activity-bulk-changes")
+        # Token exchanges are an audit trail of who acted as whom: recorded whatever ``ACTIVITY_LOG`` says too.
+        token_exchanged.connect(token_exchange_recorded, dispatch_uid="activity-token-exchanges")
         if platform_settings.ACTIVITY_LOG:
             register_hook(activity_hook)
             # Calls that became tasks are recorded when the run ends, in whichever process that is.

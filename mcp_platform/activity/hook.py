@@ -1,6 +1,7 @@
 """The call hook that feeds the activity log: tool calls, resource reads and prompt requests go to this process's
 buffered writer; nothing is written on the request path. A tool call that became a task is recorded when the task
-ends (``tool_run_ended``), wherever that is, with the run's time from its creation to its terminal status."""
+ends (``tool_run_ended``), wherever that is, with the run's time from its creation to its terminal status. Admin
+changes, bulk changes and token exchanges are written at once, by their receivers below."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from mcp_platform.activity.rows import CallRow, call_row
 from mcp_platform.activity.writer import BufferedWriter
 from mcp_platform.gateway.observing import principal_parts
 from mcp_platform.jobs.models import ToolRun
+from mcp_platform.oauth.signals import TokenExchangeEvent
 from mcp_platform.observe.calls import CANCELLED, ERROR, CallInfo, CallRecord, classify
 from tenants.bulk_changes import BulkChange
 
@@ -135,3 +137,17 @@ def admin_change_recorded(sender: object, *, change: AdminChange, **kwargs: obje
     from mcp_platform.activity.services import activity_admin_change_record
 
     activity_admin_change_record(**vars(change))
+
+
+def token_exchange_recorded(sender: object, *, event: TokenExchangeEvent, **kwargs: object) -> None:
+    """``token_exchanged`` receiver: one row per exchange, issued or refused, written in the token endpoint's
+    transaction (in a savepoint of its own: a failure here costs the row, never the exchange)."""
+    from django.db import transaction
+
+    from mcp_platform.activity.services import activity_token_exchange_record
+
+    try:
+        with transaction.atomic():
+            activity_token_exchange_record(event=event)
+    except Exception:
+        logger.exception("could not record a token exchange by client %s in the activity log", event.client_id)

@@ -1,4 +1,5 @@
-"""One row per observed MCP call (``kind=call``) or admin change (``kind=admin``) of a tenant."""
+"""One row per observed MCP call (``kind=call``), admin change (``kind=admin``) or token exchange (``kind=exchange``,
+RFC 8693: issued or refused) of a tenant."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ class ActivityRecord(models.Model):
     class Kind(models.TextChoices):
         CALL = "call", "MCP call"
         ADMIN = "admin", "Admin change"
+        EXCHANGE = "exchange", "Token exchange"
 
     class Outcome(models.TextChoices):
         OK = "ok", "Result"
@@ -18,6 +20,7 @@ class ActivityRecord(models.Model):
         ERROR = "error", "JSON-RPC error"
         RATE_LIMITED = "rate_limited", "Refused by a limit"
         CANCELLED = "cancelled", "Cancelled"
+        REFUSED = "refused", "Refused (OAuth error)"
 
     # No index of its own: the (tenant, at) index below serves every lookup by tenant, and each index is paid for
     # on every stored call.
@@ -31,13 +34,15 @@ class ActivityRecord(models.Model):
     # of the database's CPU, a BRIN almost nothing), a B-tree on SQLite.
     at = models.DateTimeField()
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.CALL)
-    # Who: the user id (a person, through a client or in the admin) and the OAuth client id.
+    # Who: the user id (a person, through a client or in the admin; for a token exchange the person it acts for) and
+    # the OAuth client id (for a token exchange the client that exchanged).
     principal = models.CharField(max_length=64, blank=True)
     client_id = models.CharField(max_length=255, blank=True)
     client_name = models.CharField(max_length=255, blank=True)
     client_version = models.CharField(max_length=64, blank=True)
     # What: the JSON-RPC method and its target (tool name, resource URI, prompt name); for an admin change the
-    # action (create, change, delete) and the kind of object ("tool", "secret", ...).
+    # action (create, change, delete) and the kind of object ("tool", "secret", ...); for a token exchange
+    # "oauth/token-exchange" and the upstream named.
     method = models.CharField(max_length=64)
     target = models.CharField(max_length=512, blank=True)
     protocol_version = models.CharField(max_length=16, blank=True)
@@ -46,7 +51,8 @@ class ActivityRecord(models.Model):
     duration_ms = models.FloatField(null=True, blank=True)
     outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.OK)
     error_code = models.IntegerField(null=True, blank=True)
-    # Arguments (where the tenant opted in, secrets redacted); for admin changes {"before": ..., "after": ...}.
+    # Arguments (where the tenant opted in, secrets redacted); for admin changes {"before": ..., "after": ...}; for a
+    # token exchange {"scope": ..., "error": the OAuth error code when refused}.
     details = models.JSONField(null=True, blank=True)
 
     class Meta:

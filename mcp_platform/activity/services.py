@@ -1,4 +1,5 @@
-"""Writes to the activity log: batches of observed calls, admin changes, and the purge of expired rows."""
+"""Writes to the activity log: batches of observed calls, admin changes, token exchanges, and the purge of expired
+rows."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from mcp_platform.activity.rows import (
     CallRow,
     Middle,
 )
+from mcp_platform.oauth.signals import TokenExchangeEvent
 from mcp_platform.observe.redaction import REDACTED, arguments_to_keep, is_secret_name
 from tenants.bulk_changes import BulkChange
 from tenants.models import Tenant, Tool
@@ -354,6 +356,37 @@ def activity_bulk_change_record(*, change: BulkChange) -> ActivityRecord:
         target=_cut(change.source, "target"),
         details={"operation": change.operation, "source": change.source, "actor": change.actor.label}
         | change.summary(),
+    )
+
+
+TOKEN_EXCHANGE_METHOD = "oauth/token-exchange"
+# The refusal a client is told to wait out (429), as the log's outcome for a limit; every other refusal is "refused".
+LIMIT_ERROR = "temporarily_unavailable"
+
+
+def activity_token_exchange_record(*, event: TokenExchangeEvent) -> ActivityRecord:
+    """Log one token exchange of a tenant's client: the person it acts for, the client, the upstream, the scopes,
+    and whether it was issued or refused (with the OAuth error code). The event carries no token."""
+    if event.error is None:
+        outcome = ActivityRecord.Outcome.OK
+    elif event.error == LIMIT_ERROR:
+        outcome = ActivityRecord.Outcome.RATE_LIMITED
+    else:
+        outcome = ActivityRecord.Outcome.REFUSED
+    details: dict[str, str] = {"scope": event.scope}
+    if event.error is not None:
+        details["error"] = event.error
+    return ActivityRecord.objects.create(
+        tenant_id=event.tenant_id,
+        at=timezone.now(),
+        kind=ActivityRecord.Kind.EXCHANGE,
+        principal="" if event.user_id is None else str(event.user_id),
+        client_id=_cut(event.client_id, "client_id"),
+        client_name=_cut(event.client_name, "client_name"),
+        method=TOKEN_EXCHANGE_METHOD,
+        target=_cut(event.target, "target"),
+        outcome=outcome,
+        details=details,
     )
 
 

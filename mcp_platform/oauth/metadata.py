@@ -1,5 +1,6 @@
-"""Discovery documents: RFC 9728 protected-resource metadata for each tenant endpoint, and OpenID Connect
-discovery consistent with the RFC 8414 authorization-server metadata, both on django-oauth-toolkit's views."""
+"""Discovery documents: RFC 9728 protected-resource metadata for each tenant endpoint, the RFC 8414
+authorization-server metadata, and OpenID Connect discovery consistent with it, all on django-oauth-toolkit's
+views."""
 
 from __future__ import annotations
 
@@ -40,13 +41,30 @@ class TenantResourceMetadataView(OAuthProtectedResourceMetadataView):
         return ordered({*SCOPES, *tool_scope_vocabulary(tenant=self.tenant)})
 
 
+# Introspection answers confidential clients only (``introspection``): not "none", whatever the token endpoint takes.
+INTROSPECTION_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+
+
+class AuthorizationServerMetadataView(OAuthServerMetadataView):
+    """``/.well-known/oauth-authorization-server``: DOT's document, which lists each endpoint only where it is
+    routed (``introspection_endpoint`` included), with the ways a client authenticates to introspection."""
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        document = json.loads(super().get(request, *args, **kwargs).content)
+        if "introspection_endpoint" in document:
+            document["introspection_endpoint_auth_methods_supported"] = INTROSPECTION_AUTH_METHODS
+        response = JsonResponse(document)
+        response["Access-Control-Allow-Origin"] = "*"
+        return response
+
+
 class OpenIDConfigurationView(ConnectDiscoveryInfoView):
     """``/.well-known/openid-configuration``: DOT's OpenID Provider metadata plus everything the RFC 8414
-    document says (registration, revocation, grant types), with the same values wherever both speak."""
+    document says (registration, revocation, introspection, grant types), with the same values wherever both speak."""
 
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         openid = json.loads(super().get(request, *args, **kwargs).content)
-        oauth = json.loads(OAuthServerMetadataView().get(request).content)
+        oauth = json.loads(AuthorizationServerMetadataView().get(request).content)
         # The RFC 8414 view derives its issuer from its own well-known path; here the issuer is OIDC's.
         response = JsonResponse({**openid, **oauth, "issuer": openid["issuer"]})
         response["Access-Control-Allow-Origin"] = "*"

@@ -1,5 +1,6 @@
 """Hourly limits on anonymous work (client registration, metadata-document first sights), keyed by client address
-and network, so that no one can lock everyone else out; and on token exchanges, keyed by the authenticated client.
+and network, so that no one can lock everyone else out; and on token exchanges and introspections, keyed by the
+authenticated client.
 
 Counters live in the shared cache (Redis on the production path), so a limit holds across web processes; windows
 are clock hours, so every process agrees on when one ends (the ``Retry-After`` of a refusal). The client's address
@@ -146,12 +147,25 @@ def registration_refused(meta: Mapping[str, Any], kind: str, *, now: float | Non
     return None
 
 
+def _per_client_refused(kind: str, client_pk: int, limit: int, now: float | None) -> int | None:
+    moment = time.time() if now is None else now
+    window = int(moment // WINDOW_SECONDS)
+    if _count(f"oauth:{kind}:client:{client_pk}:{window}") <= limit:
+        return None
+    return max(1, math.ceil((window + 1) * WINDOW_SECONDS - moment))
+
+
 def token_exchange_refused(*, client_pk: int, now: float | None = None) -> int | None:
     """Count one token exchange (RFC 8693) by the authenticated client ``client_pk``; None when it may go ahead,
     else the seconds until it may try again (the end of the current hour). Bounds what a runaway or stolen client
     can mint: ``TOKEN_EXCHANGES_PER_CLIENT_PER_HOUR``."""
-    moment = time.time() if now is None else now
-    window = int(moment // WINDOW_SECONDS)
-    if _count(f"oauth:exchange:client:{client_pk}:{window}") <= platform_settings.TOKEN_EXCHANGES_PER_CLIENT_PER_HOUR:
-        return None
-    return max(1, math.ceil((window + 1) * WINDOW_SECONDS - moment))
+    return _per_client_refused("exchange", client_pk, platform_settings.TOKEN_EXCHANGES_PER_CLIENT_PER_HOUR, now)
+
+
+def token_introspection_refused(*, client_pk: int, now: float | None = None) -> int | None:
+    """Count one token introspection (RFC 7662) by the authenticated client ``client_pk``, as
+    ``token_exchange_refused`` does exchanges: ``TOKEN_INTROSPECTIONS_PER_CLIENT_PER_HOUR``. Bounds how fast a
+    stolen client secret can test guessed or stolen tokens."""
+    return _per_client_refused(
+        "introspection", client_pk, platform_settings.TOKEN_INTROSPECTIONS_PER_CLIENT_PER_HOUR, now
+    )

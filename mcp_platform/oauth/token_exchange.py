@@ -7,7 +7,8 @@ Registered at the token endpoint by ``server.PlatformServer``; whether a client 
 authenticated), ``unauthorized_client`` (not allowed to exchange), ``temporarily_unavailable`` (429: the client's
 hourly limit, ``throttling``), ``invalid_request`` (a parameter, or a subject token that is not a live access token
 of a person for the client's tenant: RFC 8693 §2.2.2), ``invalid_target`` (not one upstream the client may name),
-``invalid_scope`` (beyond the subject token's scopes, or the client's).
+``invalid_scope`` (beyond the subject token's scopes, or the client's). Each exchange an authenticated client of a
+tenant asks for, issued or refused, is announced (``signals.token_exchanged``) for the activity log.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from oauthlib.oauth2.rfc6749.tokens import TokenBase
 from mcp_infra.addresses import ENDPOINTS, base_url_from_headers, endpoint_url
 from mcp_platform.oauth.models import ExchangedToken, TenantApplication
 from mcp_platform.oauth.scopes import ordered
+from mcp_platform.oauth.signals import TokenExchangeEvent, token_exchanged
 from mcp_platform.oauth.throttling import token_exchange_refused
 from tenants.selectors import membership_get, tenant_get_servable
 
@@ -37,6 +39,8 @@ ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
 SINGLE_PARAMETERS = ("grant_type", "scope", "subject_token", "subject_token_type", "requested_token_type")
 TARGET_PARAMETERS = ("resource", "audience")
 SECOND = timedelta(seconds=1)
+# Where the grant leaves the client once it authenticated as a confidential client: only its exchanges are announced.
+AUTHENTICATED_ACTOR = "platform_exchange_actor"
 
 
 class ExchangeLimitReached(errors.OAuth2Error):
@@ -71,6 +75,7 @@ class TokenExchangeGrant(GrantTypeBase):
         try:
             subject = self.validate_token_request(request)
         except errors.OAuth2Error as e:
+            _announce(request, error=e.error)
             headers.update(e.headers)
             return headers, e.json, e.status_code
         token = token_handler.create_token(request, refresh_token=False)
@@ -81,6 +86,7 @@ class TokenExchangeGrant(GrantTypeBase):
             token = modifier(token)
         self.request_validator.save_token(token, request)
         self._record_actor(token["access_token"], request, subject)
+        _announce(request, error=None)
         return headers, json.dumps(token), 200
 
     def validate_token_request(self, request: Request) -> AbstractAccessToken:
@@ -96,6 +102,7 @@ class TokenExchangeGrant(GrantTypeBase):
         self.validate_client_confidential(request)
         if request.client.client_type != AbstractApplication.CLIENT_CONFIDENTIAL:
             raise errors.InvalidClientError(description="Token exchange is for confidential clients.", request=request)
+        setattr(request, AUTHENTICATED_ACTOR, request.client)
         self.validate_grant_type(request)
         retry_after = token_exchange_refused(client_pk=request.client.pk)
         if retry_after is not None:
@@ -219,6 +226,29 @@ class TokenExchangeGrant(GrantTypeBase):
             subject_client_id=subject.application.client_id,
             subject_resource=subject.resource[0],
         )
+
+
+def _announce(request: Request, *, error: str | None) -> None:
+    """Send ``token_exchanged`` for an exchange asked for by an authenticated confidential client of a tenant."""
+    actor: TenantApplication | None = getattr(request, AUTHENTICATED_ACTOR, None)
+    if actor is None or actor.tenant_id is None:
+        return
+    named = sorted({value for key, value in request.decoded_body or [] if key in TARGET_PARAMETERS and value})
+    user = getattr(request, "user", None)
+    asked = utils.scope_to_list(request.scope) if request.scope else []
+    scopes = request.scopes if error is None else asked
+    token_exchanged.send(
+        sender=TokenExchangeGrant,
+        event=TokenExchangeEvent(
+            tenant_id=actor.tenant_id,
+            user_id=getattr(user, "pk", None),
+            client_id=actor.client_id,
+            client_name=actor.name,
+            target=" ".join(named),
+            scope=" ".join(scopes or []),
+            error=error,
+        ),
+    )
 
 
 def _param(request: Request, name: str) -> str | None:

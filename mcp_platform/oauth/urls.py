@@ -8,7 +8,12 @@ from django.urls import path, re_path
 from oauth2_provider import views as dot_views
 
 from mcp_platform.oauth.authorize import TenantAuthorizationView
-from mcp_platform.oauth.metadata import OpenIDConfigurationView, TenantResourceMetadataView
+from mcp_platform.oauth.introspection import TenantIntrospectTokenView
+from mcp_platform.oauth.metadata import (
+    AuthorizationServerMetadataView,
+    OpenIDConfigurationView,
+    TenantResourceMetadataView,
+)
 from mcp_platform.oauth.registration import LimitedRegistrationManagementView, LimitedRegistrationView
 from mcp_platform.oauth.token_endpoint import AtomicTokenView, RevocationView
 
@@ -17,7 +22,7 @@ app_name = "oauth2_provider"
 urlpatterns = [
     path(
         ".well-known/oauth-authorization-server",
-        dot_views.OAuthServerMetadataView.as_view(),
+        AuthorizationServerMetadataView.as_view(),
         name="oauth-server-metadata",
     ),
     path(
@@ -33,6 +38,7 @@ urlpatterns = [
     path("oauth/authorize/", TenantAuthorizationView.as_view(), name="authorize"),
     path("oauth/token/", AtomicTokenView.as_view(), name="token"),
     path("oauth/revoke/", RevocationView.as_view(), name="revoke-token"),
+    path("oauth/introspect/", TenantIntrospectTokenView.as_view(), name="introspect"),
     path("oauth/jwks/", dot_views.JwksInfoView.as_view(), name="jwks-info"),
     path("oauth/userinfo/", dot_views.UserInfoView.as_view(), name="user-info"),
     path("oauth/register/", LimitedRegistrationView.as_view(), name="dcr-register"),
