@@ -12,6 +12,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from mcp_infra.postgresql.network import with_network_timeouts
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("MCP_VAR_DIR") or BASE_DIR / "var")  # an empty value means unset
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -169,7 +171,8 @@ else:
     # Django's PostgreSQL backend plus a check, before each use, that the server has not ended the connection.
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         DATABASES["default"]["ENGINE"] = "mcp_infra.postgresql"
-    DATABASES["default"].setdefault("OPTIONS", {})
+    # A database that stops answering fails a connection within seconds and a statement within half a minute.
+    DATABASES["default"]["OPTIONS"] = with_network_timeouts(DATABASES["default"].get("OPTIONS", {}))
     # The test database follows the configured one, so runs against different databases never share it.
     _test_name = os.environ.get("TEST_DATABASE_NAME") or f"test_{DATABASES['default']['NAME']}"
     DATABASES["default"]["TEST"] = {"NAME": _test_name}
