@@ -13,7 +13,6 @@ from contextlib import ExitStack
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 
 from tests.e2e import netns
@@ -33,11 +32,11 @@ from tests.e2e.raw_http import (
     stateless_headers,
     stateless_request,
 )
+from tests.e2e.task_calls import count_slowly, counted_to, counting, finished, stateless, until
 
 pytestmark = [*PRODUCTION_ONLY, pytest.mark.timeout(300)]
 
 TEST_DEADLINE = 60.0
-TASKS = "io.modelcontextprotocol/tasks"
 # How long A may take to notice that its GET stream's client left (its next write: a keep-alive every 2 s).
 STREAM_RELEASE_DEADLINE = 10.0
 # How long a partition lasts: long enough for every connection across it to have stalled (TCP retransmits at
@@ -70,48 +69,6 @@ def hosts(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 def tool_created(name: str) -> str:
     return in_tenant(DEMO_TENANT, f"services.tool_create(tenant=tenant, name={name!r}, config={{'content': []}})")
-
-
-async def stateless(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """One 2026-07-28 request of a client that takes tasks; its result (an error fails the test)."""
-    name = params.get("name", params.get("taskId"))
-    message = stateless_request(secrets.token_hex(4), method, params, capabilities={"extensions": {TASKS: {}}})
-    response = await http.post(url, json=message, headers=stateless_headers(method, name))
-    assert response.status_code == 200, response.text
-    answer = response.json()
-    assert "result" in answer, answer
-    return dict(answer["result"])
-
-
-async def count_slowly(http: httpx.AsyncClient, url: str, steps: int, delay_ms: int) -> str:
-    arguments = {"steps": steps, "delay_ms": delay_ms}
-    created = await stateless(http, url, "tools/call", {"name": "count_slowly", "arguments": arguments})
-    assert (created["resultType"], created["status"]) == ("task", "working"), created
-    return str(created["taskId"])
-
-
-async def task_until(
-    http: httpx.AsyncClient, url: str, task_id: str, reached: Callable[[dict[str, Any]], bool], deadline: float
-) -> dict[str, Any]:
-    """Poll the task (every 200 ms) until ``reached(task)``; fail after ``deadline`` seconds."""
-    with anyio.fail_after(deadline):
-        while True:
-            current = await stateless(http, url, "tasks/get", {"taskId": task_id})
-            if reached(current):
-                return current
-            await anyio.sleep(0.2)
-
-
-def counting(task: dict[str, Any]) -> bool:
-    return task["status"] == "working" and "Counted" in str(task.get("statusMessage", ""))
-
-
-def finished(task: dict[str, Any]) -> bool:
-    return task["status"] != "working"
-
-
-def counted_to(steps: int) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": f"Counted to {steps}."}]
 
 
 async def next_notification(events: Any) -> SseEvent:
@@ -202,7 +159,7 @@ async def test_calls_work_in_both_eras_with_the_database_1_and_5_ms_away(hosts: 
     medians: dict[float, dict[str, float]] = {}
     async with raw_http_client() as http:
         task_id = await count_slowly(http, url, 1, 0)
-        await task_until(http, url, task_id, finished, TEST_DEADLINE)
+        await until(http, url, task_id, finished, TEST_DEADLINE, every=0.2)
         session = RawSession(http, url)
         await session.initialize()
 
@@ -276,7 +233,7 @@ async def test_a_web_host_cut_off_from_redis_serves_what_needs_only_the_database
             with anyio.fail_after(CUT_OFF_CALL_DEADLINE):
                 elsewhere = await stateless(http, on_b, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
         healed = time.monotonic()
-        done = await task_until(http, on_b, task_id, finished, RECOVERY_DEADLINE)
+        done = await until(http, on_b, task_id, finished, RECOVERY_DEADLINE, every=0.2)
         timings["task done after the heal"] = time.monotonic() - healed
 
         # A hears changes through Redis again: a listen stream on A is told of a tool made elsewhere.
@@ -309,13 +266,13 @@ async def test_the_worker_cut_off_from_the_database_mid_task_finishes_it_once_af
     steps = 6
     async with raw_http_client() as http:
         task_id = await count_slowly(http, on_a, steps, 500)
-        await task_until(http, on_a, task_id, counting, TEST_DEADLINE)
+        await until(http, on_a, task_id, counting, TEST_DEADLINE, every=0.2)
         with hosts.network.partitioned(hosts.worker.address, hosts.postgres_address):
             await anyio.sleep(PARTITION_SECONDS)
             # The web hosts still answer for the task: it is working, as far as the database knows.
             during = await stateless(http, on_b, "tasks/get", {"taskId": task_id})
         healed = time.monotonic()
-        done = await task_until(http, on_b, task_id, finished, RECOVERY_DEADLINE)
+        done = await until(http, on_b, task_id, finished, RECOVERY_DEADLINE, every=0.2)
         took = time.monotonic() - healed
 
     print(f"\nfinished {took:.1f} s after the heal")

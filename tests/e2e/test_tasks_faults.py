@@ -6,22 +6,19 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import signal
 import time
-from typing import Any
 
 import anyio
-import httpx
 import pytest
 
 from tests.e2e.faults import DEMO_TENANT, Topology
 from tests.e2e.live import CELERY, PRODUCTION_ONLY, ManagedProcess
-from tests.e2e.raw_http import raw_http_client, stateless_headers, stateless_request
+from tests.e2e.raw_http import raw_http_client
+from tests.e2e.task_calls import count_slowly, counted_to, counting, finished, stateless, task, until
 
 pytestmark = [*PRODUCTION_ONLY, pytest.mark.timeout(300)]
 
-TASKS = "io.modelcontextprotocol/tasks"
 # The platform's defaults (docs/protocol.md, "Tasks"): the lease a worker holds on a run, and how often the sweep looks.
 LEASE_SECONDS = 30.0
 SWEEP_SECONDS = 5.0
@@ -35,52 +32,6 @@ WORKER_THREADS = 4
 # A worker given SIGTERM finishes its runs for this long, then hands over the rest (MCP_DRAIN_SECONDS, set short).
 WORKER_DRAIN_SECONDS = 3.0
 TOOL_RUN_EXECUTE = "mcp_platform.jobs.tasks.tool_run_execute"
-
-
-async def stateless(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """One 2026-07-28 request of a client that takes tasks; its result (a JSON-RPC error fails the test)."""
-    name = params.get("name", params.get("taskId"))
-    message = stateless_request(secrets.token_hex(4), method, params, capabilities={"extensions": {TASKS: {}}})
-    response = await http.post(url, json=message, headers=stateless_headers(method, name))
-    assert response.status_code == 200, response.text
-    answer = response.json()
-    assert "result" in answer, answer
-    return dict(answer["result"])
-
-
-async def count_slowly(http: httpx.AsyncClient, url: str, steps: int, delay_ms: int = 1000) -> str:
-    created = await stateless(
-        http, url, "tools/call", {"name": "count_slowly", "arguments": {"steps": steps, "delay_ms": delay_ms}}
-    )
-    assert (created["resultType"], created["status"]) == ("task", "working"), created
-    return str(created["taskId"])
-
-
-async def task(http: httpx.AsyncClient, url: str, task_id: str) -> dict[str, Any]:
-    return await stateless(http, url, "tasks/get", {"taskId": task_id})
-
-
-async def until(http: httpx.AsyncClient, url: str, task_id: str, reached: Any, deadline: float) -> dict[str, Any]:
-    """Poll the task (at the interval it suggests) until ``reached(task)``; fail after ``deadline`` seconds."""
-    with anyio.fail_after(deadline):
-        while True:
-            current = await task(http, url, task_id)
-            if reached(current):
-                return current
-            await anyio.sleep(current.get("pollIntervalMs", 1000) / 1000)
-
-
-def counting(current: dict[str, Any]) -> bool:
-    """The worker runs it: the call has reported progress (a 2026-07-28 task's progress is its status message)."""
-    return current["status"] == "working" and "Counted" in str(current.get("statusMessage", ""))
-
-
-def finished(current: dict[str, Any]) -> bool:
-    return current["status"] != "working"
-
-
-def counted_to(steps: int) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": f"Counted to {steps}."}]
 
 
 async def test_a_task_whose_worker_was_killed_is_finished_by_the_next_worker_within_the_lease(
