@@ -22,7 +22,8 @@ MESSAGES = "messages"
 ENDPOINTS = (MCP, SSE, MESSAGES)
 
 
-def _scope_header(scope: dict[str, Any], name: bytes) -> str | None:
+def scope_header(scope: dict[str, Any], name: bytes) -> str | None:
+    """The first value of the ASGI request header ``name`` (lower-case bytes), or None."""
     return next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == name), None)
 
 
@@ -34,12 +35,12 @@ def base_url_from_scope(scope: dict[str, Any]) -> str:
     """
     if platform_settings.PUBLIC_BASE_URL:
         return str(platform_settings.PUBLIC_BASE_URL).rstrip("/")
-    host = _scope_header(scope, b"host") or "localhost"
+    host = scope_header(scope, b"host") or "localhost"
     scheme = scope.get("scheme", "http")
     proxy_header = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
     if proxy_header:
         meta_name, secure_value = proxy_header
-        forwarded = _scope_header(scope, meta_name.removeprefix("HTTP_").lower().replace("_", "-").encode())
+        forwarded = scope_header(scope, meta_name.removeprefix("HTTP_").lower().replace("_", "-").encode())
         if forwarded is not None and forwarded.split(",", 1)[0].strip() == secure_value:
             scheme = "https"
     return f"{scheme}://{host}"

@@ -27,6 +27,7 @@ from django.conf import settings
 from django.db import connections
 from redis.asyncio import Redis
 
+from mcp_infra.addresses import scope_header
 from mcp_infra.postgresql import aio
 from mcp_infra.serving.drain import process_drain
 from mcp_infra.serving.probes import LIVENESS_PATH, PROBE_PATHS
@@ -145,16 +146,11 @@ def liveness() -> tuple[int, dict[str, Any]]:
     return 200, {"status": "ok", "pid": os.getpid(), "draining": process_drain.draining}
 
 
-def _header(scope: dict[str, Any], name: bytes) -> str:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return str(value.decode("latin-1"))
-    return ""
-
-
 def sees_details(scope: dict[str, Any]) -> bool:
     """Loopback clients and holders of the metrics token are told more than a word."""
-    return presents_metrics_token(_header(scope, b"authorization")) or is_loopback(asgi_client_address(scope))
+    return presents_metrics_token(scope_header(scope, b"authorization") or "") or is_loopback(
+        asgi_client_address(scope)
+    )
 
 
 async def _answer(send: Any, status: int, body: bytes, content_type: bytes, *, head: bool) -> None:

@@ -16,7 +16,7 @@ from celery.signals import before_task_publish, task_postrun, task_prerun
 from opentelemetry import context, propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from mcp_infra.serving.probes import is_probe
+from mcp_infra.serving.probes import PROBE_PATHS
 from mcp_infra.telemetry import spans
 from mcp_platform.observe.calls import CallInfo, CallRecord, register_hook, unregister_hook
 
@@ -111,7 +111,7 @@ class TracingMiddleware:
         self.app = app
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or is_probe(scope["path"]):
+        if scope["type"] != "http" or scope["path"] in PROBE_PATHS:
             # Health probes come every few seconds and mean nothing to a trace.
             await self.app(scope, receive, send)
             return
