@@ -25,7 +25,6 @@ from mcp_core.errors import ClientRequestFailed, McpError
 from mcp_core.mrtr import InputPolicy
 from mcp_core.request_state import derive_key
 from mcp_infra.conf import platform_settings
-from mcp_infra.serving.drain import process_drain
 from mcp_platform.gateway.observing import call_info
 from mcp_platform.gateway.responses import (
     Headers,
@@ -35,7 +34,7 @@ from mcp_platform.gateway.responses import (
     start_sse,
     wire_error,
 )
-from mcp_platform.gateway.sessions import RUN_LOST
+from mcp_platform.gateway.streams import drain_cut_off
 from mcp_platform.jobs.models import RunOrigin
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.observe.calls import STREAMABLE_HTTP, observed_call
@@ -246,11 +245,9 @@ async def serve_stateless(
             call.succeed(result)
         await stream.finish(jsonrpc.encode_result(request.id, result), 200)
     except asyncio.CancelledError:
-        if not process_drain.expired:
+        if (answer := drain_cut_off(request.id)) is None:
             raise
-        # Cut off by this process's drain: the server is stopping (503); the client may send it again if that is
-        # safe, to another process.
-        await stream.finish(jsonrpc.encode_error(request.id, wire_error(RUN_LOST)[1]), 503)
+        await stream.finish(answer, 503)  # the server is stopping
     except Exception as exc:
         if not isinstance(exc, McpError):
             logger.exception("%s failed", request.method)

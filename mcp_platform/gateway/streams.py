@@ -53,6 +53,12 @@ requests_in_flight: set[asyncio.Task[Any]] = set()
 _streams_running: set[PostStream] = set()
 
 
+def drain_cut_off(request_id: Any) -> bytes | None:
+    """The answer to a request this process's drain cut off (stopped: the client may send it again if that is safe,
+    to another process); None for any other cancellation, which goes unanswered."""
+    return jsonrpc.encode_error(request_id, wire_error(RUN_LOST)[1]) if process_drain.expired else None
+
+
 class Sink(Protocol):
     async def message(self, payload: bytes) -> None: ...
 
@@ -398,7 +404,7 @@ async def run_request(
             call.fail(exc)
             # Cut off by this process's drain: answered as stopped (the client may send it again if that is safe),
             # where a cancelled request goes unanswered.
-            payload = jsonrpc.encode_error(request.id, wire_error(RUN_LOST)[1]) if process_drain.expired else None
+            payload = drain_cut_off(request.id)
         except Exception as exc:
             call.fail(exc)
             if not isinstance(exc, McpError):
