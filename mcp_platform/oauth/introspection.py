@@ -12,21 +12,21 @@ token (DOT would also accept one holding an ``introspection`` scope; the platfor
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.debug import sensitive_post_parameters
 from oauth2_provider.compat import login_not_required
 from oauth2_provider.models import AbstractAccessToken, AbstractApplication, get_access_token_model
 from oauth2_provider.views import IntrospectTokenView
 from oauthlib.common import Request
 
+from mcp_platform.oauth.codes import checksum
 from mcp_platform.oauth.models import TenantApplication
 from mcp_platform.oauth.throttling import token_introspection_refused
-from mcp_platform.oauth.token_endpoint import EVERY_PARAMETER
 from tenants.selectors import membership_get, tenant_get_servable
 
 INACTIVE = {"active": False}
@@ -48,11 +48,10 @@ def may_introspect(client: TenantApplication) -> bool:
 def visible_token(*, value: str, client: TenantApplication) -> AbstractAccessToken | None:
     """The access token ``value`` if ``client`` may learn about it (see the module docstring), else None. Its
     expiry is left to DOT's answer."""
-    checksum = hashlib.sha256(value.encode()).hexdigest()
     token = (
         get_access_token_model()
         .objects.select_related("user", "exchange__actor")
-        .filter(token_checksum=checksum)
+        .filter(token_checksum=checksum(value))
         .first()
     )
     exchange = getattr(token, "exchange", None) if token is not None else None
@@ -70,6 +69,7 @@ def visible_token(*, value: str, client: TenantApplication) -> AbstractAccessTok
 
 @method_decorator(csrf_exempt, name="dispatch")
 @method_decorator(login_not_required, name="dispatch")
+@method_decorator(sensitive_post_parameters(), name="dispatch")  # the token, the secret
 class TenantIntrospectTokenView(IntrospectTokenView):
     """``/oauth/introspect/``: POST only (a token in a URL ends up in access logs). Refusals: ``401 invalid_client``
     (no confidential client authenticated), ``403 unauthorized_client`` (a client that may not introspect), ``429
@@ -80,7 +80,6 @@ class TenantIntrospectTokenView(IntrospectTokenView):
     client: TenantApplication
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        request.sensitive_post_parameters = EVERY_PARAMETER  # type: ignore[attr-defined]  # the token, the secret
         if request.method != "POST":
             return self.http_method_not_allowed(request, *args, **kwargs)
         client = self._authenticated_client(request)

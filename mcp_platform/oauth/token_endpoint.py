@@ -16,6 +16,8 @@ from typing import Any
 
 from django.db import router, transaction
 from django.http import HttpRequest, HttpResponse
+from django.utils.decorators import method_decorator
+from django.views.decorators.debug import sensitive_post_parameters
 from oauth2_provider.models import get_access_token_model
 from oauth2_provider.views import RevokeTokenView, TokenView
 
@@ -34,10 +36,6 @@ class AtomicTokenView(TokenView):
         return response
 
 
+@method_decorator(sensitive_post_parameters(), name="post")
 class RevocationView(RevokeTokenView):
     """RFC 7009 revocation, whose error reports hide the token and the client's secret like the token endpoint's."""
-
-    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        request.sensitive_post_parameters = EVERY_PARAMETER  # type: ignore[attr-defined]
-        response: HttpResponse = super().post(request, *args, **kwargs)
-        return response

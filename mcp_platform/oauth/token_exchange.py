@@ -13,7 +13,6 @@ tenant asks for, issued or refused, is announced (``signals.token_exchanged``) f
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from datetime import timedelta
@@ -27,6 +26,7 @@ from oauthlib.oauth2.rfc6749.grant_types.base import GrantTypeBase
 from oauthlib.oauth2.rfc6749.tokens import TokenBase
 
 from mcp_infra.addresses import ENDPOINTS, base_url_from_headers, endpoint_url
+from mcp_platform.oauth.codes import checksum
 from mcp_platform.oauth.models import ExchangedToken, TenantApplication
 from mcp_platform.oauth.scopes import ordered
 from mcp_platform.oauth.signals import TokenExchangeEvent, token_exchanged
@@ -62,10 +62,6 @@ class ExchangeLimitReached(errors.OAuth2Error):
 
 def _invalid_target(description: str, request: Request) -> errors.OAuth2Error:
     return errors.CustomOAuth2Error(error="invalid_target", description=description, request=request)
-
-
-def _checksum(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 class TokenExchangeGrant(GrantTypeBase):
@@ -157,7 +153,7 @@ class TokenExchangeGrant(GrantTypeBase):
             .objects.select_for_update()
             # At least a second left: the issued token lives whole seconds, never past the subject token.
             .filter(
-                token_checksum=_checksum(_param(request, "subject_token") or ""), expires__gt=timezone.now() + SECOND
+                token_checksum=checksum(_param(request, "subject_token") or ""), expires__gt=timezone.now() + SECOND
             )
             .first()
         )
@@ -215,7 +211,7 @@ class TokenExchangeGrant(GrantTypeBase):
     def _record_actor(self, issued: str, request: Request, subject: AbstractAccessToken) -> None:
         """Record the client as the issued token's actor and where it came from; hold its expiry to the subject's
         (``expires_in`` is whole seconds, counted before the row was written)."""
-        row = get_access_token_model().objects.get(token_checksum=_checksum(issued))
+        row = get_access_token_model().objects.get(token_checksum=checksum(issued))
         if row.expires > subject.expires:
             row.expires = subject.expires
             row.save(update_fields=["expires"])
