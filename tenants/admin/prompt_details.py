@@ -15,8 +15,8 @@ from tenants.admin.backend_forms.widgets import (
     Row,
     RowsField,
     RowsWidget,
+    line_checked,
     line_fits,
-    line_typed,
     text_fits,
     text_typed,
 )
@@ -27,18 +27,9 @@ REQUIRED_CHOICES = (("", "Not said"), ("yes", "Yes"), ("no", "No"))
 ROLE_CHOICES = tuple((role, role.capitalize()) for role in ROLES)
 
 
-def _one_line(row: Row, key: str, label: str, limit: int) -> str:
-    value = line_typed(row.get(key))
-    if "\n" in value or "\r" in value:
-        raise ValidationError(f"the {label} is one line.")
-    if len(value) > limit:
-        raise ValidationError(f"the {label} has at most {limit} characters.")
-    return value
-
-
 def argument_clean(row: Row) -> JSONObject | None:
-    name = _one_line(row, "name", "name", MAX_NAME)
-    description = _one_line(row, "description", "description", MAX_DESCRIPTION)
+    name = line_checked(row, "name", "name", MAX_NAME)
+    description = line_checked(row, "description", "description", MAX_DESCRIPTION)
     required = row.get("required") or ""
     if required not in ("", "yes", "no"):
         raise ValidationError("required is yes, no or not said.")

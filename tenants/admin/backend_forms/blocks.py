@@ -22,6 +22,7 @@ from tenants.admin.backend_forms.widgets import (
     Row,
     RowsField,
     RowsWidget,
+    line_checked,
     line_typed,
     text_typed,
 )
@@ -85,15 +86,6 @@ def _uri_checked(uri: str, kind: str) -> str:
     return uri
 
 
-def _line(row: Row, key: str, limit: int) -> str:
-    value = line_typed(row.get(key))
-    if "\n" in value or "\r" in value:
-        raise ValidationError(f"the {PART_NAMES[key]} is one line.")
-    if len(value) > limit:
-        raise ValidationError(f"the {PART_NAMES[key]} has at most {limit} characters.")
-    return value
-
-
 def _kept_image(kept: str, known: dict[str, JSONObject]) -> JSONObject:
     """The image block a page posted back: a stored one by digest, or an unsaved upload as a ``data:`` URL."""
     if kept.startswith(KEPT_DIGEST):
@@ -146,19 +138,19 @@ def block_clean(row: Row, known: dict[str, JSONObject]) -> JSONObject | None:
         return {"type": "text", "text": text}
     if kind == "image":
         return _image(row, known)
-    uri = _uri_checked(_line(row, "uri", MAX_URI), kind)
-    mime = _line(row, "mime", MAX_MIME)
+    uri = _uri_checked(line_checked(row, "uri", PART_NAMES["uri"], MAX_URI), kind)
+    mime = line_checked(row, "mime", PART_NAMES["mime"], MAX_MIME)
     if kind == "resource":
         resource: JSONObject = {"uri": uri}
         if mime:
             resource["mimeType"] = mime
         resource["text"] = text
         return {"type": "resource", "resource": resource}
-    name = _line(row, "name", MAX_NAME)
+    name = line_checked(row, "name", PART_NAMES["name"], MAX_NAME)
     if not name:
         raise ValidationError("a resource link needs a name.")
     link: JSONObject = {"type": "resource_link", "uri": uri, "name": name}
-    description = _line(row, "description", MAX_DESCRIPTION)
+    description = line_checked(row, "description", PART_NAMES["description"], MAX_DESCRIPTION)
     if description:
         link["description"] = description
     if mime:

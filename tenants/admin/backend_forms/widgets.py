@@ -220,6 +220,17 @@ def line_typed(value: Any) -> str:
     return str(value or "").strip()
 
 
+def line_checked(row: Row, key: str, label: str, limit: int) -> str:
+    """A row's one-line input ``key``, typed text without the spaces around it. Raises ValidationError naming it by
+    ``label`` when it holds a line break or more than ``limit`` characters."""
+    value = line_typed(row.get(key))
+    if "\n" in value or "\r" in value:
+        raise ValidationError(f"the {label} is one line.")
+    if len(value) > limit:
+        raise ValidationError(f"the {label} has at most {limit} characters.")
+    return value
+
+
 def line_fits(value: Any, limit: int) -> bool:
     """Whether a stored string comes back unchanged from a one-line input."""
     return (
