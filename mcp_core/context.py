@@ -41,6 +41,11 @@ class ToolContext(Protocol):
     def arguments(self) -> JSONObject: ...
 
     @property
+    def caller(self) -> object | None:
+        """Whom the call acts for, as the shell knows it (opaque to the protocol)."""
+        ...
+
+    @property
     def wants_progress(self) -> bool:
         """Whether the client asked for progress (else ``report_progress`` sends nothing)."""
         ...
@@ -139,6 +144,8 @@ class RequestContext:
     may_continue_as_task: bool = False
     # What the result's source allowed (``limit_cache``): applied to the result's cache hints by its handler.
     cache_limit: CacheHints | None = None
+    # Whom the call acts for (``Env.caller``): opaque here; backends that act as the person read it.
+    caller: object | None = None
     _last_progress: float | None = None
 
     @property

@@ -61,6 +61,9 @@ class Env:
     ledger: InputLedger | None = None
     # The caller's tasks where the server offers them (both eras); None: calls always run in the request.
     tasks: TaskStore | None = None
+    # Whom the request acts for, as the shell knows it (a person through a client, a machine client, the console):
+    # opaque to the protocol, handed to tools and backends through their context.
+    caller: object | None = None
 
     @property
     def stateless(self) -> bool:
@@ -77,6 +80,7 @@ class Env:
             stateless=self.stateless,
             ledger=self.ledger,
             may_continue_as_task=may_continue_as_task,
+            caller=self.caller,
         )
 
     @property

@@ -1,0 +1,46 @@
+"""Who a call acts as: the person behind the client, a machine client on its own, or the signed-in admin in the
+console. The shell puts a ``Caller`` in the request's context; backends that act as the person read it here."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mcp_core.context import ToolContext
+
+CONSOLE_CLIENT = "admin-console"
+_LABEL = re.compile(r"^(?:user:(?P<user>\d+) )?client:(?P<client>\S+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """``user_id``: the person (None for a machine client or an anonymous caller); ``client_id``: the OAuth client
+    ("" when anonymous, ``CONSOLE_CLIENT`` in the console); ``token_id``: the caller's access token row where the
+    request carried one (token exchange starts from it)."""
+
+    user_id: int | None
+    client_id: str
+    token_id: int | None = None
+
+    @property
+    def is_machine(self) -> bool:
+        return self.user_id is None and bool(self.client_id)
+
+    @classmethod
+    def from_label(cls, label: str) -> Caller:
+        """The caller a principal label names (``user:<id> client:<id>``, ``client:<id>`` or ``anonymous``), as
+        task runs record it."""
+        found = _LABEL.match(label)
+        if found is None:
+            return ANONYMOUS
+        user = found.group("user")
+        return cls(int(user) if user else None, found.group("client"))
+
+
+ANONYMOUS = Caller(None, "")
+
+
+def caller_of(ctx: ToolContext) -> Caller:
+    """The caller of the call ``ctx`` belongs to; anonymous where the shell named none."""
+    caller = getattr(ctx, "caller", None)
+    return caller if isinstance(caller, Caller) else ANONYMOUS

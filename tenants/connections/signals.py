@@ -1,0 +1,10 @@
+"""What happens to people's connections, for the rooms above that act on it (the gateway tells the person's open
+sessions; the activity log records it). Sent after commit; receivers must not raise."""
+
+from __future__ import annotations
+
+import django.dispatch
+
+# A person finished connecting (or storing a key) through a link that a call's question carried:
+# kwargs ``tenant_id``, ``user_id``, ``elicitation_id``.
+connection_completed = django.dispatch.Signal()
