@@ -492,3 +492,100 @@ class Invitation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.email} to {self.tenant} ({self.role})"
+
+
+# ---- people's own credentials (tenants.connections) ---------------------------------------------------------------
+
+# What a person's credential is for: one upstream, one OpenAPI source (all its tools), or one hand-made HTTP tool.
+CONNECTION_TARGET_PATTERN = r"^(upstream|openapi|tool):[1-9][0-9]{0,18}$"
+
+
+class PersonalCredential(models.Model):
+    """A person's own credential for one target of a tenant: an OAuth connection (access and refresh tokens) or an
+    API key, sealed by ``tenants.secrets`` and bound to (tenant, person, target). Never shown, logged or exported."""
+
+    class Kind(models.TextChoices):
+        OAUTH = "oauth", "OAuth connection"
+        KEY = "key", "Personal API key"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Connected"
+        # The upstream refused a refresh: the person is asked to connect again on their next call.
+        NEEDS_PERSON = "needs_person", "Needs reconnecting"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="personal_credentials")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="personal_credentials")
+    target = models.CharField(max_length=40, validators=[RegexValidator(CONNECTION_TARGET_PATTERN)])
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    # JSON of {"access_token", "refresh_token"} (oauth) or {"key"} (key), encrypted.
+    sealed = models.TextField(editable=False)
+    key_id = models.CharField(max_length=16, editable=False)
+    scope = models.TextField(blank=True, editable=False)
+    # When the access token expires (None: the upstream did not say, or a key).
+    expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Which authorization server issued it (oauth), for refresh and revocation.
+    issuer = models.CharField(max_length=2048, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    refreshed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Why the last refresh failed (the upstream's error code and description; never a token).
+    last_error = models.CharField(max_length=300, blank=True, editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "user", "target"], name="tenants_personal_credential_unique"),
+        ]
+        indexes = [models.Index(fields=["tenant", "target"], name="tenants_personal_cred_target")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} of user {self.user_id} for {self.target}"
+
+
+class ConnectLink(models.Model):
+    """One link a call's question carried: single use, short-lived, bound to the person, the tenant and the target.
+    Only digests of the link's token and of the OAuth ``state`` are stored; the PKCE verifier is sealed."""
+
+    token_digest = models.CharField(max_length=64, unique=True)
+    state_digest = models.CharField(max_length=64, unique=True, null=True, blank=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    target = models.CharField(max_length=40, validators=[RegexValidator(CONNECTION_TARGET_PATTERN)])
+    elicitation_id = models.CharField(max_length=64)
+    sealed = models.TextField(blank=True, editable=False)
+    key_id = models.CharField(max_length=16, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["expires_at"], name="tenants_connect_link_expiry")]
+
+    def __str__(self) -> str:
+        return f"connect link of user {self.user_id} for {self.target}"
+
+
+class OAuthClientRegistration(models.Model):
+    """How the platform is known to one authorization server for one of a tenant's targets: the server's metadata
+    as discovered, and the client id it uses there (a registered one, or its client ID metadata document's URL)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    target = models.CharField(max_length=40, validators=[RegexValidator(CONNECTION_TARGET_PATTERN)])
+    issuer = models.CharField(max_length=2048)
+    server = models.JSONField(editable=False)
+    client_id = models.CharField(max_length=2048)
+    # A dynamically registered client's secret (rare: we register as a public client), sealed.
+    sealed_secret = models.TextField(blank=True, editable=False)
+    key_id = models.CharField(max_length=16, blank=True, editable=False)
+    # The scope the upstream's challenge or metadata asked for (MCP upstreams).
+    scope = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "target"], name="tenants_oauth_client_registration_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"client {self.client_id} at {self.issuer}"

@@ -1,4 +1,5 @@
-"""Tenant secrets: the one module that encrypts, decrypts and re-encrypts them (AES-256-GCM under MCP_SECRET_KEYS).
+"""Tenant secrets, and people's own tokens and keys: the one module that encrypts, decrypts and re-encrypts them
+(AES-256-GCM under MCP_SECRET_KEYS).
 
 Everything else holds a reference (tenant + name) and asks for the value at the moment of use. A value never lands
 in a model field in the clear, a log line or an exception message: errors name the secret, never its value.
@@ -24,6 +25,7 @@ from tenants.models import Secret, Tenant
 NONCE_BYTES = 12
 # Versioned so a later format (another cipher, another binding) can be told apart from this one.
 _AAD_PREFIX = b"mcp-platform/secret/v1"
+_PERSONAL_AAD_PREFIX = b"mcp-platform/personal/v1"
 
 
 class SecretNotFound(LookupError):
@@ -57,27 +59,48 @@ def _aad(tenant_id: int, name: str) -> bytes:
     return b"\x00".join((_AAD_PREFIX, str(tenant_id).encode(), name.encode()))
 
 
-def _encrypt(tenant_id: int, name: str, value: str) -> tuple[str, str]:
+def _seal(aad: bytes, value: str) -> tuple[str, str]:
     key = _keys()[0]
     nonce = os.urandom(NONCE_BYTES)
-    sealed = key.cipher.encrypt(nonce, value.encode(), _aad(tenant_id, name))
+    sealed = key.cipher.encrypt(nonce, value.encode(), aad)
     return base64.b64encode(nonce + sealed).decode("ascii"), key.key_id
+
+
+def _unseal(aad: bytes, ciphertext: str, key_id: str, what: str) -> str:
+    """Raises ``SecretUnreadable`` naming ``what``, never a value."""
+    key = next((k for k in _keys() if k.key_id == key_id), None)
+    if key is None:
+        raise SecretUnreadable(f"{what} was encrypted with a key that is no longer configured")
+    try:
+        raw = base64.b64decode(ciphertext, validate=True)
+        plain = key.cipher.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], aad)
+    except (InvalidTag, binascii.Error, ValueError):
+        raise SecretUnreadable(f"{what} does not decrypt where it is stored") from None
+    return plain.decode()
+
+
+def _encrypt(tenant_id: int, name: str, value: str) -> tuple[str, str]:
+    return _seal(_aad(tenant_id, name), value)
 
 
 def _decrypt(secret: Secret) -> str:
     """The value of ``secret``. Raises ``SecretUnreadable``."""
-    key = next((k for k in _keys() if k.key_id == secret.key_id), None)
-    if key is None:
-        raise SecretUnreadable(f"secret {secret.name!r} was encrypted with a key that is no longer configured")
-    try:
-        raw = base64.b64decode(secret.ciphertext, validate=True)
-        plain = key.cipher.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], _aad(secret.tenant_id, secret.name))
-    except (InvalidTag, binascii.Error, ValueError):
-        raise SecretUnreadable(f"secret {secret.name!r} does not decrypt for this tenant and name") from None
-    return plain.decode()
+    return _unseal(_aad(secret.tenant_id, secret.name), secret.ciphertext, secret.key_id, f"secret {secret.name!r}")
 
 
-# ---- services ------------------------------------------------------------------------------------------------
+def _personal_aad(binding: tuple[object, ...]) -> bytes:
+    return b"\x00".join((_PERSONAL_AAD_PREFIX, *(str(part).encode() for part in binding)))
+
+
+def personal_seal(value: str, *, binding: tuple[object, ...]) -> tuple[str, str]:
+    """``value`` (a person's token or key) encrypted under the current key and bound to ``binding`` (tenant, person,
+    target: copied to another row it no longer decrypts); (ciphertext, key id)."""
+    return _seal(_personal_aad(binding), value)
+
+
+def personal_unseal(ciphertext: str, key_id: str, *, binding: tuple[object, ...], what: str) -> str:
+    """What ``personal_seal`` sealed with the same ``binding``. Raises ``SecretUnreadable`` naming ``what``."""
+    return _unseal(_personal_aad(binding), ciphertext, key_id, what)
 
 
 def secret_value_problem(value: object) -> str | None:

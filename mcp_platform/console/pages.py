@@ -190,7 +190,13 @@ class ToolConsole:
             raise ConsoleRequestError("arguments must be a JSON object.")
         support = TaskSupport(tool.task_support)
         as_task = support is TaskSupport.REQUIRED or (support is TaskSupport.OPTIONAL and data.get("asTask") is True)
-        call = ConsoleCall(tool=tool, user_id=_user_id(request), arguments=arguments, as_task=as_task)
+        call = ConsoleCall(
+            tool=tool,
+            user_id=_user_id(request),
+            arguments=arguments,
+            as_task=as_task,
+            base_url=base_url_from_request(request),
+        )
         run = ConsoleRun(call=call, run_id=new_run_id())
         response = StreamingHttpResponse(run.stream(), content_type="text/event-stream")
         response["Cache-Control"] = "no-store"

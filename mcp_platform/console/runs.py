@@ -42,6 +42,7 @@ from mcp_platform.jobs.models import RunOrigin
 from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.observe.calls import ADMIN_CONSOLE, CallInfo, observed_call
 from tenants.cache import tenant_cache
+from tenants.connections.acting import CONSOLE_CLIENT, Caller
 from tenants.identity import server_identity
 from tenants.models import Tenant, Tool
 
@@ -72,6 +73,8 @@ class ConsoleCall:
     user_id: int
     arguments: JSONObject
     as_task: bool = False
+    # The platform's address as the admin's browser reached it (links in the run's questions point there).
+    base_url: str = ""
 
     @property
     def tenant(self) -> Tenant:
@@ -227,8 +230,12 @@ def console_env(*, call: ConsoleCall, run_id: str, outbound: ConsoleOutbound) ->
             session_id=f"console-{run_id}",
             protocol_version=CONSOLE_VERSION,
             client_address="",
-            origin=RunOrigin(client_name="admin console", transport=ADMIN_CONSOLE, request_id=run_id),
+            origin=RunOrigin(
+                client_name="admin console", transport=ADMIN_CONSOLE, request_id=run_id, base_url=call.base_url
+            ),
         ),
+        # The console runs as the signed-in admin, with their own connections.
+        caller=Caller(call.user_id, CONSOLE_CLIENT, base_url=call.base_url),
     )
 
 

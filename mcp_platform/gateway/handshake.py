@@ -26,6 +26,7 @@ from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.observe.calls import HTTP_SSE, STREAMABLE_HTTP, CallInfo, hooks_registered, observed_call
 from mcp_platform.quotas.check import rate_limits_check_requests
 from tenants.cache import tenant_cache
+from tenants.connections.acting import Caller
 from tenants.identity import server_identity
 from tenants.models import Tenant
 
@@ -72,6 +73,7 @@ def session_env(
     principal: str,
     client_address: str,
     granted: frozenset[str] | None,
+    base_url: str,
 ) -> Env:
     params = request.params or {}
     meta = params.get("_meta")
@@ -90,6 +92,7 @@ def session_env(
                 client_version=str(client_info.get("version") or ""),
                 transport=HTTP_SSE if session.transport == LegacySession.Transport.HTTP_SSE else STREAMABLE_HTTP,
                 request_id=str(request.id),
+                base_url=base_url,
             ),
         )
     return Env(
@@ -103,6 +106,7 @@ def session_env(
         session=SessionHooksImpl(session),
         meta=meta if isinstance(meta, dict) else {},
         tasks=tasks,
+        caller=Caller.from_label(principal, base_url=base_url),
     )
 
 

@@ -18,6 +18,7 @@ from mcp_core import jsonrpc, sse
 from mcp_core.errors import InvalidRequest, McpError, TransportError, error_to_wire
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.session import SessionState, SessionStateError
+from mcp_infra.addresses import base_url_from_scope
 from mcp_infra.messaging import groups
 from mcp_infra.messaging.mailbox import Inbox
 from mcp_platform.gateway import sessions
@@ -200,6 +201,7 @@ class LegacyMessagesConsumer(GatewayConsumer):
                     principal=principal,
                     client_address=asgi_client_address(self.scope),
                     granted=granted_scopes(self.scope),
+                    base_url=base_url_from_scope(self.scope),
                 )
                 info = info_of(message)
                 start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk, info=info)

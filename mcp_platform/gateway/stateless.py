@@ -24,6 +24,7 @@ from mcp_core.envelope import Envelope, open_envelope
 from mcp_core.errors import ClientRequestFailed, McpError
 from mcp_core.mrtr import InputPolicy
 from mcp_core.request_state import derive_key
+from mcp_infra.addresses import base_url_from_headers
 from mcp_infra.conf import platform_settings
 from mcp_platform.gateway.observing import call_info
 from mcp_platform.gateway.responses import (
@@ -40,6 +41,7 @@ from mcp_platform.jobs.store import ToolRunStore
 from mcp_platform.observe.calls import STREAMABLE_HTTP, observed_call
 from mcp_platform.quotas.check import rate_limits_check
 from tenants.cache import tenant_cache
+from tenants.connections.acting import Caller
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -173,12 +175,14 @@ def stateless_env(
     granted: frozenset[str] | None,
     request_id: str = "",
 ) -> Env:
+    base_url = base_url_from_headers(headers)
     client_info = envelope.client_info or {}
     origin = RunOrigin(
         client_name=str(client_info.get("name") or ""),
         client_version=str(client_info.get("version") or ""),
         transport=STREAMABLE_HTTP,
         request_id=request_id,
+        base_url=base_url,
     )
     return Env(
         version=envelope.version,
@@ -195,6 +199,7 @@ def stateless_env(
         tasks=stateless_tasks(
             tenant=tenant, principal=principal, version=envelope.version, client_address=client_address, origin=origin
         ),
+        caller=Caller.from_label(principal, base_url=base_url),
     )
 
 

@@ -36,6 +36,7 @@ from mcp_platform.jobs.models import ToolRun
 from mcp_platform.jobs.progress import ProgressRecorder
 from mcp_platform.jobs.services import Claim
 from tenants.catalog import TenantCatalog
+from tenants.connections.acting import Caller
 from tenants.federation.remote_tasks import running_task
 from tenants.identity import server_identity
 
@@ -106,6 +107,8 @@ def task_env(run: ToolRun, outbound: TaskOutbound | None = None) -> Env:
         page_size=platform_settings.PAGE_SIZE,
         meta={} if token is None else {"progressToken": token},
         ledger=InputLedger(answers=answers),
+        # The person who started the task, whose credentials are looked up as it runs (a revoked one stops it).
+        caller=Caller.from_label(run.principal, base_url=str(run.origin.get("base_url") or "")),
     )
 
 

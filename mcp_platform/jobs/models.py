@@ -98,3 +98,5 @@ class RunOrigin(NamedTuple):
     client_version: str = ""
     transport: str = ""
     request_id: str = ""
+    # The platform's address as the client reached it: where links the run's questions carry point.
+    base_url: str = ""

@@ -21,20 +21,22 @@ class Caller:
     user_id: int | None
     client_id: str
     token_id: int | None = None
+    # The platform's address as the client reached it: where the links of questions to the person point.
+    base_url: str = ""
 
     @property
     def is_machine(self) -> bool:
         return self.user_id is None and bool(self.client_id)
 
     @classmethod
-    def from_label(cls, label: str) -> Caller:
+    def from_label(cls, label: str, *, base_url: str = "") -> Caller:
         """The caller a principal label names (``user:<id> client:<id>``, ``client:<id>`` or ``anonymous``), as
         task runs record it."""
         found = _LABEL.match(label)
         if found is None:
-            return ANONYMOUS
+            return Caller(None, "", base_url=base_url)
         user = found.group("user")
-        return cls(int(user) if user else None, found.group("client"))
+        return cls(int(user) if user else None, found.group("client"), base_url=base_url)
 
 
 ANONYMOUS = Caller(None, "")
