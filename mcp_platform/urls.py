@@ -16,4 +16,5 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     path("", include("mcp_platform.oauth.urls")),
     path("account/", include("mcp_platform.oauth.pages")),
+    path("connect/", include("mcp_platform.oauth.connect")),
 ]

@@ -529,6 +529,9 @@ class PersonalCredential(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     refreshed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # While a process refreshes the tokens: no other process uses the refresh token until then (one refresh across
+    # processes; a refresh token is often good for one use only).
+    refresh_claimed_until = models.DateTimeField(null=True, blank=True, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Why the last refresh failed (the upstream's error code and description; never a token).
     last_error = models.CharField(max_length=300, blank=True, editable=False)

@@ -23,6 +23,12 @@ from tenants.models import SECRET_NAME_PATTERN
 from tenants.secrets import SecretNotFound, SecretUnreadable, asecret_value
 
 AUTH_TYPES = ("bearer", "header", "query", "basic", "client_credentials")
+# Configs that act as the person calling: each person's own OAuth connection or API key, or a token exchanged for
+# theirs (``tenants.connections.credentials``); ``machine`` is the shared config machine clients use (absent: they
+# are refused).
+PERSONAL_AUTH_TYPES = ("user_oauth", "user_key", "token_exchange")
+OAUTH_CLIENT_MODES = ("metadata_document", "dynamic", "manual")
+KEY_PLACEMENTS = ("bearer", "header", "query")
 # The keys each kind of auth config takes.
 AUTH_KEYS = {
     "bearer": {"secret", "type"},
@@ -30,6 +36,23 @@ AUTH_KEYS = {
     "header": {"secret", "type", "name"},
     "query": {"secret", "type", "name"},
     "client_credentials": {"secret", "type", "client_id", "token_url", "scope"},
+}
+PERSONAL_AUTH_KEYS = {
+    "user_oauth": {
+        "type",
+        "issuer",
+        "authorization_endpoint",
+        "token_endpoint",
+        "revocation_endpoint",
+        "client",
+        "client_id",
+        "secret",
+        "scope",
+        "resource",
+        "machine",
+    },
+    "user_key": {"type", "placement", "name", "label", "machine"},
+    "token_exchange": {"type", "client_id", "secret", "audience", "scope", "machine"},
 }
 HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
 # A token is renewed this long before the expiry its server announced (clock skew, time in flight).
@@ -82,12 +105,64 @@ def _http_url(value: Any) -> bool:
         return False
 
 
-def auth_errors(auth: Any) -> list[str]:
-    """Why ``auth`` is not a secret reference (HTTP tools' and upstreams' auth shape), or nothing."""
+def _personal_auth_errors(auth: dict[str, Any], *, issuer_required: bool) -> list[str]:
+    kind = auth["type"]
+    problems = [f'"auth" ({kind}) has unknown key {key!r}.' for key in sorted(set(auth) - PERSONAL_AUTH_KEYS[kind])]
+    for key in ("issuer", "authorization_endpoint", "token_endpoint", "revocation_endpoint", "resource", "audience"):
+        if key in auth and auth[key] not in (None, "") and not _http_url(auth[key]):
+            problems.append(f'"auth" ({kind}): "{key}" must be an http(s) URL.')
+    for key in ("scope", "label", "client_id"):
+        if key in auth and not isinstance(auth[key], str):
+            problems.append(f'"auth" ({kind}): "{key}" must be a string.')
+    secret = auth.get("secret")
+    if secret not in (None, "") and (not isinstance(secret, str) or not re.match(SECRET_NAME_PATTERN, secret)):
+        problems.append(f'"auth" ({kind}): "secret" must be the name of one of the tenant\'s secrets.')
+    if kind == "user_oauth":
+        client = auth.get("client", "metadata_document")
+        if client not in OAUTH_CLIENT_MODES:
+            problems.append(f'"auth" (user_oauth): "client" must be one of {", ".join(OAUTH_CLIENT_MODES)}.')
+        if client == "manual" and not auth.get("client_id"):
+            problems.append('"auth" (user_oauth): a client entered by hand needs "client_id".')
+        endpoints = [bool(auth.get("authorization_endpoint")), bool(auth.get("token_endpoint"))]
+        if any(endpoints) and not all(endpoints):
+            problems.append('"auth" (user_oauth): give both "authorization_endpoint" and "token_endpoint", or neither.')
+        if issuer_required and not auth.get("issuer") and not all(endpoints):
+            problems.append(
+                '"auth" (user_oauth): an HTTP API needs "issuer" (or both endpoints) of its authorization server.'
+            )
+    elif kind == "user_key":
+        placement = auth.get("placement", "bearer")
+        if placement not in KEY_PLACEMENTS:
+            problems.append(f'"auth" (user_key): "placement" must be one of {", ".join(KEY_PLACEMENTS)}.')
+        name = auth.get("name")
+        if placement in ("header", "query") and (
+            not isinstance(name, str) or not name or (placement == "header" and not HEADER_NAME.match(name))
+        ):
+            problems.append(f'"auth" (user_key): a key sent in the {placement} needs "name".')
+    elif kind == "token_exchange":
+        if not auth.get("client_id") or not auth.get("secret"):
+            problems.append('"auth" (token_exchange) needs "client_id" and "secret": the tenant\'s exchanging client.')
+        if not auth.get("audience"):
+            problems.append('"auth" (token_exchange) needs "audience": the upstream\'s resource URL.')
+    machine = auth.get("machine")
+    if machine is not None:
+        if not isinstance(machine, dict) or machine.get("type") in PERSONAL_AUTH_KEYS:
+            problems.append(f'"auth" ({kind}): "machine" must be null or a shared auth config (bearer, header, ...).')
+        else:
+            problems += [f"machine clients: {p}" for p in auth_errors(machine)]
+    return problems
+
+
+def auth_errors(auth: Any, *, issuer_required: bool = True) -> list[str]:
+    """Why ``auth`` is not a secret reference or a personal config (HTTP tools' and upstreams' auth shape), or
+    nothing. ``issuer_required``: False for upstream MCP servers, whose authorization server is discovered."""
     if auth is None:
         return []
+    if isinstance(auth, dict) and auth.get("type") in PERSONAL_AUTH_KEYS:
+        return _personal_auth_errors(auth, issuer_required=issuer_required)
     if not isinstance(auth, dict) or auth.get("type") not in AUTH_KEYS:
-        return [f'"auth" must be null or an object whose "type" is one of {", ".join(AUTH_KEYS)}.']
+        kinds = ", ".join([*AUTH_KEYS, *PERSONAL_AUTH_KEYS])
+        return [f'"auth" must be null or an object whose "type" is one of {kinds}.']
     kind = auth["type"]
     problems = [f'"auth" ({kind}) has unknown key {key!r}.' for key in sorted(set(auth) - AUTH_KEYS[kind])]
     secret = auth.get("secret")
@@ -105,6 +180,14 @@ def auth_errors(auth: Any) -> list[str]:
         if "scope" in auth and not isinstance(auth["scope"], str):
             problems.append('"auth" (client_credentials): "scope" must be a string of space-separated scopes.')
     return problems
+
+
+def auth_secret_names(auth: Any) -> list[str]:
+    """The tenant secrets an auth config names: its own, and its machine clients' config's."""
+    if not isinstance(auth, dict):
+        return []
+    names = [auth["secret"]] if isinstance(auth.get("secret"), str) and auth["secret"] else []
+    return names + auth_secret_names(auth.get("machine"))
 
 
 def header_value_problem(value: str) -> str | None:

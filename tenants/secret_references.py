@@ -10,6 +10,7 @@ from typing import Any
 
 from tenants.backends.plugs import BACKENDS
 from tenants.models import OpenApiSource, Secret, Tenant, Tool, Upstream
+from tenants.outbound_auth import auth_secret_names
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,12 +27,6 @@ def secret_names_in(backend: str, config: Any) -> list[str]:
     """The secrets ``config`` of an entry served by ``backend`` names (none for an unknown backend)."""
     plug = BACKENDS.get(backend)
     return plug.secret_names(config) if plug is not None else []
-
-
-def auth_secret_name(auth: Any) -> str | None:
-    """The secret an auth config (``tenants.outbound_auth``) names, or None."""
-    secret = auth.get("secret") if isinstance(auth, dict) else None
-    return secret if isinstance(secret, str) and secret else None
 
 
 def secrets_missing(*, tenant: Tenant | int, names: Iterable[str]) -> list[str]:
@@ -57,7 +52,7 @@ def secret_uses(*, secret: Secret) -> list[SecretUse]:
     ]
     upstreams = Upstream.objects.filter(tenant_id=secret.tenant_id).only("pk", "name", "auth").order_by("name")
     uses += [
-        SecretUse("upstream", u.name, Upstream, u.pk) for u in upstreams if auth_secret_name(u.auth) == secret.name
+        SecretUse("upstream", u.name, Upstream, u.pk) for u in upstreams if secret.name in auth_secret_names(u.auth)
     ]
     sources = OpenApiSource.objects.filter(tenant_id=secret.tenant_id, secret_name=secret.name).order_by("name")
     uses += [SecretUse("OpenAPI source", s.name, OpenApiSource, s.pk) for s in sources]

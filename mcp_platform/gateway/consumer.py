@@ -20,6 +20,7 @@ from mcp_core.envelope import is_stateless, open_envelope
 from mcp_core.errors import McpError, TransportError
 from mcp_core.features.subscriptions import LISTEN_METHOD, parse_listen
 from mcp_core.versions import DEFAULT_HEADERLESS_VERSION, header_version_acceptable
+from mcp_infra.addresses import base_url_from_scope
 from mcp_platform.gateway import sessions
 from mcp_platform.gateway.base import GatewayConsumer
 from mcp_platform.gateway.handshake import scope_headers
@@ -95,6 +96,8 @@ class McpConsumer(HandshakePostMixin, SessionGetMixin, GatewayConsumer):
         self.client_address = asgi_client_address(self.scope)
         self.client_id = oauth_client_id(self.scope)
         self.granted = granted_scopes(self.scope)
+        # Where links in questions to the person point (a connect page): the platform as this client reached it.
+        self.base_url = base_url_from_scope(self.scope)
         method = self.scope["method"]
         if method == "POST":
             await self._post()
@@ -165,6 +168,7 @@ class McpConsumer(HandshakePostMixin, SessionGetMixin, GatewayConsumer):
             client_address=self.client_address,
             granted=self.granted,
             client_id=self.client_id,
+            base_url=self.base_url,
         )
 
     async def _listen(self, request: jsonrpc.Request) -> None:

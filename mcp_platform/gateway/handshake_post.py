@@ -12,7 +12,6 @@ from mcp_core.errors import InvalidRequest, McpError, TransportError, error_to_w
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.session import SessionState
 from mcp_core.versions import V2025_11_25, allows_batches, at_least
-from mcp_infra.addresses import base_url_from_headers
 from mcp_platform.gateway import sessions
 from mcp_platform.gateway.handshake import deliver_client_messages, rate_limits_admit, session_env
 from mcp_platform.gateway.models import LegacySession
@@ -35,6 +34,7 @@ class HandshakePostMixin:
     client_address: str
     client_id: str
     granted: frozenset[str] | None
+    base_url: str
     _sse_open: bool
     _post_stream: PostStream | None = None
     # Set while this request's own task runs a session request: a disconnect must not cancel it.
@@ -119,7 +119,7 @@ class HandshakePostMixin:
             principal=self.principal,
             client_address=self.client_address,
             granted=self.granted,
-            base_url=base_url_from_headers(self.headers),
+            base_url=self.base_url,
         )
 
     def _runs_start(self, session: LegacySession, stream: PostStream, requests: list[jsonrpc.Request]) -> None:

@@ -24,7 +24,6 @@ from mcp_core.envelope import Envelope, open_envelope
 from mcp_core.errors import ClientRequestFailed, McpError
 from mcp_core.mrtr import InputPolicy
 from mcp_core.request_state import derive_key
-from mcp_infra.addresses import base_url_from_headers
 from mcp_infra.conf import platform_settings
 from mcp_platform.gateway.observing import call_info
 from mcp_platform.gateway.responses import (
@@ -173,9 +172,9 @@ def stateless_env(
     principal: str,
     client_address: str,
     granted: frozenset[str] | None,
+    base_url: str,
     request_id: str = "",
 ) -> Env:
-    base_url = base_url_from_headers(headers)
     client_info = envelope.client_info or {}
     origin = RunOrigin(
         client_name=str(client_info.get("name") or ""),
@@ -214,6 +213,7 @@ async def serve_stateless(
     client_address: str,
     granted: frozenset[str] | None,
     client_id: str,
+    base_url: str,
 ) -> None:
     """Answer one stateless request for ``principal`` (``principal_label``: ``anonymous`` on a public tenant), who
     holds ``granted`` scopes (None on a public tenant) and calls from ``client_address`` through the OAuth client
@@ -230,6 +230,7 @@ async def serve_stateless(
             principal=principal,
             client_address=client_address,
             granted=granted,
+            base_url=base_url,
             request_id=str(request.id),
         )
         info = call_info(

@@ -11,3 +11,8 @@ class OAuthConfig(AppConfig):
 
     def ready(self) -> None:
         from mcp_platform.oauth import checks  # noqa: F401  (registers the system checks)
+        from mcp_platform.oauth.call_exchange import exchange_for_call
+        from tenants.connections.credentials import register_token_exchanger
+
+        # Upstreams that trust this platform's authorization server get tokens exchanged for the caller's.
+        register_token_exchanger(exchange_for_call)

@@ -22,12 +22,13 @@ from mcp_infra.outbound import MAX_REDIRECTS, OutboundRefused, OutboundResponseT
 from mcp_infra.telemetry import metrics, tally
 from tenants.backends.base import TOOLS, CatalogBackend, Errors
 from tenants.backends.redaction import SecretRedactor
+from tenants.connections.credentials import call_credentials
 from tenants.models import Backend, Tool
 from tenants.outbound_auth import (
     HEADER_NAME,
     Credentials,
     auth_errors,
-    credentials_for,
+    auth_secret_names,
     forget_token,
     header_value_problem,
 )
@@ -279,7 +280,7 @@ async def tool_invoke(tool: Tool, arguments: JSONObject, ctx: ToolContext) -> JS
     method, url, params, headers = build_request(config, arguments)
     timeout = _timeout(config)
     with anyio.move_on_after(timeout.read or 0) as deadline:
-        return await _invoke(tool, config, arguments, (method, url, params, headers), timeout)
+        return await _invoke(tool, config, arguments, (method, url, params, headers), timeout, ctx)
     assert deadline.cancelled_caught
     raise ToolError(f"{method} {_where(httpx.URL(url))} timed out after {timeout.read:g} s")
 
@@ -290,14 +291,21 @@ async def _invoke(
     arguments: JSONObject,
     built: tuple[str, str, list[tuple[str, str]], dict[str, str]],
     timeout: httpx.Timeout,
+    ctx: ToolContext,
 ) -> JSONObject:
     method, url, params, headers = built
     has_body, body = _body(config, arguments)
     limit = platform_settings.HTTP_TOOL_MAX_RESULT_BYTES
     client = outbound_client(tenant_id=tool.tenant_id)
     for attempt in range(2):
-        credentials = await credentials_for(
-            tenant_id=tool.tenant_id, tool_name=tool.name, auth=config.get("auth"), timeout=timeout
+        credentials = await call_credentials(
+            tenant_id=tool.tenant_id,
+            item=tool,
+            name=tool.name,
+            title=f"The tool {tool.name}",
+            auth=config.get("auth"),
+            ctx=ctx,
+            timeout=timeout,
         )
         redactor = SecretRedactor(credentials.sensitive)
         try:
@@ -417,6 +425,4 @@ class HttpBackend(CatalogBackend):
         return {"config": tool_config_errors(tool.config, tool.input_schema)}
 
     def secret_names(self, config: Any) -> list[str]:
-        auth = config.get("auth") if isinstance(config, dict) else None
-        secret = auth.get("secret") if isinstance(auth, dict) else None
-        return [secret] if isinstance(secret, str) and secret else []
+        return auth_secret_names(config.get("auth") if isinstance(config, dict) else None)

@@ -8,3 +8,7 @@ import django.dispatch
 # A person finished connecting (or storing a key) through a link that a call's question carried:
 # kwargs ``tenant_id``, ``user_id``, ``elicitation_id``.
 connection_completed = django.dispatch.Signal()
+
+# Something happened to a person's credential (``ConnectionEvent``): connected, refreshed (or refused), used,
+# revoked, a key stored or removed. For the activity log; the event never carries a token or key.
+connection_event = django.dispatch.Signal()

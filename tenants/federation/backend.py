@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, REQUEST_TIMEOUT
 
@@ -28,7 +30,9 @@ from mcp_core.errors import MISSING_CLIENT_CAPABILITY, ClientRequestFailed, Inte
 from mcp_infra.conf import platform_settings
 from mcp_infra.telemetry import metrics, spans, tally
 from tenants.backends.base import PROMPTS, TEMPLATES, TOOLS, CatalogBackend, Errors
-from tenants.federation.connection import UpstreamConnection, UpstreamFailure, UpstreamTarget
+from tenants.connections.acting import caller_of
+from tenants.connections.credentials import acts_as_person, call_credentials
+from tenants.federation.connection import CONNECT_TIMEOUT, UpstreamConnection, UpstreamFailure, UpstreamTarget
 from tenants.federation.pool import upstream_pool
 from tenants.federation.remote_tasks import RESULT_KEYS, call_as_task, running_task, upstream_offers_tasks
 from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tool, Upstream
@@ -117,8 +121,27 @@ async def _request(
         )
 
 
+async def _person_target(target: UpstreamTarget, upstream: Upstream, ctx: ToolContext) -> UpstreamTarget:
+    """``target`` acting as the call's person: their credential in its headers (asking them to connect first where
+    they have none). Raises ``ToolError`` and what asking raises."""
+    assert upstream.auth is not None
+    found = await call_credentials(
+        tenant_id=upstream.tenant_id,
+        item=upstream,
+        name=f"upstream {upstream.name}",
+        title=f"The upstream {upstream.name}",
+        auth=upstream.auth,
+        ctx=ctx,
+        timeout=httpx.Timeout(CONNECT_TIMEOUT),
+    )
+    person = caller_of(ctx).user_id
+    return dataclasses.replace(target, auth=None, person=person, headers=tuple(found.headers.items()))
+
+
 async def _request_upstream(upstream: Upstream, ctx: ToolContext, send: Any, *, bounded: bool, session: bool) -> Any:
     target = UpstreamTarget.of(upstream, session=session)
+    if acts_as_person(upstream.auth):
+        target = await _person_target(target, upstream, ctx)
     connection = await upstream_pool.connection(target)
     try:
         with connection.relay.call(ctx) as call:

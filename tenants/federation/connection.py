@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -26,6 +26,7 @@ from mcp_core.errors import ToolError
 from mcp_infra.conf import platform_settings
 from mcp_infra.outbound.httpx2 import outbound_httpx2_client
 from mcp_infra.outbound.lean import LeanHttpClient
+from tenants.connections.credentials import acts_as_person, catalog_reader_credentials
 from tenants.federation.lean import LeanPath, Progress
 from tenants.federation.relay import Relay, stamp_call_capabilities
 from tenants.outbound_auth import credentials_for
@@ -72,6 +73,10 @@ class UpstreamTarget:
     # A session held beside the upstream's main connection for the tools that need one (automatic mode): its era
     # is not the upstream's, so it is not recorded as such.
     for_tools: bool = False
+    # A connection that acts as one person (an upstream whose auth is personal): whom, and the headers that carry
+    # their credential (resolved per call by ``tenants.connections``); None and () for the tenant's own connection.
+    person: int | None = None
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @classmethod
     def of(cls, upstream: Upstream, *, session: bool = False) -> UpstreamTarget:
@@ -101,15 +106,36 @@ async def auth_headers(target: UpstreamTarget) -> tuple[dict[str, str], list[str
     """The headers that authenticate the platform to the upstream (the HTTP tools' auth shapes, from tenant
     secrets), and the values they hold (scrubbed from any error text). The downstream client's own token is never
     among them. Raises ``UpstreamFailure``."""
+    if target.headers:
+        return dict(target.headers), [value for _, value in target.headers]
     if not target.auth:
         return {}, []
     timeout = httpx.Timeout(CONNECT_TIMEOUT)
+    if acts_as_person(target.auth):
+        return await _catalog_reader_headers(target, timeout)
     try:
         found = await credentials_for(
             tenant_id=target.tenant_id, tool_name=f"upstream {target.name}", auth=target.auth, timeout=timeout
         )
     except ToolError as exc:
         raise UpstreamFailure(f"upstream {target.name!r}: {exc}") from None
+    return found.headers, found.sensitive
+
+
+async def _catalog_reader_headers(target: UpstreamTarget, timeout: httpx.Timeout) -> tuple[dict[str, str], list[str]]:
+    """The headers the platform reads a personal upstream's catalog with: its machine clients' shared credentials,
+    else the connection of a member who connected. Raises ``UpstreamFailure`` where there is neither."""
+    assert target.auth is not None and target.upstream_id is not None
+    try:
+        found = await catalog_reader_credentials(
+            tenant_id=target.tenant_id, target=f"upstream:{target.upstream_id}", auth=target.auth, timeout=timeout
+        )
+    except ToolError as exc:
+        raise UpstreamFailure(f"upstream {target.name!r}: {exc}") from None
+    if found is None:
+        raise UpstreamFailure(
+            f"upstream {target.name!r} acts as each person: its catalog is read once a member has connected"
+        )
     return found.headers, found.sensitive
 
 

@@ -7,6 +7,7 @@ No process-local truth: any process opens its own sessions; the row's health is 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 import weakref
@@ -21,6 +22,8 @@ from tenants.models import Upstream
 
 logger = logging.getLogger(__name__)
 
+# (upstream id, mode, person or None, digest of the person's credential or "").
+SlotKey = tuple[int, str, int | None, str]
 # ``refresh(upstream_id)`` re-reads an upstream's catalog; set by tenants.federation.mirror (which imports this).
 Refresher = Callable[[int], Awaitable[None]]
 
@@ -59,7 +62,7 @@ class UpstreamPool:
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[int, str], _Slot]] = (
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[SlotKey, _Slot]] = (
             weakref.WeakKeyDictionary()
         )
         self._breakers: dict[int, _Breaker] = {}
@@ -75,7 +78,7 @@ class UpstreamPool:
     def set_refresher(self, refresher: Refresher) -> None:
         self._refresher = refresher
 
-    def _slots(self) -> dict[tuple[int, str], _Slot]:
+    def _slots(self) -> dict[SlotKey, _Slot]:
         return self._loops.setdefault(asyncio.get_running_loop(), {})
 
     async def connection(self, target: UpstreamTarget) -> UpstreamConnection:
@@ -96,6 +99,8 @@ class UpstreamPool:
             slot.connection = None
             if current is not None:
                 self._spawn(current.close())
+            if target.person is not None:
+                self._close_superseded(_key(target))
             self._check_circuit(target)
             upstream_id = target.upstream_id
             connection = UpstreamConnection(
@@ -112,6 +117,15 @@ class UpstreamPool:
             self._ensure_sweeping()
             await self.succeeded(target, connection=connection)
             return connection
+
+    def _close_superseded(self, key: SlotKey) -> None:
+        """Close a person's connections to the upstream under an older credential (refreshed, reconnected): at most
+        one per person, upstream and mode stays open."""
+        slots = self._slots()
+        for other in [k for k in slots if k[:3] == key[:3] and k != key]:
+            stale = slots.pop(other).connection
+            if stale is not None:
+                self._spawn(stale.close())
 
     async def discard(self, connection: UpstreamConnection) -> None:
         """Forget ``connection`` (it broke); the next call opens a new one."""
@@ -271,7 +285,7 @@ class UpstreamPool:
         while True:
             await asyncio.sleep(platform_settings.UPSTREAM_WATCH_CHECK)
             slots = self._slots()
-            ids = {upstream_id for upstream_id, _ in slots} | set(self._refreshes)
+            ids = {key[0] for key in slots} | set(self._refreshes)
             if not ids:
                 self._sweepers.pop(asyncio.get_running_loop(), None)
                 return
@@ -312,10 +326,12 @@ class UpstreamPool:
         task.add_done_callback(self._background.discard)
 
 
-def _key(target: UpstreamTarget) -> tuple[int, str]:
-    # An upstream's main connection and, beside it, the session its imperatively asking tools are called in.
+def _key(target: UpstreamTarget) -> SlotKey:
+    # An upstream's main connection and, beside it, the session its imperatively asking tools are called in; for an
+    # upstream that acts as each person, one per person and credential (a refreshed token opens a new one).
     assert target.upstream_id is not None
-    return target.upstream_id, target.mode
+    credential = hashlib.sha256(repr(target.headers).encode()).hexdigest()[:16] if target.headers else ""
+    return target.upstream_id, target.mode, target.person, credential
 
 
 async def _record(target: UpstreamTarget, **fields: object) -> None:
