@@ -22,11 +22,14 @@ class TenantsConfig(AppConfig):
         from tenants.backends.plugs import backends_load
         from tenants.builtin import bench, conformance, conformance_tasks, demo  # noqa: F401
         from tenants.bulk_changes import catalog_bulk_changed
+        from tenants.connections.signals import connection_completed
         from tenants.federation import services  # noqa: F401
+        from tenants.federation.tasks import upstream_first_reader
         from tenants.selectors import tenant_outbound_networks
 
         backends_load()
         catalog_bulk_changed.connect(bulk_change_history, dispatch_uid="tenants-admin-history")
+        connection_completed.connect(upstream_first_reader, dispatch_uid="tenants-upstream-first-reader")
         # The outbound door sits below the tenants app: it is told how to read a tenant's allowed networks.
         register_tenant_networks(tenant_outbound_networks)
 

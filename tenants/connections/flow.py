@@ -207,7 +207,11 @@ async def begin(*, link: ConnectLink, base_url: str) -> str:
 def _completed(link: ConnectLink) -> None:
     transaction.on_commit(
         lambda: connection_completed.send_robust(
-            sender=ConnectLink, tenant_id=link.tenant_id, user_id=link.user_id, elicitation_id=link.elicitation_id
+            sender=ConnectLink,
+            tenant_id=link.tenant_id,
+            user_id=link.user_id,
+            elicitation_id=link.elicitation_id,
+            target=link.target,
         )
     )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import django.dispatch
 
 # A person finished connecting (or storing a key) through a link that a call's question carried:
-# kwargs ``tenant_id``, ``user_id``, ``elicitation_id``.
+# kwargs ``tenant_id``, ``user_id``, ``elicitation_id``, ``target``.
 connection_completed = django.dispatch.Signal()
 
 # Something happened to a person's credential (``ConnectionEvent``): connected, refreshed (or refused), used,

@@ -24,6 +24,15 @@ def upstreams_refresh() -> dict[str, int]:
     return {"queued": len(ids)}
 
 
+def upstream_first_reader(sender: object, *, target: str, **kwargs: object) -> None:
+    """``connection_completed`` receiver: an upstream that acts as each person and whose catalog was never read
+    (no shared credentials, nobody connected) is read now, with the connection just made."""
+    kind, _, pk = target.partition(":")
+    unread = Upstream.objects.filter(enabled=True, last_refreshed_at__isnull=True)
+    if kind == "upstream" and pk.isdigit() and unread.filter(pk=int(pk)).exists():
+        upstream_refresh_one.delay(int(pk))
+
+
 @shared_task(acks_late=True, ignore_result=True)
 def upstream_refresh_one(upstream_id: int) -> str:
     """Re-read one upstream's catalog over a connection of its own; a failure is recorded on the upstream."""
