@@ -118,6 +118,18 @@ async def test_a_persons_token_works_at_the_mcp_endpoint_and_exchanged_at_the_no
     assert notes.json() == [{"id": 1, "text": f"Welcome, {alice.username}."}]
 
 
+async def test_a_person_signs_in_through_the_login_page(personal_upstream: PersonalUpstream) -> None:
+    upstream = personal_upstream
+    with anyio.fail_after(TEST_DEADLINE):
+        erin = await upstream.add_person("erin")
+        async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT) as browser:
+            before = await browser.get(f"{upstream.issuer}/account/apps/")
+            await upstream.sign_in(browser, erin)
+            after = await browser.get(f"{upstream.issuer}/account/apps/")
+    assert before.status_code == 302 and before.headers["location"].startswith("/account/login/")
+    assert after.status_code == 200 and erin.username in after.text
+
+
 async def test_a_confidential_client_its_admin_registered_gets_a_persons_token(
     personal_upstream: PersonalUpstream,
 ) -> None:
