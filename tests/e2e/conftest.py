@@ -26,6 +26,7 @@ from tests.e2e.live import (
     production_requested,
     production_server,
 )
+from tests.e2e.personal_upstreams import PersonalUpstream, personal_upstreams
 
 HERE = Path(__file__).resolve().parent
 
@@ -59,6 +60,23 @@ def live_platform(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
             del request.config.stash[LIVE_SERVER_KEY]
 
 
+PERSONAL_UPSTREAM_KEY = pytest.StashKey[PersonalUpstream]()
+
+
+@pytest.fixture(scope="session")
+def personal_upstream(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PersonalUpstream]:
+    """A second platform instance whose tenant requires OAuth, and the Notes API that trusts it: a person's upstreams
+    (``tests/e2e/personal_upstreams.py``)."""
+    with personal_upstreams(tmp_path_factory.mktemp("personal-upstream")) as upstream:
+        request.config.stash[PERSONAL_UPSTREAM_KEY] = upstream
+        try:
+            yield upstream
+        finally:
+            del request.config.stash[PERSONAL_UPSTREAM_KEY]
+
+
 FAULT_TOPOLOGY_KEY = pytest.StashKey[Topology]()
 
 
@@ -86,6 +104,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     own_logs = item.stash.get(OWN_PLATFORM_LOGS_KEY, None)
     if report.failed and own_logs is not None:
         report.sections.append(("the test's own platform output", own_logs()))
+    upstream = item.config.stash.get(PERSONAL_UPSTREAM_KEY, None)
+    if report.failed and upstream is not None and "personal_upstream" in getattr(item, "fixturenames", ()):
+        report.sections.append(("personal upstream output", upstream.logs()))
     hosts = item.config.stash.get(HOSTS_KEY, None)
     if report.failed and hosts is not None and "hosts" in getattr(item, "fixturenames", ()):
         report.sections.append(("multi-host topology output", hosts.logs()))
