@@ -7,7 +7,8 @@ with a token and strictly increasing, logs only at or above the client's level, 
 capabilities the client declared. In the stateless era (``stateless=True``) logs need the request's opt-in
 level, a capability the client did not declare is the protocol error -32021 instead of a failed tool, and
 questions to the client go to the request's ``InputLedger`` (MRTR) rather than over the wire. ``key`` names a
-question across retries; by default questions are keyed by call order.
+question across retries; by default questions are keyed by call order. ``require_url_visit`` sends the person to a
+page in whichever way the era and the client allow (a question, the -32042 error, or a failed tool carrying the link).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mcp_core.caching import CacheHints, narrowest
-from mcp_core.errors import ClientRequestFailed, MissingClientCapability
+from mcp_core.errors import ClientRequestFailed, MissingClientCapability, ToolError, UrlElicitationRequired
 from mcp_core.mrtr import InputLedger
 from mcp_core.tasks import ContinueAsTask
 
@@ -32,6 +33,20 @@ LOG_LEVELS: tuple[str, ...] = (
 )
 
 JSONObject = dict[str, Any]
+
+
+def capability_declared(capabilities: JSONObject, capability: str, sub: str | None = None) -> bool:
+    """Whether ``capabilities`` (a client's) declare ``capability``, and ``sub`` inside it (a false flag declares
+    nothing)."""
+    declared = capabilities.get(capability)
+    if declared is None:
+        return False
+    return sub is None or (isinstance(declared, dict) and declared.get(sub) not in (None, False))
+
+
+def url_elicitation(message: str, url: str, elicitation_id: str) -> JSONObject:
+    """The params of a URL-mode ``elicitation/create`` (also an entry of -32042's ``data.elicitations``)."""
+    return {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
 
 
 class ToolContext(Protocol):
@@ -79,6 +94,17 @@ class ToolContext(Protocol):
 
     async def elicit_url(self, message: str, url: str, elicitation_id: str, *, key: str | None = None) -> JSONObject:
         """Send the user to a URL (URL-mode elicitation); returns ``{action}``. Raises ``ClientRequestFailed``."""
+        ...
+
+    async def require_url_visit(self, message: str, url: str, elicitation_id: str, *, key: str | None = None) -> None:
+        """Have the person visit ``url`` (to connect an account, say) before the call goes on; returns once they say
+        they did, and the caller checks again what the visit was for.
+
+        Where questions are answered by a ledger (a 2026-07-28 request, a task run) and the client declared
+        ``elicitation.url``: a URL-mode ``elicitation/create`` (``input_required``), answered ``accept`` to return.
+        A handshake-era request of such a client: raises ``UrlElicitationRequired`` (-32042), which the client
+        retries after the visit. Otherwise, and when the person declines: raises ``ToolError``, whose text carries
+        the link. ``key`` as for ``elicit`` (call order by default: never the URL or the id, which change per run)."""
         ...
 
     async def elicitation_complete(self, elicitation_id: str) -> None:
@@ -184,10 +210,7 @@ class RequestContext:
         await self.outbound.notify("notifications/message", params)
 
     def client_declares(self, capability: str, sub: str | None = None) -> bool:
-        declared = self.client_capabilities.get(capability)
-        if declared is None:
-            return False
-        return sub is None or (isinstance(declared, dict) and declared.get(sub) not in (None, False))
+        return capability_declared(self.client_capabilities, capability, sub)
 
     async def _ask(self, method: str, params: JSONObject, key: str | None) -> JSONObject:
         """Raises ClientRequestFailed, or InputRequired when a stateless request must ask the client first."""
@@ -220,8 +243,22 @@ class RequestContext:
 
     async def elicit_url(self, message: str, url: str, elicitation_id: str, *, key: str | None = None) -> JSONObject:
         self.require("elicitation", "url")
-        params: JSONObject = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
-        return await self._ask("elicitation/create", params, key)
+        return await self._ask("elicitation/create", url_elicitation(message, url, elicitation_id), key)
+
+    async def require_url_visit(self, message: str, url: str, elicitation_id: str, *, key: str | None = None) -> None:
+        """Raises ``InputRequired`` (the question is open), ``UrlElicitationRequired`` (handshake era) or
+        ``ToolError`` (the client cannot be asked, or the person declined)."""
+        if self.client_declares("elicitation", "url"):
+            params = url_elicitation(message, url, elicitation_id)
+            if self.ledger is not None:
+                answer = self.ledger.ask("elicitation/create", params, key)
+                if answer.get("action") == "accept":
+                    return
+                raise ToolError(f"{message} (the user declined to open {url})")
+            if not self.stateless:
+                raise UrlElicitationRequired(message, data={"elicitations": [params]})
+        # A client that cannot be sent to a page (or a 2026-07-28 request whose shell answers no questions).
+        raise ToolError(f"{message} (open {url} to continue, then try again)")
 
     async def elicitation_complete(self, elicitation_id: str) -> None:
         if self.stateless or not self.client_declares("elicitation", "url"):

@@ -67,6 +67,9 @@ class ResourceNotFound(McpError):
 
 
 class UrlElicitationRequired(McpError):
+    """2025-11-25: the request can go on only after the person visits the pages in ``data.elicitations`` (URL-mode
+    ``elicitation/create`` params); the client retries it then (``URLElicitationRequiredError``)."""
+
     code = URL_ELICITATION_REQUIRED
 
 

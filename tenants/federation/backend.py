@@ -34,6 +34,7 @@ from tenants.connections.acting import caller_of
 from tenants.connections.credentials import acts_as_person, call_credentials
 from tenants.federation.connection import CONNECT_TIMEOUT, UpstreamConnection, UpstreamFailure, UpstreamTarget
 from tenants.federation.pool import upstream_pool
+from tenants.federation.relay import url_elicitations, url_visits
 from tenants.federation.remote_tasks import RESULT_KEYS, call_as_task, running_task, upstream_offers_tasks
 from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tool, Upstream
 
@@ -51,6 +52,11 @@ BACK_CHANNEL_REFUSALS = (
     "no back-channel for server-initiated requests",
     "via server-initiated requests is unavailable",
 )
+
+
+# How many times one tool call is made when the upstream keeps answering -32042 after the person said they visited
+# its pages (each time they are asked again, as the era allows); then its refusal is the result.
+URL_VISIT_CALLS = 3
 
 
 # The downstream method each kind of mirrored item is proxied for (the operation label of upstream metrics).
@@ -286,16 +292,24 @@ async def _tool_call(tool: Tool, arguments: JSONObject, ctx: ToolContext, *, ses
             client, upstream_id=connection.target.upstream_id, remote=remote, arguments=arguments, ctx=ctx, run=run
         )
 
-    try:
-        result: JSONObject = await _request(tool, ctx, send, bounded=False, session=session)
-    except UpstreamFailure as exc:
-        return error_result(f"The upstream tool {tool.name} could not be called: {exc}")
-    except MCPError as exc:
-        _raise_missing_capability(exc, ctx)
-        refused = error_result(f"The upstream refused the call to {tool.name}: {exc.error.message}")
-        return _Refusal(refused) if _refuses_back_channel(exc.error.message) else refused
-    result.setdefault("content", [])
-    return _Refusal(result) if _refusal_in(result) else result
+    calls = 0
+    while True:
+        calls += 1
+        try:
+            result: JSONObject = await _request(tool, ctx, send, bounded=False, session=session)
+        except UpstreamFailure as exc:
+            return error_result(f"The upstream tool {tool.name} could not be called: {exc}")
+        except MCPError as exc:
+            visits = url_elicitations(exc.error)
+            if visits and calls < URL_VISIT_CALLS:
+                # The upstream did nothing yet: once the person says they visited its pages, it is asked again.
+                await url_visits(ctx, visits, exc.error.message)
+                continue
+            _raise_missing_capability(exc, ctx)
+            refused = error_result(f"The upstream refused the call to {tool.name}: {exc.error.message}")
+            return _Refusal(refused) if _refuses_back_channel(exc.error.message) else refused
+        result.setdefault("content", [])
+        return _Refusal(result) if _refusal_in(result) else result
 
 
 async def resource_read(resource: Resource, ctx: ToolContext) -> list[JSONObject]:

@@ -12,6 +12,11 @@ notifications/cancelled) and the backend re-raises the reason, so the downstream
 result or protocol error. The retry runs the call again from the start and the question, asked again by the
 upstream, is answered from the ledger: the upstream receives each answer exactly once, as a Python tool replays.
 
+An upstream that answers a call with -32042 (``URLElicitationRequiredError``: the person must visit its pages first)
+has each page asked of the downstream client as the call's era allows (``ToolContext.require_url_visit``:
+an ``input_required`` question, our own -32042, or a failed tool carrying the link), all in one round; once the person
+says they went, the backend makes the call again (``url_visits``).
+
 A 2026-07-28 upstream is told the client capabilities of each request. For a request made for a downstream call,
 those are the capabilities the platform relays that the call's client declared (``call_capabilities``): the upstream
 asks only what that client can answer, and a tool that adapts to its client does so through the platform as it would
@@ -30,8 +35,8 @@ from typing import Any
 import mcp_types as types
 from mcp.client.session import ClientRequestContext
 
-from mcp_core.context import ToolContext
-from mcp_core.errors import ClientRequestFailed, McpError
+from mcp_core.context import ToolContext, url_elicitation
+from mcp_core.errors import URL_ELICITATION_REQUIRED, ClientRequestFailed, McpError, UrlElicitationRequired
 from mcp_core.mrtr import InputRequired
 
 JSONObject = dict[str, Any]
@@ -101,6 +106,46 @@ def stamp_call_capabilities(session: Any) -> None:
             meta[types.CLIENT_CAPABILITIES_META_KEY] = call_capabilities(offered, call.ctx)
 
     session._stamp = stamp_for_call
+
+
+# The pages of one -32042 that are relayed at most (a hostile upstream could name thousands).
+MAX_URL_VISITS = 8
+
+
+def url_elicitations(error: types.ErrorData) -> list[JSONObject]:
+    """The URL-mode elicitations an upstream's -32042 names (the well-formed ones, at most ``MAX_URL_VISITS``);
+    empty for any other error."""
+    if error.code != URL_ELICITATION_REQUIRED or not isinstance(error.data, dict):
+        return []
+    listed = error.data.get("elicitations")
+    found: list[JSONObject] = []
+    for item in listed if isinstance(listed, list) else []:
+        if not isinstance(item, dict):
+            continue
+        message, url, elicitation_id = item.get("message"), item.get("url"), item.get("elicitationId")
+        if isinstance(message, str) and isinstance(url, str) and url and isinstance(elicitation_id, str):
+            found.append(url_elicitation(message, url, elicitation_id))
+    return found[:MAX_URL_VISITS]
+
+
+async def url_visits(ctx: ToolContext, elicitations: list[JSONObject], message: str) -> None:
+    """Send the person to each page of an upstream's -32042 as the call's era allows, together: every open question
+    in one ``input_required`` round, every page in one -32042 of our own. Returns once each was accepted (the caller
+    calls the upstream again). Raises ``InputRequired``, ``UrlElicitationRequired`` (with the upstream's
+    ``message``) and ``ToolError`` (declined, or the client cannot be sent to a page)."""
+    open_question: InputRequired | None = None
+    required: list[JSONObject] = []
+    for item in elicitations:
+        try:
+            await ctx.require_url_visit(item["message"], item["url"], item["elicitationId"])
+        except InputRequired as exc:
+            open_question = open_question or exc
+        except UrlElicitationRequired as exc:
+            required.extend(exc.data["elicitations"])
+    if open_question is not None:
+        raise open_question
+    if required:
+        raise UrlElicitationRequired(message, data={"elicitations": required})
 
 
 def _refused(message: str) -> types.ErrorData:

@@ -32,12 +32,13 @@ from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.subscriptions import InMemorySubscriptionBus
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
 from mcp.shared.subscriptions import ServerEvent, ToolsListChanged
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     LOG_LEVEL_META_KEY,
     CreateMessageResult,
+    ElicitRequestURLParams,
     ListRootsResult,
     SamplingMessage,
     TextContent,
@@ -51,6 +52,8 @@ from tests.upstreams import GRACEFUL_SHUTDOWN_SECONDS
 from tests.upstreams.bodies import body_of, replaying
 
 SEEN_AUTHORIZATION: list[str] = []
+# Labels whose account the user connected (tool ``connect_done``): ``account_summary`` answers -32042 until then.
+CONNECTED: set[str] = set()
 CANCELLED: list[str] = []
 ANSWERS: list[str] = []
 METHODS: Counter[str] = Counter()
@@ -279,6 +282,22 @@ def build(
         if answer.action == "accept":
             await ctx.session.send_elicit_complete(elicitation_id, related_request_id=ctx.request_id)
         return elicitation_id
+
+    @server.tool(
+        description="A summary of the user's account: -32042 (connect it first, a new id each call) until it is."
+    )
+    def account_summary(label: str) -> str:
+        if label not in CONNECTED:
+            elicitation_id = f"{label}-{uuid.uuid4().hex}"
+            url = f"https://accounts.example/connect/{elicitation_id}"
+            page = ElicitRequestURLParams(message="Connect your account", url=url, elicitation_id=elicitation_id)
+            raise UrlElicitationRequiredError([page])
+        return f"summary of {label}"
+
+    @server.tool(description="Record that the user connected label's account (what account_summary's page does).")
+    def connect_done(label: str) -> str:
+        CONNECTED.add(label)
+        return f"connected {label}"
 
     @server.tool(description="The client's roots, asked imperatively; records whether the question failed.")
     async def roots_now(label: str, ctx: Context) -> str:
