@@ -146,7 +146,6 @@ async def test_a_confidential_client_its_admin_registered_gets_a_persons_token(
     assert text_of(greeting) == f"hello from {upstream.tenant}"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 30: the gateway does not yet put the request's Caller in Env.caller")
 async def test_whoami_names_the_person_the_call_acts_for(personal_upstream: PersonalUpstream) -> None:
     upstream = personal_upstream
     with anyio.fail_after(TEST_DEADLINE):

@@ -180,7 +180,7 @@ def test_a_client_whose_tokens_expired_and_were_cleared_is_purged_too(client, ac
     application = TenantApplication.objects.get(client_id=client_id)
     access_token_create(user=member, application=application, resource=[ACME_MCP], expires_in=-10)
     _age(client_id, 2 * 24 * 3600)
-    assert oauth_purge_expired() == {"unused_clients": 1, "consumed_codes": 0}
+    assert oauth_purge_expired() == {"unused_clients": 1, "consumed_codes": 0, "connect_links": 0}
     assert not TenantApplication.objects.filter(client_id=client_id).exists()
 
 

@@ -203,4 +203,3 @@ def test_connect_links_are_single_use_short_lived_and_bound_to_the_person() -> N
     )
     assert services.connect_link_get(token=late) is None
     assert services.connect_links_purge() == 1
-
