@@ -6,6 +6,7 @@ refreshes and revocation. The pages (``mcp_platform.oauth.connect``) call these;
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
@@ -67,6 +68,11 @@ def target_auth(*, tenant_id: int, target: str) -> tuple[Tool | Upstream | OpenA
     return item, auth
 
 
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def _resource_of(item: Tool | Upstream | OpenApiSource, auth: dict[str, Any]) -> str | None:
     # RFC 8707: an MCP upstream is a protected resource of its own; an HTTP API only where the admin named one.
     if isinstance(item, Upstream):
@@ -93,7 +99,8 @@ async def _discover(
     if auth.get("authorization_endpoint") and auth.get("token_endpoint"):
         return (
             AuthServer(
-                issuer=str(issuer or ""),
+                # Endpoints entered by hand may come without an issuer: the authorization endpoint's origin names it.
+                issuer=str(issuer or _origin(auth["authorization_endpoint"])),
                 authorization_endpoint=auth["authorization_endpoint"],
                 token_endpoint=auth["token_endpoint"],
                 registration_endpoint=None,
