@@ -1,4 +1,5 @@
-"""App config of the MCP gateway; at start-up it lets the tenant cache hear catalog nudges on the mailbox."""
+"""App config of the MCP gateway; at start-up it lets the tenant cache hear catalog nudges on the mailbox, and tells
+a person's sessions when they finished connecting an account (``elicitations``)."""
 
 from __future__ import annotations
 
@@ -41,10 +42,13 @@ class GatewayConfig(AppConfig):
 
     def ready(self) -> None:
         from mcp_infra.conf import platform_settings
+        from mcp_platform.gateway.elicitations import connection_completed_received
         from tenants.cache import tenant_cache
+        from tenants.connections.signals import connection_completed
 
         tenant_cache.configure(
             ttl=lambda: float(platform_settings.TENANT_CACHE_TTL),
             listen=listen_for_nudges,
             unlisten=stop_listening_for_nudges,
         )
+        connection_completed.connect(connection_completed_received, dispatch_uid="gateway.elicitation_complete")

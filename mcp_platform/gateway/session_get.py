@@ -146,7 +146,7 @@ class SessionGetMixin(SessionStreamMixin):
         if not await sessions.standalone_stream_claim(session=self.session, stream_id=stream_id):
             raise TransportError("Conflict: this session already has an open GET stream", http_status=409)
         try:
-            await self._inbox.join(catalog_group(self.tenant.id))
+            await self._inbox.join(catalog_group(self.tenant.id), groups.session_group(self.tenant.id, self.session.id))
             with session_control.watching_close(self.tenant.id, self.session.id, self._session_closed):
                 await self._standalone_stream(stream_id, after)
         finally:

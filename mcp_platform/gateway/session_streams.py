@@ -1,5 +1,6 @@
-"""A handshake-era session's long-lived stream: catalog changes and session signals, from any process, become
-server messages on it. Shared by the Streamable HTTP GET stream and the 2024-11-05 HTTP+SSE stream.
+"""A handshake-era session's long-lived stream: catalog changes, session signals and notifications for the session
+(``session_notify``), from any process, become server messages on it. Shared by the Streamable HTTP GET stream and
+the 2024-11-05 HTTP+SSE stream.
 
 The caller's access is checked again before each catalog event and at each keep-alive (``StreamAccess``): a
 stream whose token was revoked, whose member was removed or whose tenant was suspended ends.
@@ -11,10 +12,21 @@ from typing import Any
 
 from mcp_core.features.subscriptions import LIST_CHANGED, RESOURCE_UPDATED
 from mcp_infra.conf import platform_settings
-from mcp_infra.messaging.mailbox import Inbox
+from mcp_infra.messaging import groups
+from mcp_infra.messaging.mailbox import Inbox, send_to_group
 from mcp_platform.gateway import sessions
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.stream_access import StreamAccess
+
+# A message on the session's group that is a notification for its client (``session_notify``).
+NOTIFICATION = "notification"
+
+
+async def session_notify(*, tenant_id: int, session_id: str, method: str, params: dict[str, Any]) -> None:
+    """Send a notification to the session's long-lived stream, wherever it is open (at most once: a session whose
+    stream is not open does not hear it)."""
+    message = {"kind": NOTIFICATION, "method": method, "params": params}
+    await send_to_group(groups.session_group(tenant_id, session_id), message)
 
 
 class SessionStreamMixin:
@@ -54,13 +66,22 @@ class SessionStreamMixin:
         if isinstance(uri, str) and uri in await sessions.legacy_session_subscriptions(session_id=self.session.pk):
             await self._push(RESOURCE_UPDATED, {"uri": uri})
 
+    async def session_message(self, message: dict[str, Any]) -> None:
+        """A message of the session's group: a notification for the client (``session_notify``), or one of the
+        stream's own."""
+        method, params = message.get("method"), message.get("params")
+        if message.get("kind") == NOTIFICATION and isinstance(method, str) and isinstance(params, dict):
+            await self._push(method, params)
+        else:
+            await self.mailbox_message(message)
+
     async def _pump(self, inbox: Inbox) -> None:
         """Turn the inbox's messages into events until the stream closes; ``_idle`` between them."""
         access = StreamAccess.of(self.scope)
         handlers = {
             "catalog.changed": self.catalog_changed,
             "resource.updated": self.resource_updated,
-            "mailbox.message": self.mailbox_message,
+            "mailbox.message": self.session_message,
             "server.draining": self.server_draining,
         }
         # The tenant's own changes (suspension, authorization required) are heard on the same group.

@@ -12,6 +12,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from mcp_core import jsonrpc
@@ -76,6 +77,29 @@ async def legacy_session_get(*, tenant_id: int, principal: str, session_id: str)
         await legacy_session_touch(session_id=session.pk, now=now)
         session.last_seen_at = now
     return session
+
+
+async def legacy_sessions_taking_urls(*, tenant_id: int, user_id: int, limit: int) -> list[str]:
+    """The person's sessions in the tenant (through any client) that can hear a URL-mode elicitation's completion:
+    open, with a stream that carries the session's messages (a live standalone GET stream, or the 2024-11-05 SSE
+    connection), of a client that declared ``elicitation.url``; the ``limit`` used most recently, newest first."""
+    now = timezone.now()
+    rows = (
+        LegacySession.objects.filter(
+            tenant_id=tenant_id,
+            principal__startswith=f"user:{int(user_id)} client:",
+            state__in=[SessionState.INITIALIZING.value, SessionState.READY.value],
+            last_seen_at__gte=now - timedelta(seconds=platform_settings.SESSION_IDLE_TIMEOUT),
+            client_capabilities__elicitation__has_key="url",
+        )
+        # As ``capability_declared``: a false or null flag declares nothing.
+        .exclude(client_capabilities__elicitation__url=False)
+        .exclude(client_capabilities__elicitation__url=None)
+        .filter(Q(transport=LegacySession.Transport.HTTP_SSE) | Q(standalone_seen_at__gte=lease_stale_before(now)))
+        .order_by("-last_seen_at")
+        .values_list("id", flat=True)
+    )
+    return [session_id async for session_id in rows[:limit]]
 
 
 async def legacy_session_touch(*, session_id: str, now: datetime) -> None:
