@@ -1,13 +1,17 @@
 """Token exchange for a call (RFC 8693): where a tenant's upstream trusts this platform's authorization server, a
 call of its tools trades the caller's token for one whose audience is the upstream, through the token endpoint's
 own view and grant (in process: the same validation, limits and audit as a client's request), and sends that,
-never the caller's token. Registered with ``tenants.connections.credentials`` at start-up.
+never the caller's token. The exchanged token is reused while it and the caller's token are live (one exchange per
+caller and upstream, not one per call). Registered with ``tenants.connections.credentials`` at start-up.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import time
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -23,6 +27,22 @@ from mcp_platform.oauth.token_exchange import ACCESS_TOKEN_TYPE, GRANT_TYPE
 from tenants.connections.acting import Caller
 from tenants.models import Tenant
 from tenants.secrets import SecretNotFound, SecretUnreadable, secret_value
+
+# An exchanged token is reused until shortly before it expires, for as long as the caller's own token it was
+# exchanged for is still live (looked up on every call, so a revoked authorization stops the reuse at once).
+REUSE_MARGIN = 30.0
+CACHE_LIMIT = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class _Exchanged:
+    token: str
+    lifetime: float | None
+    reusable_until: float
+
+
+# Per process: (tenant, subject token digest, client, audience, scope) -> the token it was exchanged for.
+_exchanged: dict[tuple[object, ...], _Exchanged] = {}
 
 
 def _subject_token(tenant: Tenant, caller: Caller) -> str | None:
@@ -75,6 +95,17 @@ def exchange_for_call_sync(tenant_id: int, caller: Caller, auth: dict[str, Any])
         client_secret = secret_value(tenant_id=tenant_id, name=auth["secret"])
     except (SecretNotFound, SecretUnreadable) as exc:
         raise ToolError(f"the token exchange cannot authenticate its client: {exc}") from None
+    key = (
+        tenant_id,
+        hashlib.sha256(subject.encode()).hexdigest(),
+        auth["client_id"],
+        auth["audience"],
+        auth.get("scope"),
+    )
+    now = time.monotonic()
+    cached = _exchanged.get(key)
+    if cached is not None and cached.reusable_until > now:
+        return cached.token, cached.lifetime
     form = {
         "grant_type": GRANT_TYPE,
         "subject_token": subject,
@@ -92,8 +123,14 @@ def exchange_for_call_sync(tenant_id: int, caller: Caller, auth: dict[str, Any])
         error = answer.get("error", f"HTTP {response.status_code}")
         description = answer.get("error_description", "")
         raise ToolError(f"the token exchange for {auth['audience']} was refused: {error} {description}".strip())
-    lifetime = answer.get("expires_in")
-    return answer["access_token"], float(lifetime) if isinstance(lifetime, (int, float)) else None
+    given = answer.get("expires_in")
+    lifetime = float(given) if isinstance(given, (int, float)) else None
+    if lifetime is not None and lifetime > REUSE_MARGIN:
+        if len(_exchanged) >= CACHE_LIMIT:
+            for stale in [k for k, v in _exchanged.items() if v.reusable_until <= now] or list(_exchanged)[:1]:
+                _exchanged.pop(stale, None)
+        _exchanged[key] = _Exchanged(answer["access_token"], lifetime, now + lifetime - REUSE_MARGIN)
+    return answer["access_token"], lifetime
 
 
 async def exchange_for_call(tenant_id: int, caller: Caller, auth: dict[str, Any]) -> tuple[str, float | None]:

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from mcp_core.context import ToolContext
 
 CONSOLE_CLIENT = "admin-console"
-_LABEL = re.compile(r"^(?:user:(?P<user>\d+) )?client:(?P<client>\S+)$")
+# "user:<id> client:<id>" (a person through a client), "client:<id>" (a machine client), "user:<id>" (a person in the
+# console, whose runs name no client).
+_LABEL = re.compile(r"^(?:user:(?P<user>\d+)(?: client:(?P<client>\S+))?|client:(?P<machine>\S+))$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +38,9 @@ class Caller:
         if found is None:
             return Caller(None, "", base_url=base_url)
         user = found.group("user")
-        return cls(int(user) if user else None, found.group("client"), base_url=base_url)
+        if user is None:
+            return cls(None, found.group("machine"), base_url=base_url)
+        return cls(int(user), found.group("client") or CONSOLE_CLIENT, base_url=base_url)
 
 
 ANONYMOUS = Caller(None, "")

@@ -299,15 +299,19 @@ async def test_a_person_who_connected_is_told_on_the_get_streams_of_their_sessio
             Listener(bob, takes_urls=True) as other,
         ):
             # Sent from a coroutine, then from a sync view's thread (as the connect callback page sends it).
-            connection_completed.send(None, tenant_id=tenant_id, user_id=acme["alice"].pk, elicitation_id="e-1")
+            connection_completed.send(
+                None, tenant_id=tenant_id, user_id=acme["alice"].pk, elicitation_id="e-1", target="tool:1"
+            )
             heard_first = [await first.heard.get(), await second.heard.get()]
             await sync_to_async(connection_completed.send)(
-                None, tenant_id=tenant_id, user_id=acme["alice"].pk, elicitation_id="e-2"
+                None, tenant_id=tenant_id, user_id=acme["alice"].pk, elicitation_id="e-2", target="tool:1"
             )
             heard_second = [await first.heard.get(), await second.heard.get()]
             # Messages to one process's streams arrive in order: had alice's been sent to the others, they
             # would be there before this one.
-            connection_completed.send(None, tenant_id=tenant_id, user_id=acme["bob"].pk, elicitation_id="b")
+            connection_completed.send(
+                None, tenant_id=tenant_id, user_id=acme["bob"].pk, elicitation_id="b", target="tool:1"
+            )
             heard_by_bob = await other.heard.get()
 
     assert heard_first == ["e-1", "e-1"] and heard_second == ["e-2", "e-2"] and heard_by_bob == "b"
