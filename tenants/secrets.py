@@ -98,6 +98,11 @@ def personal_seal(value: str, *, binding: tuple[object, ...]) -> tuple[str, str]
     return _seal(_personal_aad(binding), value)
 
 
+def current_key_id() -> str:
+    """The id of the key that encrypts now (the first of MCP_SECRET_KEYS)."""
+    return _keys()[0].key_id
+
+
 def personal_unseal(ciphertext: str, key_id: str, *, binding: tuple[object, ...], what: str) -> str:
     """What ``personal_seal`` sealed with the same ``binding``. Raises ``SecretUnreadable`` naming ``what``."""
     return _unseal(_personal_aad(binding), ciphertext, key_id, what)

@@ -22,8 +22,8 @@ from django.utils import timezone
 
 from tenants.connections import events
 from tenants.connections.events import ConnectionEvent, announce
-from tenants.models import ConnectLink, OpenApiSource, PersonalCredential, Tool, Upstream
-from tenants.secrets import SecretUnreadable, personal_seal, personal_unseal
+from tenants.models import ConnectLink, OAuthClientRegistration, OpenApiSource, PersonalCredential, Tool, Upstream
+from tenants.secrets import SecretUnreadable, current_key_id, personal_seal, personal_unseal
 
 LINK_LIFETIME = timedelta(minutes=10)
 # A token is refreshed this long before the expiry its server announced (clock skew, time in flight).
@@ -301,6 +301,31 @@ async def _refresh(credential: PersonalCredential, refresh_token: str, refresher
     await sync_to_async(_refreshed)(credential.pk, fresh, refresh_token)
     announce(event)
     return fresh.access_token
+
+
+def personal_reencrypt() -> int:
+    """Re-seal every person's credential, connect link and registered client secret not under the current key (after
+    a key rotation, beside ``secrets_reencrypt``); how many. Each row in its own transaction: an interrupted run can
+    simply be run again. Raises ``SecretUnreadable`` for a row no configured key decrypts."""
+    current = current_key_id()
+    moved = 0
+    stale: list[tuple[type[Any], str, Callable[[Any], tuple[object, ...]]]] = [
+        (PersonalCredential, "sealed", lambda row: _binding(row.tenant_id, row.user_id, row.target)),
+        (ConnectLink, "sealed", lambda row: ("connect-link", row.pk, row.user_id)),
+        (OAuthClientRegistration, "sealed_secret", lambda row: ("oauth-client", row.tenant_id, row.target)),
+    ]
+    for model, field, binding in stale:
+        for pk in list(model.objects.exclude(**{field: ""}).exclude(key_id=current).values_list("pk", flat=True)):
+            with transaction.atomic():
+                row = model.objects.select_for_update().filter(pk=pk).first()
+                if row is None or row.key_id == current:
+                    continue
+                plain = personal_unseal(getattr(row, field), row.key_id, binding=binding(row), what=f"the {row}")
+                sealed, row.key_id = personal_seal(plain, binding=binding(row))
+                setattr(row, field, sealed)
+                row.save(update_fields=[field, "key_id"])
+                moved += 1
+    return moved
 
 
 # ---- links -----------------------------------------------------------------------------------------------------

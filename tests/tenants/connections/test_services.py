@@ -4,9 +4,14 @@ many calls need it at the same moment, asked for again after a refused refresh; 
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
+import os
 from datetime import timedelta
+from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 
 from tenants.connections import events, services
@@ -203,3 +208,16 @@ def test_connect_links_are_single_use_short_lived_and_bound_to_the_person() -> N
     )
     assert services.connect_link_get(token=late) is None
     assert services.connect_links_purge() == 1
+
+
+def test_a_key_rotation_reseals_peoples_tokens_under_the_new_key(settings: Any) -> None:
+    old, new = base64.b64encode(os.urandom(32)).decode(), base64.b64encode(os.urandom(32)).decode()
+    settings.MCP_PLATFORM = {**settings.MCP_PLATFORM, "SECRET_KEYS": [old]}
+    credential = _connected()
+    settings.MCP_PLATFORM = {**settings.MCP_PLATFORM, "SECRET_KEYS": [new, old]}
+    out = io.StringIO()
+    call_command("secrets_reencrypt", stdout=out)
+    assert "Re-encrypted 1 of people's own tokens and keys." in out.getvalue()
+    settings.MCP_PLATFORM = {**settings.MCP_PLATFORM, "SECRET_KEYS": [new]}
+    stored = PersonalCredential.objects.get(pk=credential.pk)
+    assert services.credential_values(stored) == {"access_token": TOKEN, "refresh_token": REFRESH}
