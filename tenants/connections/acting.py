@@ -3,6 +3,7 @@ console. The shell puts a ``Caller`` in the request's context; backends that act
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -32,8 +33,12 @@ class Caller:
 
     @classmethod
     def from_label(cls, label: str, *, base_url: str = "") -> Caller:
-        """The caller a principal label names (``user:<id> client:<id>``, ``client:<id>`` or ``anonymous``), as
-        task runs record it."""
+        """The caller a principal label names (``user:<id> client:<id>``, ``client:<id>``, ``user:<id>`` in the
+        console, or ``anonymous``), as requests and task runs record it."""
+        return _from_label(label, base_url)
+
+    @classmethod
+    def _parse(cls, label: str, base_url: str) -> Caller:
         found = _LABEL.match(label)
         if found is None:
             return Caller(None, "", base_url=base_url)
@@ -44,6 +49,12 @@ class Caller:
 
 
 ANONYMOUS = Caller(None, "")
+
+
+# Built for every request from its principal label; the same few callers ask again and again.
+@functools.lru_cache(maxsize=4096)
+def _from_label(label: str, base_url: str) -> Caller:
+    return Caller._parse(label, base_url)
 
 
 def caller_of(ctx: ToolContext) -> Caller:
