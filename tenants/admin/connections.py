@@ -152,7 +152,7 @@ class PersonalCredentialAdmin(TenantScopedAdmin):
                 level=messages.WARNING,
             )
 
-    @admin.action(description="Disconnect the selected members (their tokens are revoked where the upstream can)")
+    @admin.action(description="Disconnect the selected connections")
     def disconnect(self, request: HttpRequest, queryset: QuerySet[PersonalCredential]) -> None:
         for credential in queryset.select_related("user", "tenant"):
             if self.may_disconnect(request, credential):

@@ -22,7 +22,12 @@ def upstream(tenant: Tenant, auth: Any) -> Upstream:
     "auth",
     [
         {"type": "user_oauth"},
-        {"type": "user_oauth", "client": "dynamic", "scope": "notes.read", "machine": {"type": "bearer", "secret": "t"}},
+        {
+            "type": "user_oauth",
+            "client": "dynamic",
+            "scope": "notes.read",
+            "machine": {"type": "bearer", "secret": "t"},
+        },
         {"type": "user_key", "placement": "header", "name": "X-Key", "label": "Notes key"},
         {"type": "token_exchange", "client_id": "ex", "secret": "ex", "audience": "https://docs.example/mcp"},
     ],
