@@ -1,6 +1,7 @@
 // The catalog forms' backend sections (tenants.admin.backend_forms): only the chosen backend's section shows, the
 // chosen Python function's signature and docstring alone (and its generated input schema, while the schema box holds
-// one nobody wrote), the authentication fields its kind needs; rows (content blocks, prompt messages and arguments,
+// one nobody wrote), whom an HTTP tool acts as with the fields of that kind, the authentication fields its kind needs
+// (shown where the tenant acts, or machine clients use them); rows (content blocks, prompt messages and arguments,
 // icons) get Add and Remove buttons in place of their "Leave out" boxes, and a content block shows only the inputs of
 // its kind (the others are disabled, so they are not sent). Without this script every section and input shows, and
 // saving works the same (the schema is generated at save).
@@ -13,6 +14,27 @@
     http_auth_client_id: ["client_credentials"],
     http_auth_token_url: ["client_credentials"],
     http_auth_scope: ["client_credentials"],
+  };
+
+  // The "Acts as" fields (tenants.admin.acting_auth) each kind of personal config takes.
+  const OAUTH = ["user_oauth"];
+  const CLIENT = ["user_oauth", "token_exchange"];
+  const PERSONAL = ["user_oauth", "user_key", "token_exchange"];
+  const ACTING_FIELDS = {
+    http_person_issuer: OAUTH,
+    http_person_authorization_endpoint: OAUTH,
+    http_person_token_endpoint: OAUTH,
+    http_person_revocation_endpoint: OAUTH,
+    http_person_client: OAUTH,
+    http_person_client_id: CLIENT,
+    http_person_client_secret: CLIENT,
+    http_person_scope: CLIENT,
+    http_person_placement: ["user_key"],
+    http_person_key_name: ["user_key"],
+    http_person_label: ["user_key"],
+    http_person_audience: ["token_exchange"],
+    http_person_resource: OAUTH,
+    http_machine: PERSONAL,
   };
 
   function rowOf(name) {
@@ -81,11 +103,31 @@
     });
   }
 
-  function showAuth(select) {
+  // The shared credentials are used where the tenant acts, or where machine clients may use them.
+  function sharedUsed() {
+    const acting = document.getElementById("id_http_acts_as");
+    const machine = document.getElementById("id_http_machine");
+    return !acting || acting.value === "tenant" || (machine && machine.value === "shared");
+  }
+
+  function showAuth() {
+    const select = document.getElementById("id_http_auth_type");
+    if (!select) return;
+    const used = sharedUsed();
+    const type = rowOf("http_auth_type");
+    if (type) type.hidden = !used;
     for (const [name, kinds] of Object.entries(AUTH_FIELDS)) {
+      const row = rowOf(name);
+      if (row) row.hidden = !used || !kinds.includes(select.value);
+    }
+  }
+
+  function showActing(select) {
+    for (const [name, kinds] of Object.entries(ACTING_FIELDS)) {
       const row = rowOf(name);
       if (row) row.hidden = !kinds.includes(select.value);
     }
+    showAuth();
   }
 
   function follow(id, show) {
@@ -181,6 +223,8 @@
     const functions = document.getElementById("id_python_function");
     if (functions) followSchema(functions);
     follow("id_http_auth_type", showAuth);
+    follow("id_http_acts_as", showActing);
+    follow("id_http_machine", showAuth);
     for (const container of document.querySelectorAll("[data-blocks]")) enableBlocks(container);
     // After the admin's own ready handlers, which make the autocompletes (jQuery runs them in order, later).
     if (window.django && window.django.jQuery) window.django.jQuery(nameAutocompletes);

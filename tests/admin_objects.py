@@ -269,3 +269,16 @@ def _rate_ceiling(tenant: Tenant) -> models.Model:
     from mcp_platform.quotas.services import rate_ceiling_set
 
     return rate_ceiling_set(tenant=tenant, rate=6000, period=60, burst=1000)
+
+
+@makes("tenants.PersonalCredential")
+def _personal_credential(tenant: Tenant) -> models.Model:
+    # A member's own key for a tool of the tenant: the member and the tool are named after the tenant's slug.
+    from tenants.connections.services import credential_store_key
+
+    auth = {"type": "user_key", "placement": "bearer", "label": "API key"}
+    tool = ToolFactory(
+        tenant=tenant, name=f"{tenant.slug}_keyed", backend="http", config={"url": "https://api.example/", "auth": auth}
+    )
+    member = MembershipFactory(tenant=tenant, user=_person(tenant, "connected"), role=Membership.Role.MEMBER).user
+    return credential_store_key(tenant_id=tenant.pk, user_id=member.pk, target=f"tool:{tool.pk}", key="k-1")

@@ -1,6 +1,7 @@
 """The activity log in the admin: read-only, tenant-scoped, filtered by time, kind, outcome, what a call called, what
-kind of object an admin change changed, which upstream a token exchange was for, principal and client (each filter
-sorted by name), an admin change shown as its fields before and after, a token exchange as issued or refused,
+kind of object an admin change changed, which upstream a token exchange was for, what a person's connection is for,
+principal and client (each filter sorted by name), an admin change shown as its fields before and after, a token
+exchange as issued or refused, a connection's event with the admin who disconnected it or the refresh's error,
 exported as CSV or JSON Lines with the filters in force, and the usage dashboard built from the same rows."""
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from mcp_platform.activity.models import ActivityRecord
 from tenants.admin.policy import admin_scope
 from tenants.admin.principals import PrincipalsNamed, named_choices, person_of
 from tenants.admin.scoping import TenantScopedAdmin
+from tenants.connections.listing import target_titles
+from tenants.people import people_of
 
 ACTIONS = {"admin/create": "Created", "admin/change": "Changed", "admin/delete": "Deleted"}
 
@@ -71,7 +74,12 @@ class _ValueFilter(admin.SimpleListFilter):
     """Choices from the rows the person may see (the most frequent, sorted by name): never another tenant's values."""
 
     field = ""
-    kinds: tuple[str, ...] = (ActivityRecord.Kind.CALL, ActivityRecord.Kind.ADMIN, ActivityRecord.Kind.EXCHANGE)
+    kinds: tuple[str, ...] = (
+        ActivityRecord.Kind.CALL,
+        ActivityRecord.Kind.ADMIN,
+        ActivityRecord.Kind.EXCHANGE,
+        ActivityRecord.Kind.CONNECTION,
+    )
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         rows = model_admin.get_queryset(request).filter(kind__in=self.kinds).exclude(**{self.field: ""})
@@ -180,6 +188,50 @@ class ExchangeTargetFilter(admin.SimpleListFilter):
         return queryset if value is None else queryset.filter(kind=ActivityRecord.Kind.EXCHANGE, target=value)
 
 
+# What happened to a person's connection, as the log's "method or action" column says it.
+CONNECTION_ACTIONS = {
+    "connection/connected": "Connected",
+    "connection/refreshed": "Connection refreshed",
+    "connection/refresh_failed": "Connection refresh failed",
+    "connection/used": "Connection used",
+    "connection/revoked": "Disconnected",
+    "connection/key_stored": "Key stored",
+    "connection/key_removed": "Key removed",
+}
+
+# What a person does on the pages (connect, store a key, disconnect); the rest happens in calls.
+PERSON_ACTIONS = frozenset(
+    {"connection/connected", "connection/revoked", "connection/key_stored", "connection/key_removed"}
+)
+
+
+def connection_action(method: str) -> str:
+    return CONNECTION_ACTIONS.get(method) or method.removeprefix("connection/")
+
+
+def _connection_by(obj: ActivityRecord) -> int | None:
+    """The admin who disconnected a member (None: the person themselves, or the platform)."""
+    by = obj.details.get("by") if isinstance(obj.details, dict) else None
+    return by if isinstance(by, int) else None
+
+
+class ConnectionTargetFilter(admin.SimpleListFilter):
+    """Events of people's connections by what the connection is for, named as the connection pages name it."""
+
+    title = "personal connections to"
+    parameter_name = "connection"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        events = model_admin.get_queryset(request).filter(kind=ActivityRecord.Kind.CONNECTION).exclude(target="")
+        keys = [(tenant_id, target) for tenant_id, target in _most_frequent(events, "tenant_id", "target")]
+        titles = target_titles(keys)
+        return _sorted([(target, f"{titles[(tenant_id, target)]} ({target})") for tenant_id, target in keys])
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(kind=ActivityRecord.Kind.CONNECTION, target=value)
+
+
 @admin.register(ActivityRecord)
 class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
     tenant_path = "tenant"
@@ -191,6 +243,7 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
         CallTargetFilter,
         AdminObjectFilter,
         ExchangeTargetFilter,
+        ConnectionTargetFilter,
         "method",
         PrincipalFilter,
         ClientFilter,
@@ -222,13 +275,36 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
     admin_change_fields = ("at", "tenant", "action", "changed_object", "by", "changes")
     # A token exchange's page: when, for whom, which client, which upstream, and whether it was issued.
     exchange_fields = ("at", "tenant", "kind", "principal_person", "client_id", "client_name", "upstream", "result")
-    readonly_fields = (*fields, *admin_change_fields, "upstream", "result")
+    # A connection's page: when, whose, what happened, for what, who did it where it was not the person, and a
+    # failed refresh's error.
+    connection_fields = (
+        "at",
+        "tenant",
+        "kind",
+        "principal_person",
+        "connection_event",
+        "for_target",
+        "done_by",
+        "error",
+    )
+    readonly_fields = (
+        *fields,
+        *admin_change_fields,
+        "upstream",
+        "result",
+        "connection_event",
+        "for_target",
+        "done_by",
+        "error",
+    )
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is not None and obj.kind == ActivityRecord.Kind.ADMIN:
             return self.admin_change_fields
         if obj is not None and obj.kind == ActivityRecord.Kind.EXCHANGE:
             return self.exchange_fields
+        if obj is not None and obj.kind == ActivityRecord.Kind.CONNECTION:
+            return self.connection_fields
         return self.fields
 
     def get_list_display(self, request: HttpRequest) -> Any:
@@ -245,6 +321,8 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
     def method_shown(self, obj: ActivityRecord) -> str:
         if obj.kind == ActivityRecord.Kind.EXCHANGE:
             return str(ActivityRecord.Kind.EXCHANGE.label)
+        if obj.kind == ActivityRecord.Kind.CONNECTION:
+            return connection_action(obj.method)
         return action_label(obj.method) if obj.kind == ActivityRecord.Kind.ADMIN else obj.method
 
     @admin.display(description="client")
@@ -257,6 +335,8 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
             return "—"
         if obj.kind == ActivityRecord.Kind.EXCHANGE:
             return _exchange_outcome(obj)
+        if obj.kind == ActivityRecord.Kind.CONNECTION:
+            return "Failed" if obj.outcome == ActivityRecord.Outcome.ERROR else "—"
         return (
             f"{obj.get_outcome_display()} ({obj.error_code})"
             if obj.error_code is not None
@@ -276,6 +356,29 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
         """A token exchange's outcome and the scopes it issued (or asked for, when refused)."""
         scope = obj.details.get("scope") if isinstance(obj.details, dict) else None
         return f"{_exchange_outcome(obj)} (scope: {scope})" if scope else _exchange_outcome(obj)
+
+    @admin.display(description="what happened")
+    def connection_event(self, obj: ActivityRecord) -> str:
+        return connection_action(obj.method)
+
+    @admin.display(description="for")
+    def for_target(self, obj: ActivityRecord) -> str:
+        """What the connection is for, named as the connection pages name it, with the target as stored."""
+        title = target_titles([(obj.tenant_id, obj.target)])[(obj.tenant_id, obj.target)]
+        return f"{title} ({obj.target})"
+
+    @admin.display(description="by")
+    def done_by(self, obj: ActivityRecord) -> str:
+        """The admin who disconnected a member; the person themselves otherwise."""
+        by = _connection_by(obj)
+        if by is not None:
+            return str(people_of([str(by)])[str(by)])
+        return "the person themselves" if obj.method in PERSON_ACTIONS else "—"
+
+    @admin.display(description="error")
+    def error(self, obj: ActivityRecord) -> str:
+        error = obj.details.get("error") if isinstance(obj.details, dict) else None
+        return str(error) if error else "—"
 
     @admin.display(description="action")
     def action(self, obj: ActivityRecord) -> str:

@@ -1,7 +1,8 @@
 """The call hook that feeds the activity log: tool calls, resource reads and prompt requests go to this process's
 buffered writer; nothing is written on the request path. A tool call that became a task is recorded when the task
 ends (``tool_run_ended``), wherever that is, with the run's time from its creation to its terminal status. Admin
-changes, bulk changes and token exchanges are written at once, by their receivers below."""
+changes, bulk changes, token exchanges and events of people's connections are written at once, by their receivers
+below."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from mcp_platform.jobs.models import ToolRun
 from mcp_platform.oauth.signals import TokenExchangeEvent
 from mcp_platform.observe.calls import CANCELLED, ERROR, CallInfo, CallRecord, classify
 from tenants.bulk_changes import BulkChange
+from tenants.connections.events import ConnectionEvent
 
 if TYPE_CHECKING:  # the admin package registers its classes when imported: only its type is needed here
     from tenants.admin.audit import AdminChange
@@ -151,3 +153,17 @@ def token_exchange_recorded(sender: object, *, event: TokenExchangeEvent, **kwar
             activity_token_exchange_record(event=event)
     except Exception:
         logger.exception("could not record a token exchange by client %s in the activity log", event.client_id)
+
+
+def connection_recorded(sender: object, *, event: ConnectionEvent, **kwargs: object) -> None:
+    """``connection_event`` receiver: one row per event of a person's connection (at most one "used" per credential
+    in ``USE_RESOLUTION``), in a savepoint of its own: a failure here costs the row, never the connection's work."""
+    from django.db import transaction
+
+    from mcp_platform.activity.services import activity_connection_record
+
+    try:
+        with transaction.atomic():
+            activity_connection_record(event=event)
+    except Exception:
+        logger.exception("could not record a connection event (%s) in the activity log", event.action)

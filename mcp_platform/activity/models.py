@@ -1,5 +1,6 @@
-"""One row per observed MCP call (``kind=call``), admin change (``kind=admin``) or token exchange (``kind=exchange``,
-RFC 8693: issued or refused) of a tenant."""
+"""One row per observed MCP call (``kind=call``), admin change (``kind=admin``), token exchange (``kind=exchange``,
+RFC 8693: issued or refused) or event of a person's own connection (``kind=connection``: connected, refreshed,
+used, revoked, a key stored or removed) of a tenant."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ class ActivityRecord(models.Model):
         CALL = "call", "MCP call"
         ADMIN = "admin", "Admin change"
         EXCHANGE = "exchange", "Token exchange"
+        CONNECTION = "connection", "Personal connection"
 
     class Outcome(models.TextChoices):
         OK = "ok", "Result"
@@ -33,16 +35,17 @@ class ActivityRecord(models.Model):
     # Indexed by a migration: BRIN on PostgreSQL (rows arrive in time order; a B-tree cost every stored call 1.5 µs
     # of the database's CPU, a BRIN almost nothing), a B-tree on SQLite.
     at = models.DateTimeField()
-    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.CALL)
-    # Who: the user id (a person, through a client or in the admin; for a token exchange the person it acts for) and
-    # the OAuth client id (for a token exchange the client that exchanged).
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.CALL)
+    # Who: the user id (a person, through a client or in the admin; for a token exchange the person it acts for; for a
+    # connection the person whose it is) and the OAuth client id (for a token exchange the client that exchanged).
     principal = models.CharField(max_length=64, blank=True)
     client_id = models.CharField(max_length=255, blank=True)
     client_name = models.CharField(max_length=255, blank=True)
     client_version = models.CharField(max_length=64, blank=True)
     # What: the JSON-RPC method and its target (tool name, resource URI, prompt name); for an admin change the
     # action (create, change, delete) and the kind of object ("tool", "secret", ...); for a token exchange
-    # "oauth/token-exchange" and the upstream named.
+    # "oauth/token-exchange" and the upstream named; for a connection "connection/<what happened>" and its target
+    # ("upstream:3").
     method = models.CharField(max_length=64)
     target = models.CharField(max_length=512, blank=True)
     protocol_version = models.CharField(max_length=16, blank=True)
@@ -52,7 +55,8 @@ class ActivityRecord(models.Model):
     outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.OK)
     error_code = models.IntegerField(null=True, blank=True)
     # Arguments (where the tenant opted in, secrets redacted); for admin changes {"before": ..., "after": ...}; for a
-    # token exchange {"scope": ..., "error": the OAuth error code when refused}.
+    # token exchange {"scope": ..., "error": the OAuth error code when refused}; for a connection {"by": the admin's
+    # user id} when an admin disconnected a member, {"error": ...} when a refresh failed (never a token or key).
     details = models.JSONField(null=True, blank=True)
 
     class Meta:

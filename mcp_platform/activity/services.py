@@ -1,5 +1,5 @@
-"""Writes to the activity log: batches of observed calls, admin changes, token exchanges, and the purge of expired
-rows."""
+"""Writes to the activity log: batches of observed calls, admin changes, token exchanges, events of people's own
+connections, and the purge of expired rows."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from mcp_platform.activity.rows import (
 from mcp_platform.oauth.signals import TokenExchangeEvent
 from mcp_platform.observe.redaction import REDACTED, arguments_to_keep, is_secret_name
 from tenants.bulk_changes import BulkChange
+from tenants.connections.events import REFRESH_FAILED, ConnectionEvent
 from tenants.models import Tenant, Tool
 
 
@@ -387,6 +388,30 @@ def activity_token_exchange_record(*, event: TokenExchangeEvent) -> ActivityReco
         target=_cut(event.target, "target"),
         outcome=outcome,
         details=details,
+    )
+
+
+CONNECTION_METHOD_PREFIX = "connection/"
+
+
+def activity_connection_record(*, event: ConnectionEvent) -> ActivityRecord:
+    """Log one event of a person's own connection or key: whose (``principal``), for what (``target``), what
+    happened (``connection/<action>``), the admin who disconnected a member, a failed refresh's error. The event
+    carries no token or key, and nothing else is read: none can reach the row."""
+    details: dict[str, Any] = {}
+    if event.by_user_id is not None:
+        details["by"] = event.by_user_id
+    if event.error:
+        details["error"] = event.error
+    return ActivityRecord.objects.create(
+        tenant_id=event.tenant_id,
+        at=timezone.now(),
+        kind=ActivityRecord.Kind.CONNECTION,
+        principal=str(event.user_id),
+        method=_cut(CONNECTION_METHOD_PREFIX + event.action, "method"),
+        target=_cut(event.target, "target"),
+        outcome=ActivityRecord.Outcome.ERROR if event.action == REFRESH_FAILED else ActivityRecord.Outcome.OK,
+        details=details or None,
     )
 
 

@@ -1,5 +1,5 @@
-"""Pages people see around authorization: sign-in and sign-out (Django's views, our templates), connected apps,
-and the page an invitation's link opens."""
+"""Pages people see around authorization: sign-in and sign-out (Django's views, our templates), connected apps (the
+clients they allowed, and their own accounts in tools: ``tool_accounts``), and the page an invitation's link opens."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from mcp_platform.oauth.headers import page_policy
 from mcp_platform.oauth.invitations import invitation_page
 from mcp_platform.oauth.models import TenantApplication
 from mcp_platform.oauth.presentation import client_face
+from mcp_platform.oauth.tool_accounts import tool_account_disconnect, tool_account_replace, tool_accounts
 
 
 class SignInView(auth_views.LoginView):
@@ -42,7 +43,8 @@ class SignInView(auth_views.LoginView):
 @require_http_methods(["GET", "HEAD"])
 def connected_apps(request: HttpRequest) -> HttpResponse:
     connections = connection_list(user=request.user)  # type: ignore[arg-type]
-    return render(request, "oauth/connected_apps.html", {"connections": connections})
+    accounts = tool_accounts(user_id=int(request.user.pk))  # type: ignore[arg-type]
+    return render(request, "oauth/connected_apps.html", {"connections": connections, "accounts": accounts})
 
 
 @page_policy
@@ -62,5 +64,7 @@ urlpatterns = [
     path("logout/", page_policy(auth_views.LogoutView.as_view(next_page="oauth-login")), name="oauth-logout"),
     path("apps/", connected_apps, name="oauth-connected-apps"),
     path("apps/<int:application_id>/revoke/", connected_app_revoke, name="oauth-connected-app-revoke"),
+    path("apps/accounts/<int:pk>/disconnect/", tool_account_disconnect, name="oauth-tool-account-disconnect"),
+    path("apps/accounts/<int:pk>/replace/", tool_account_replace, name="oauth-tool-account-replace"),
     path("invitation/<str:token>/", invitation_page, name="account-invitation"),
 ]

@@ -1,6 +1,7 @@
-"""Admin for OpenAPI sources: the import page (read a document by URL or upload, preview its operations, tick those
-to import, review what would be added, changed and removed, then import), importing a source again through the same
-review, and deletion that takes the source's tools along."""
+"""Admin for OpenAPI sources: the import page (read a document by URL or upload, say whom the tools act as, preview
+its operations, tick those to import, review what would be added, changed and removed, then import), importing a
+source again through the same review (with what it was imported with), and deletion that takes the source's tools
+along."""
 
 from __future__ import annotations
 
@@ -20,9 +21,18 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from tenants.admin.acting_auth import (
+    acting_field_names,
+    acting_fields,
+    acting_split,
+    machine_shared,
+    personal_config,
+    personal_errors,
+)
 from tenants.admin.scoping import TenantScopedAdmin
 from tenants.admin.secret_picker import secret_name_field, secret_names_offer, secrets_refuse_missing
 from tenants.bulk_changes import Actor
+from tenants.connections.flow import target_auth
 from tenants.models import OpenApiSource, Tenant
 from tenants.openapi.document import MAX_DOCUMENT_BYTES, OpenApiError, document_parse
 from tenants.openapi.fetching import document_fetch_once
@@ -35,8 +45,28 @@ from tenants.openapi.importing import (
 )
 from tenants.openapi.translate import ImportOptions, Translation, document_translate
 
+SOURCE_FIELDS = ("tenant", "url", "file", "tool_prefix", "base_url", "name")
+ACTING_FIELDS = acting_field_names("", upstream=False)
+SHARED_FIELDS = ("secret_name", "client_id")
+FIELD_GROUPS = (
+    (None, "", SOURCE_FIELDS),
+    (
+        "Acts as",
+        "Whom the tools' calls act as: the tenant, with the shared credentials below; or each person calling, with "
+        "their own OAuth connection, API key or a token exchanged for theirs (all the source's tools share one "
+        "connection per person). Fill in the fields of the kind chosen.",
+        ACTING_FIELDS,
+    ),
+    (
+        "Shared credentials",
+        "The tenant's secret, used by the scheme the document's security requirements name: every call's when the "
+        "tools act as the tenant, machine clients' when they act as each person and may use it.",
+        SHARED_FIELDS,
+    ),
+)
 
-class SourceForm(forms.Form):
+
+class SourceForm(acting_fields("", upstream=False), forms.Form):  # type: ignore[misc]
     tenant = forms.ModelChoiceField(Tenant.objects.all())
     url = forms.URLField(required=False, label="Document URL", assume_scheme="https", max_length=2048)
     file = forms.FileField(required=False, label="Or a document file", help_text="JSON or YAML, OpenAPI 3.0 or 3.1.")
@@ -64,22 +94,43 @@ class SourceForm(forms.Form):
         """The secret picker offers the secrets of ``tenant_ids`` (the tenants the person administers; None: every
         tenant's), grouped by tenant. Called by the admin's scoping too."""
         secret_names_offer(self, "secret_name", tenant_ids, tenant_id=None)
+        secret_names_offer(self, "person_client_secret", tenant_ids, tenant_id=None)
+
+    def groups(self) -> list[tuple[str | None, str, list[forms.BoundField]]]:
+        """The page's fieldsets: the document, whom the tools act as, the shared credentials."""
+        return [(title, help_text, [self[name] for name in names]) for title, help_text, names in FIELD_GROUPS]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         if not cleaned.get("document") and bool(cleaned.get("url")) == bool(cleaned.get("file")):
             raise forms.ValidationError("Give the document's URL or upload its file (one of the two).")
-        if cleaned.get("tenant") is not None and cleaned.get("secret_name"):
-            secrets_refuse_missing(self, "secret_name", tenant=cleaned["tenant"], names=[cleaned["secret_name"]])
+        personal = personal_config(cleaned, "")
+        if personal is not None:
+            for field, problems in personal_errors(personal, "", upstream=False).items():
+                self.add_error(field, problems)
+            if machine_shared(cleaned, "") and not cleaned.get("secret_name"):
+                self.add_error("machine", "Choose the secret machine clients use (below), or refuse them.")
+        tenant = cleaned.get("tenant")
+        if tenant is not None:
+            # The shared secret is kept only where it is used: the tenant acts, or machine clients use it.
+            if cleaned.get("secret_name") and (personal is None or machine_shared(cleaned, "")):
+                secrets_refuse_missing(self, "secret_name", tenant=tenant, names=[cleaned["secret_name"]])
+            if personal is not None and personal.get("secret"):
+                secrets_refuse_missing(self, "person_client_secret", tenant=tenant, names=[personal["secret"]])
         return cleaned
 
     def options(self) -> ImportOptions:
         data = self.cleaned_data
+        personal = personal_config(data, "")
+        # Where the tools act as each person and machine clients are refused, no shared secret is kept.
+        shared = personal is None or machine_shared(data, "")
         return ImportOptions(
             prefix=data["tool_prefix"],
             base_url=data["base_url"] or None,
-            secret_name=data["secret_name"] or None,
-            client_id=data["client_id"] or None,
+            secret_name=(data["secret_name"] or None) if shared else None,
+            client_id=(data["client_id"] or None) if shared else None,
+            personal=personal,
+            machine_shared=personal is not None and machine_shared(data, ""),
         )
 
 
@@ -249,6 +300,11 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
             return {"tenant": request.GET.get("tenant")}
         source = self.get_object(request, source_id)
         location = source.location
+        # Whom its tools act as is in their configs (all of them carry the same personal config).
+        found = target_auth(tenant_id=source.tenant_id, target=f"openapi:{source.pk}")
+        acting, _machine = acting_split(found[1] if found is not None else None, "")
+        if found is not None and source.secret_name:
+            acting["machine"] = "shared"
         return {
             "tenant": source.tenant_id,
             "url": location if location.startswith(("https://", "http://")) else "",
@@ -257,6 +313,7 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
             "secret_name": source.secret_name,
             "client_id": source.client_id,
             "name": source.name,
+            **acting,
         }
 
     def import_view(self, request: HttpRequest) -> HttpResponse:

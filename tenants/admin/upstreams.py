@@ -22,6 +22,14 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.timesince import timesince
 
+from tenants.admin.acting_auth import (
+    acting_field_names,
+    acting_fields,
+    acting_join,
+    acting_split,
+    personal_config,
+    personal_secret_field,
+)
 from tenants.admin.scoping import TenantScopedAdmin
 from tenants.admin.secret_picker import secret_name_field, secret_names_offer, secrets_refuse_missing
 from tenants.bulk_changes import SYSTEM, Actor
@@ -37,7 +45,10 @@ from tenants.federation.services import (
     upstream_validate,
 )
 from tenants.models import Upstream
+from tenants.outbound_auth import auth_secret_names
 
+# The shared credentials: every call's when the upstream acts as the tenant, machine clients' when it acts as each
+# person and they may use them.
 AUTH_CHOICES = [
     ("", "None"),
     ("bearer", "Bearer token (a secret)"),
@@ -117,9 +128,27 @@ ItemFormSet = forms.formset_factory(
 )
 
 
-class UpstreamForm(forms.ModelForm):
-    """Authentication as a few plain fields (composed into ``auth``); adding connects and mirrors in ``clean``,
-    where a failure can still be shown on the form."""
+SHARED_AUTH_FIELDS = ("auth_type", "auth_secret", "auth_header", "client_id", "token_url", "scope")
+ACTING_FIELDS = acting_field_names("", upstream=True)
+ACTS_AS_HELP = (
+    "Whom the upstream's calls act as: the tenant, with the shared credentials below; or each person calling, with "
+    "their own OAuth connection, API key or a token exchanged for theirs (they are asked to connect on their first "
+    "call). Fill in the fields of the kind chosen."
+)
+SHARED_HELP = (
+    "What the platform authenticates with when the upstream acts as the tenant, and machine clients' calls when it "
+    "acts as each person and they may use them."
+)
+PERSONAL_ADD_HELP = (
+    "An upstream that acts as each person is read (its tools, resources and prompts) with machine clients' shared "
+    "credentials until a member has connected: choose them to add it."
+)
+
+
+class UpstreamForm(acting_fields("", upstream=True), forms.ModelForm):  # type: ignore[misc]
+    """Authentication as a few plain fields (composed into ``auth``): who the upstream's calls act as (the tenant, or
+    each person through their own OAuth connection, key or an exchanged token) and the tenant's shared credentials.
+    Adding connects and mirrors in ``clean``, where a failure can still be shown on the form."""
 
     auth_type = forms.ChoiceField(choices=AUTH_CHOICES, required=False, label="Authentication")
     auth_secret = secret_name_field()
@@ -137,7 +166,9 @@ class UpstreamForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        auth = self.instance.auth or {}
+        acting, shared = acting_split(self.instance.auth, "")
+        self.initial.update(acting)
+        auth = shared or {}
         self.initial.update(
             auth_type=auth.get("type", ""),
             auth_secret=auth.get("secret", ""),
@@ -155,6 +186,7 @@ class UpstreamForm(forms.ModelForm):
             # A form that does not send it (an older page, a script) keeps the upstream's mode.
             self.fields["session_mode"].required = False
         self.stored: Upstream | None = None
+        self.composed_auth: dict[str, Any] | None = None
         self.report = ""
         # The upstream's items, on its change page: a formset of their overrides, validated with this form.
         self.items: Any = None
@@ -184,14 +216,25 @@ class UpstreamForm(forms.ModelForm):
         tenants the person administers; None: every tenant's). Called by the admin's scoping too."""
         tenant_id = self.instance.tenant_id if self.instance.pk is not None else None
         secret_names_offer(self, "auth_secret", tenant_ids, tenant_id=tenant_id)
+        secret_names_offer(self, "person_client_secret", tenant_ids, tenant_id=tenant_id)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        # The secret must exist now: a missing one would only show as a failed connection later.
+        try:
+            self.composed_auth = acting_join(cleaned, self._shared_auth(), "", upstream=True)
+        except ValidationError as exc:
+            for field, problems in exc.message_dict.items():
+                self.add_error(field, problems)
+            return cleaned
+        if self.instance.pk is None and personal_config(cleaned, "") is not None and cleaned.get("machine") != "shared":
+            # Adding reads the upstream's catalog at once, before anyone could have connected.
+            self.add_error("machine", PERSONAL_ADD_HELP)
+        # The secrets must exist now: a missing one would only show as a failed connection later.
         tenant = cleaned.get("tenant") or (self.instance.tenant if self.instance.tenant_id else None)
-        name = cleaned.get("auth_secret") if cleaned.get("auth_type") else None
-        if tenant is not None and name:
-            secrets_refuse_missing(self, "auth_secret", tenant=tenant, names=[name])
+        if tenant is not None:
+            for name in auth_secret_names(self.composed_auth):
+                field = personal_secret_field(self.composed_auth, name, "") or "auth_secret"
+                secrets_refuse_missing(self, field, tenant=tenant, names=[name])
         return cleaned
 
     def clean_session_mode(self) -> str:
@@ -263,6 +306,10 @@ class UpstreamForm(forms.ModelForm):
         )
 
     def auth(self) -> dict[str, Any] | None:
+        """The ``auth`` config the fields compose (checked in ``clean``)."""
+        return self.composed_auth
+
+    def _shared_auth(self) -> dict[str, Any] | None:
         data = self.cleaned_data
         kind = data.get("auth_type") or ""
         if not kind:
@@ -324,10 +371,8 @@ class UpstreamAdmin(TenantScopedAdmin):
         return [
             (None, {"fields": ["tenant", "name", "url", "prefix", "enabled"]}),
             ("Session", {"fields": ["session_mode", "session_tools"]}),
-            (
-                "Authentication",
-                {"fields": ["auth_type", "auth_secret", "auth_header", "client_id", "token_url", "scope"]},
-            ),
+            ("Acts as", {"fields": list(ACTING_FIELDS), "description": ACTS_AS_HELP}),
+            ("Shared credentials", {"fields": list(SHARED_AUTH_FIELDS), "description": SHARED_HELP}),
             *([("Health", {"fields": ["health", *HEALTH_FIELDS]})] if obj is not None else []),
         ]
 

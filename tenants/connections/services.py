@@ -293,13 +293,13 @@ async def _refresh(credential: PersonalCredential, refresh_token: str, refresher
         fresh = await refresher(credential, refresh_token)
     except RefreshRefused as exc:
         await sync_to_async(_refused)(credential.pk, str(exc))
-        announce(dataclasses.replace(event, action=events.REFRESH_FAILED, error=str(exc)[:300]))
+        await sync_to_async(announce)(dataclasses.replace(event, action=events.REFRESH_FAILED, error=str(exc)[:300]))
         return None
     except BaseException:
         await sync_to_async(_unclaim)(credential.pk)
         raise
     await sync_to_async(_refreshed)(credential.pk, fresh, refresh_token)
-    announce(event)
+    await sync_to_async(announce)(event)
     return fresh.access_token
 
 

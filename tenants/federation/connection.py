@@ -125,7 +125,8 @@ async def auth_headers(target: UpstreamTarget) -> tuple[dict[str, str], list[str
 async def _catalog_reader_headers(target: UpstreamTarget, timeout: httpx.Timeout) -> tuple[dict[str, str], list[str]]:
     """The headers the platform reads a personal upstream's catalog with: its machine clients' shared credentials,
     else the connection of a member who connected. Raises ``UpstreamFailure`` where there is neither."""
-    assert target.auth is not None and target.upstream_id is not None
+    # A new upstream (no id yet) is read with the machine clients' config alone: no member has connected to it.
+    assert target.auth is not None
     try:
         found = await catalog_reader_credentials(
             tenant_id=target.tenant_id, target=f"upstream:{target.upstream_id}", auth=target.auth, timeout=timeout

@@ -41,9 +41,13 @@ UPSTREAM_AUTH_TYPES = ("bearer", "header", "basic", "client_credentials")
 
 
 def _upstream_auth_errors(auth: Any) -> list[str]:
-    if isinstance(auth, dict) and auth.get("type") == "query":
+    machine = auth.get("machine") if isinstance(auth, dict) else None
+    if any(isinstance(config, dict) and config.get("type") == "query" for config in (auth, machine)):
         return ['An upstream authenticates with "bearer", "header", "basic" or "client_credentials".']
-    return auth_errors(auth)
+    if isinstance(auth, dict) and auth.get("type") == "user_key" and auth.get("placement") == "query":
+        return ["An upstream takes a person's key as a bearer token or in a header, not in the query."]
+    # The authorization server of an upstream that acts as each person is discovered (RFC 9728) where none is named.
+    return auth_errors(auth, issuer_required=False)
 
 
 def upstream_validate(upstream: Upstream) -> None:

@@ -19,6 +19,7 @@ from tenants.events import catalog_changed
 from tenants.models import OpenApiSource, Secret, Tenant, Tool, secret_name_validator
 from tenants.openapi.document import OpenApiDocument, OpenApiError
 from tenants.openapi.translate import MAX_OPERATIONS, ImportOptions, ToolPlan, document_translate
+from tenants.outbound_auth import PERSONAL_AUTH_TYPES, auth_errors
 from tenants.validation import tool_validate
 
 JSONObject = dict[str, Any]
@@ -56,6 +57,15 @@ def _check_options(tenant: Tenant, options: ImportOptions, warnings: list[str]) 
             warnings.append(f"the secret {options.secret_name!r} is not set yet: calls fail until it is")
     if len(options.prefix) > 64:
         raise OpenApiError("the prefix is longer than 64 characters")
+    if options.personal is not None:
+        problems = auth_errors(options.personal) if options.personal.get("type") in PERSONAL_AUTH_TYPES else []
+        if options.personal.get("type") not in PERSONAL_AUTH_TYPES or "machine" in options.personal:
+            problems.append("the tools act as each person only through a personal config (machine clients apart)")
+        if problems:
+            raise OpenApiError("acting as each person: " + " ".join(problems))
+        client_secret = options.personal.get("secret")
+        if client_secret and not Secret.objects.filter(tenant=tenant, name=client_secret).exists():
+            warnings.append(f"the secret {client_secret!r} is not set yet: connecting fails until it is")
 
 
 def _refusal(tool: Tool) -> str | None:

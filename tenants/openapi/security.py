@@ -3,6 +3,8 @@
 The first alternative of the operation's (else the document's) requirements that one secret can satisfy wins:
 HTTP bearer, HTTP basic (secret ``user:password``), an API key in a header or the query, OAuth 2.0 client
 credentials (secret = client secret; needs a client id), or other OAuth 2.0 / OpenID Connect (secret = token).
+Where the tools act as each person, the admin's personal config is that of every tool whose operation does not
+say it needs no credentials (``security: []``), and the secret's scheme is what machine clients use.
 """
 
 from __future__ import annotations
@@ -88,3 +90,17 @@ def _joined(base: str, url: str) -> str:
         return urljoin(base, url)
     except ValueError:
         return url
+
+
+def personal_auth(
+    document: OpenApiDocument, operation: JSONObject, personal: Any, machine: JSONObject | None
+) -> JSONObject | None:
+    """A tool's ``auth`` when it acts as each person: the admin's personal config, with the operation's shared
+    config for machine clients (None: they are refused); None for an operation that needs no credentials."""
+    if operation.get("security", document.data.get("security")) == []:
+        return None
+    auth: JSONObject = dict(personal)
+    auth.pop("machine", None)
+    if machine is not None:
+        auth["machine"] = machine
+    return auth

@@ -8,12 +8,13 @@ reason instead.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tenants.openapi.document import OpenApiDocument, OpenApiError
 from tenants.openapi.schemas import SchemaError, SchemaTranslator
-from tenants.openapi.security import auth_for
+from tenants.openapi.security import auth_for, personal_auth
 from tenants.openapi.servers import base_url_for
 
 JSONObject = dict[str, Any]
@@ -32,8 +33,13 @@ _VARIABLE_UNSAFE = re.compile(r"[^A-Za-z0-9_]+")
 class ImportOptions:
     prefix: str = ""
     base_url: str | None = None
+    # The tenant's shared credentials (every tool's, or machine clients' where the tools act as each person).
     secret_name: str | None = None
     client_id: str | None = None
+    # A personal auth config (``tenants.outbound_auth``, without "machine") every tool acts as each person with; and
+    # whether machine clients then use the shared credentials above (else they are refused).
+    personal: Mapping[str, Any] | None = None
+    machine_shared: bool = False
 
 
 @dataclass
@@ -146,6 +152,8 @@ def _operation(
         input_schema["$defs"] = defs
     operation_id = operation.get("operationId") if isinstance(operation.get("operationId"), str) else None
     auth = auth_for(document, operation, options, warnings=warnings, key=key)
+    if options.personal is not None:
+        auth = personal_auth(document, operation, options.personal, auth if options.machine_shared else None)
     config: JSONObject = {
         "method": method.upper(),
         "url": base.rstrip("/") + url_path,

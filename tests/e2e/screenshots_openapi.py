@@ -51,7 +51,7 @@ def main(argv: list[str]) -> int:
                 page.get_by_label("Tenant").select_option(label="acme")
                 page.get_by_label("Document URL").fill(f"http://127.0.0.1:{port}/openapi.json")
                 page.get_by_label("Prefix").fill("shop_")
-                page.get_by_label("Secret").select_option("shop")
+                page.get_by_label("Secret:", exact=True).select_option("shop")
                 page.get_by_role("button", name="Preview the operations").click()
                 page.locator("#operations").wait_for()
                 path = out / "openapi-import-preview.png"

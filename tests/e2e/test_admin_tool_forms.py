@@ -96,9 +96,9 @@ def test_choosing_a_backend_shows_its_section_alone(
     page.get_by_label("Backend:").select_option(label="HTTP request")
     expect(http).to_be_visible()
     expect(static).to_be_hidden()
-    expect(page.get_by_label("Secret:")).to_be_hidden()  # no authentication chosen yet
+    expect(page.get_by_label("Secret:", exact=True)).to_be_hidden()  # no authentication chosen yet
     page.get_by_label("Authentication:").select_option(label="Bearer token")
-    expect(page.get_by_label("Secret:")).to_be_visible()
+    expect(page.get_by_label("Secret:", exact=True)).to_be_visible()
     expect(page.get_by_label("Header or parameter name:")).to_be_hidden()
     options = [o.strip() for o in page.locator("#id_backend option").all_inner_texts()]
     assert "Upstream MCP server" not in options
@@ -156,7 +156,7 @@ def test_an_owner_adds_an_http_tool_with_a_secret_picked_by_name(
     page.get_by_label("Fixed headers:").fill("Accept = application/json")
     page.get_by_label("Authentication:").select_option(label="API key in a header")
     page.get_by_label("Header or parameter name:").fill("X-API-Key")
-    secret = page.get_by_label("Secret:")
+    secret = page.get_by_label("Secret:", exact=True)
 
     assert "never-shown" not in page.content()
     secret.select_option("pets-key")

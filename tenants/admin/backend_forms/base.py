@@ -58,6 +58,12 @@ class BackendSectionForm(forms.ModelForm):
     def offer(cls, form: forms.BaseForm, tenant_ids: Collection[int] | None) -> None:
         """Narrow choices that depend on the tenants (None: every tenant's), e.g. a secret picker."""
 
+    @classmethod
+    def secret_field_for(cls, config: Any, name: str) -> str | None:
+        """The field that picked the secret ``name`` of ``config`` (its errors go there); ``secret_field`` unless
+        the section has several pickers."""
+        return cls.secret_field
+
 
 def section_marker() -> forms.CharField:
     """The hidden field that says a section was on the page."""
@@ -140,9 +146,10 @@ class SectionedConfigForm(forms.ModelForm):
         if tenant is None:
             return
         section = self._sections.get(backend)
-        field = section.secret_field if section is not None and self.active_section(backend) else None
-        names = secret_names_in(backend, cleaned["config"])
-        secrets_refuse_missing(self, field if field in self.fields else "config", tenant=tenant, names=names)
+        active = section is not None and self.active_section(backend)
+        for name in dict.fromkeys(secret_names_in(backend, cleaned["config"])):
+            field = section.secret_field_for(cleaned["config"], name) if section is not None and active else None
+            secrets_refuse_missing(self, field if field in self.fields else "config", tenant=tenant, names=[name])
 
     @property
     def changed_data(self) -> list[str]:  # type: ignore[override]

@@ -1,6 +1,7 @@
-"""The HTTP backend's section: method, URL template, the query, header and body mappings, fixed headers, timeout
-and authentication with a picker of the tenant's secrets (names only, never values). Each key of the config maps to
-one field and back; a value the fields cannot hold as written stays in the Advanced (JSON) box."""
+"""The HTTP backend's section: method, URL template, the query, header and body mappings, fixed headers, timeout,
+whom the tool acts as (the tenant, or each person: ``tenants.admin.acting_auth``) and the shared authentication with
+a picker of the tenant's secrets (names only, never values). Each key of the config maps to one field and back; a
+value the fields cannot hold as written stays in the Advanced (JSON) box."""
 
 from __future__ import annotations
 
@@ -11,12 +12,20 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
+from tenants.admin.acting_auth import (
+    acting_field_names,
+    acting_fields,
+    acting_fits,
+    acting_join,
+    acting_split,
+    personal_secret_field,
+)
 from tenants.admin.backend_forms.base import BackendSectionForm, JSONObject, section_marker
 from tenants.admin.fields import TypedTextField
 from tenants.admin.secret_picker import secret_name_field, secret_names_offer
 from tenants.backends.http import METHODS
 from tenants.models import Backend, Tool
-from tenants.outbound_auth import AUTH_KEYS
+from tenants.outbound_auth import AUTH_KEYS, PERSONAL_AUTH_TYPES
 
 AUTH_CHOICES = [
     ("", "None"),
@@ -35,6 +44,7 @@ MAPS = {"query": "http_query", "headers": "http_headers", "static_headers": "htt
 AUTH_FIELDS = {"secret": "http_auth_secret", "name": "http_auth_name", "client_id": "http_auth_client_id"}
 AUTH_FIELDS |= {"token_url": "http_auth_token_url", "scope": "http_auth_scope"}
 MAX_MAP_LINES = 100
+ACTING_PREFIX = "http_"
 
 
 def _map_text(value: Any) -> str | None:
@@ -88,7 +98,10 @@ def _timeout_text(value: Any) -> str | None:
 
 
 def _auth_fits(auth: Any) -> bool:
-    """Whether the auth fields hold ``auth`` as written: a known kind, its own keys, string values."""
+    """Whether the auth fields hold ``auth`` as written: a known kind, its own keys, string values; a personal
+    config that the "Acts as" fields hold, with a shared one for machine clients that these fields hold."""
+    if isinstance(auth, dict) and auth.get("type") in PERSONAL_AUTH_TYPES:
+        return acting_fits(auth) and (auth.get("machine") is None or _auth_fits(auth["machine"]))
     if not isinstance(auth, dict) or auth.get("type") not in AUTH_KEYS or not set(auth) <= AUTH_KEYS[auth["type"]]:
         return False
     return all(isinstance(auth.get(k), str) for k in set(auth) - {"type"})
@@ -123,9 +136,11 @@ def http_config_split(config: Any) -> tuple[JSONObject, Any]:
     if auth is None:
         rest.pop("auth")
     elif _auth_fits(auth):
-        values["http_auth_type"] = auth["type"]
-        values |= {field: auth[key] for key, field in AUTH_FIELDS.items() if key in auth}
-        rest.pop("auth")
+        acting, shared = acting_split(rest.pop("auth"), ACTING_PREFIX)
+        values |= acting
+        if shared is not None:
+            values["http_auth_type"] = shared["type"]
+            values |= {field: shared[key] for key, field in AUTH_FIELDS.items() if key in shared}
     if "timeout" in rest and (text := _timeout_text(rest["timeout"])) is not None:
         values["http_timeout"] = text
         rest.pop("timeout")
@@ -162,12 +177,19 @@ def http_config_join(values: dict[str, Any], rest: Any) -> Any:
         put("body", {"argument": names}, "http_body_kind")
     elif kind == "arguments":
         put("body", {"arguments": [n.strip() for n in names.split(",") if n.strip()]}, "http_body_kind")
+    shared: JSONObject | None = None
     if values.get("http_auth_type"):
-        auth = {"type": values["http_auth_type"]}
+        shared = {"type": values["http_auth_type"]}
         for key, field in AUTH_FIELDS.items():
-            if values.get(field) and key in AUTH_KEYS[auth["type"]]:
-                auth[key] = values[field]
-        put("auth", auth, "http_auth_type")
+            if values.get(field) and key in AUTH_KEYS[shared["type"]]:
+                shared[key] = values[field]
+    try:
+        auth = acting_join(values, shared, ACTING_PREFIX, upstream=False)
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
+    else:
+        if auth is not None:
+            put("auth", auth, "http_auth_type" if auth is shared else f"{ACTING_PREFIX}acts_as")
     timeout = (values.get("http_timeout") or "").strip()
     if timeout:
         try:
@@ -183,7 +205,7 @@ def http_config_join(values: dict[str, Any], rest: Any) -> Any:
     return config
 
 
-class HttpSectionForm(BackendSectionForm):
+class HttpSectionForm(acting_fields(ACTING_PREFIX, upstream=False), BackendSectionForm):  # type: ignore[misc]
     backend = Backend.HTTP
     models = (Tool,)
     section_title = "HTTP request"
@@ -198,6 +220,7 @@ class HttpSectionForm(BackendSectionForm):
         "http_body_kind",
         "http_body_arguments",
         "http_timeout",
+        *acting_field_names(ACTING_PREFIX, upstream=False),
         "http_auth_type",
         "http_auth_secret",
         "http_auth_name",
@@ -248,3 +271,9 @@ class HttpSectionForm(BackendSectionForm):
         instance = getattr(form, "instance", None)
         tenant_id = instance.tenant_id if instance is not None and instance.pk is not None else None
         secret_names_offer(form, "http_auth_secret", tenant_ids, tenant_id=tenant_id)
+        secret_names_offer(form, f"{ACTING_PREFIX}person_client_secret", tenant_ids, tenant_id=tenant_id)
+
+    @classmethod
+    def secret_field_for(cls, config: Any, name: str) -> str | None:
+        auth = config.get("auth") if isinstance(config, dict) else None
+        return personal_secret_field(auth, name, ACTING_PREFIX) or cls.secret_field

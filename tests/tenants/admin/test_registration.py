@@ -33,6 +33,12 @@ TENANT_ADMINS = {
     "Invitation": "tenants.admin.invitations.InvitationAdmin",
     "OpenApiSource": "tenants.admin.openapi.OpenApiSourceAdmin",
     "Upstream": "tenants.admin.upstreams.UpstreamAdmin",
+    "PersonalCredential": "tenants.admin.connections.PersonalCredentialAdmin",
+}
+# Models of the tenants app with no admin page at all, and why: nobody administers them by hand.
+NOT_IN_ADMIN = {
+    "ConnectLink": "a single-use link that lives ten minutes, made by a call's question",
+    "OAuthClientRegistration": "how the platform is known to an authorization server, made when a person connects",
 }
 
 
@@ -50,6 +56,13 @@ def test_each_tenants_model_is_registered_once_with_its_class_from_the_package()
         assert type(registered[model]) is import_string(dotted), model
     tenant_models = {model.__name__ for model in admin.site._registry if model._meta.app_label == "tenants"}
     assert tenant_models == set(TENANT_ADMINS)
+
+
+def test_every_model_of_the_tenants_app_is_in_the_admin_or_said_to_have_no_page() -> None:
+    # A new model is registered (and so reached by the isolation test) or named here with its reason.
+    models = {model.__name__ for model in apps.get_app_config("tenants").get_models()}
+    assert models == set(TENANT_ADMINS) | set(NOT_IN_ADMIN)
+    assert not set(TENANT_ADMINS) & set(NOT_IN_ADMIN)
 
 
 def test_pages_added_again_replace_the_first_in_place() -> None:

@@ -110,6 +110,35 @@ def test_a_missing_secret_is_named_and_a_stored_one_is_never_shown(
     assert stored.auth == {"type": "bearer", "secret": "docs-token"}
 
 
+@LOOPBACK_ALLOWED
+def test_an_upstream_that_acts_as_each_person_is_added_with_machine_clients_credentials(
+    admin_client: Any, tenant: Tenant, upstream: UpstreamServer
+) -> None:
+    secret_set(tenant=tenant, name="docs-token", value="robot-" + os.urandom(8).hex())
+    form = upstream_form(
+        tenant,
+        upstream.url,
+        acts_as="user_oauth",
+        person_client="metadata_document",
+        person_scope="notes.read",
+        machine="shared",
+        auth_type="bearer",
+        auth_secret="docs-token",
+    )
+
+    response = admin_client.post(reverse("admin:tenants_upstream_add"), form)
+
+    assert response.status_code == 302, re.findall(r"errorlist[^>]*>(.*?)</ul>", response.content.decode(), re.S)
+    added = Upstream.objects.get(tenant=tenant, name="docs")
+    assert added.auth == {
+        "type": "user_oauth",
+        "client": "metadata_document",
+        "scope": "notes.read",
+        "machine": {"type": "bearer", "secret": "docs-token"},
+    }
+    assert Tool.objects.filter(tenant=tenant, name="docs_echo", upstream=added).exists()
+
+
 def test_the_secret_is_picked_from_the_upstreams_tenants_secret_names_and_a_missing_one_is_refused(
     client: Any, admin_client: Any, tenant: Tenant, other_tenant: Tenant
 ) -> None:

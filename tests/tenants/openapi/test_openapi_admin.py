@@ -295,3 +295,92 @@ def test_the_secret_is_picked_from_the_tenants_secret_names_and_a_missing_one_is
     assert "There is no secret &#x27;gone&#x27; in acme" in refused.content.decode()
     assert imported.status_code == 302
     assert OpenApiSource.objects.get(tenant=tenant).secret_name == "pets-key"
+
+
+PERSONAL_KEY = {
+    "acts_as": "user_key",
+    "person_placement": "header",
+    "person_key_name": "X-Pet-Key",
+    "person_label": "Pet store key",
+}
+
+
+def test_the_tools_act_as_each_person_with_the_shared_secret_for_machine_clients(
+    admin_client: Any, tenant: Tenant
+) -> None:
+    secret_set(tenant=tenant, name="pets-key", value="robot-key-value")
+    fields = {**PERSONAL_KEY, "machine": "shared", "secret_name": "pets-key"}
+
+    imported = admin_client.post(
+        reverse(IMPORT),
+        keep_only(preview(admin_client, tenant, **fields), tenant, ["GET /pets", "DELETE /pets/{petId}"]),
+    )
+
+    assert imported.status_code == 302
+    source = OpenApiSource.objects.get(tenant=tenant)
+    assert source.secret_name == "pets-key"
+    assert Tool.objects.get(name="pets_listPets").config["auth"] == {
+        "type": "user_key",
+        "placement": "header",
+        "name": "X-Pet-Key",
+        "label": "Pet store key",
+        # Machine clients: the scheme the document names, with the tenant's secret.
+        "machine": {"secret": "pets-key", "type": "header", "name": "X-API-Key"},
+    }
+    assert Tool.objects.get(name="pets_deletePet").config["auth"] is None  # it needs no credentials
+    again = admin_client.get(reverse(IMPORT), {"source": source.pk}).context["form"]
+    assert {name: again.initial.get(name) for name in (*PERSONAL_KEY, "machine", "secret_name")} == fields
+
+
+def test_machine_clients_refused_keep_no_shared_secret(admin_client: Any, tenant: Tenant) -> None:
+    oauth = {
+        "acts_as": "user_oauth",
+        "person_issuer": "https://login.pets.example",
+        "person_client": "dynamic",
+        "person_scope": "pets.read",
+        "machine": "refused",
+        "secret_name": "pets-key",
+    }
+    secret_set(tenant=tenant, name="pets-key", value="robot-key-value")
+
+    admin_client.post(reverse(IMPORT), keep_only(preview(admin_client, tenant, **oauth), tenant, ["GET /pets"]))
+
+    source = OpenApiSource.objects.get(tenant=tenant)
+    assert source.secret_name == ""
+    assert Tool.objects.get(name="pets_listPets").config["auth"] == {
+        "type": "user_oauth",
+        "issuer": "https://login.pets.example",
+        "client": "dynamic",
+        "scope": "pets.read",
+    }
+    again = admin_client.get(reverse(IMPORT), {"source": source.pk}).context["form"]
+    assert again.initial["acts_as"] == "user_oauth" and again.initial["machine"] == "refused"
+
+
+def test_what_each_person_acting_needs_is_asked_before_the_preview(admin_client: Any, tenant: Tenant) -> None:
+    no_issuer = preview(admin_client, tenant, acts_as="user_oauth", person_client="metadata_document")
+    no_machine_secret = preview(admin_client, tenant, **PERSONAL_KEY, machine="shared")
+    no_client_secret = preview(
+        admin_client,
+        tenant,
+        acts_as="token_exchange",
+        person_client_id="exchanger",
+        person_client_secret="gone",
+        person_audience="https://pets.example/",
+    )
+
+    assert "translation" not in no_issuer.context and "person_issuer" in no_issuer.context["form"].errors
+    assert list(no_machine_secret.context["form"].errors) == ["machine"]
+    assert list(no_client_secret.context["form"].errors) == ["person_client_secret"]
+    assert not Tool.objects.exists()
+
+
+def test_the_import_page_shows_every_field_in_its_fieldset(admin_client: Any, tenant: Tenant) -> None:
+    page = admin_client.get(reverse(IMPORT), {"tenant": tenant.pk})
+    form = page.context["form"]
+    shown = [field.name for _, _, fields in form.groups() for field in fields]
+
+    assert sorted(shown + [field.name for field in form.hidden_fields()]) == sorted(form.fields)
+    html = page.content.decode()
+    assert "<h2>Acts as</h2>" in html and "<h2>Shared credentials</h2>" in html
+    assert "Each person: token exchange" in html and "Client ID metadata document (recommended)" in html

@@ -249,3 +249,19 @@ def test_a_reimport_tells_operations_new_in_the_document_from_those_left_out_at_
     # A source imported before the offers were kept cannot tell the two apart, and says so.
     OpenApiSource.objects.update(offered_operations=None)
     assert set(standing().values()) == {"imported", "unknown"}
+
+
+def test_tools_that_act_as_each_person_share_the_personal_config_and_a_bad_one_imports_nothing(
+    tenant: Tenant,
+) -> None:
+    personal = {"type": "token_exchange", "client_id": "exchanger", "secret": "ex", "audience": "https://pets.example/"}
+
+    with pytest.raises(OpenApiError, match='acting as each person: "auth" \\(token_exchange\\) needs "audience"'):
+        run_import(tenant, petstore(), personal={**personal, "audience": ""})
+    assert not Tool.objects.exists()
+    report = run_import(tenant, petstore(), prefix="pets_", personal=personal)
+
+    auths = {t.name: t.config["auth"] for t in Tool.objects.filter(tenant=tenant)}
+    assert auths.pop("pets_deletePet") is None  # "security: []": it needs no credentials
+    assert len(auths) == 4 and all(auth == personal for auth in auths.values())
+    assert report.warnings == ["the secret 'ex' is not set yet: connecting fails until it is"]
