@@ -43,7 +43,8 @@ UPSTREAM_AUTH_TYPES = ("bearer", "header", "basic", "client_credentials")
 def _upstream_auth_errors(auth: Any) -> list[str]:
     if isinstance(auth, dict) and auth.get("type") == "query":
         return ['An upstream authenticates with "bearer", "header", "basic" or "client_credentials".']
-    return auth_errors(auth)
+    # An upstream MCP server names its authorization server itself (RFC 9728): no issuer is needed for it.
+    return auth_errors(auth, issuer_required=False)
 
 
 def upstream_validate(upstream: Upstream) -> None:
