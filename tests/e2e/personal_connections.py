@@ -128,19 +128,27 @@ def last_json(output: str) -> Any:
 @dataclass
 class Member:
     """A person: their account on the platform under test, their account at the upstream, and their SDK client's
-    OAuth authorization on our platform (one registration and one consent, reused by every client made with it)."""
+    OAuth authorization on our platform, one per web process reached (each is a resource of its own: its port is in
+    its URL), each made with one registration and one consent and reused by every client made with it."""
 
     account: Account
     upstream: Account
-    app: Connection
+    person: Person
+    apps: dict[str, Connection] = field(default_factory=dict)
+
+    def app_for(self, endpoint: str) -> Connection:
+        if endpoint not in self.apps:
+            self.apps[endpoint] = native_app(endpoint, self.person)
+        return self.apps[endpoint]
 
     @property
-    def auth(self) -> httpx2.Auth:
-        return self.app.provider
+    def app(self) -> Connection:
+        """The authorization of their first client (for the first web process)."""
+        return next(iter(self.apps.values()))
 
     @property
     def access_token(self) -> str:
-        """Their client's access token on our platform (after a first request)."""
+        """Their first client's access token on our platform (after a first request)."""
         return self.app.access_token
 
 
@@ -175,7 +183,9 @@ class Scene:
         await self.live.amanage("shell", "-c", in_tenant(self.slug, script))
         theirs = await self.upstream.add_person(prefix)
         person = await self._stack.enter_async_context(Person(account.username, account.password))
-        return Member(account, theirs, native_app(self.endpoint(), person))
+        member = Member(account, theirs, person)
+        member.app_for(self.endpoint())
+        return member
 
     async def credential(self, member: Member, target: str = "") -> dict[str, Any] | None:
         script = CREDENTIAL_SCRIPT.format(username=member.account.username, target=target or self.target)
@@ -239,7 +249,7 @@ async def scene_create(
 async def mcp_client(endpoint: str, member: Member, **options: Any) -> AsyncIterator[Client]:
     """The member's official SDK client on ``endpoint`` (``options``: the ``Client``'s, such as ``mode``)."""
     async with (
-        httpx2.AsyncClient(auth=member.auth, timeout=REQUEST_TIMEOUT) as http,
+        httpx2.AsyncClient(auth=member.app_for(endpoint).provider, timeout=REQUEST_TIMEOUT) as http,
         Client(
             streamable_http_client(endpoint, http_client=http),
             cache=None,
