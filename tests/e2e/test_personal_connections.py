@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from tests.e2e.live import LiveServer, free_port
 from tests.e2e.personal_connections import (
     TOOL,
+    UPSTREAM,
     Member,
     Scene,
     Visitor,
@@ -47,6 +48,7 @@ from tests.e2e.personal_connections import (
     whoami,
 )
 from tests.e2e.personal_upstreams import OAuthClient, PersonalUpstream, confidential_client_create, start_notes_api
+from tests.e2e.raw_http import RawSession, request_message, sse_events
 from tests.e2e.sdk_tasks import TasksClient
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
@@ -55,6 +57,15 @@ TEST_DEADLINE = 120.0
 DYNAMIC = {"type": "user_oauth", "client": "dynamic"}
 URL_ELICITATION_REQUIRED = -32042
 CONCURRENT_CALLS = 4
+# What a person connecting sees: the platform's sign-in, its connect page, the upstream's sign-in and consent (the
+# platform registered itself there by name), and the platform's page once the tokens are kept.
+CONNECTING_PAGES = [
+    "Sign in",
+    f"Connect your account to upstream {UPSTREAM}",
+    "Sign in",
+    "MCP platform wants to access Personal upstream",
+    "Connected",
+]
 
 
 @pytest.fixture
@@ -89,7 +100,7 @@ async def test_a_2026_client_is_asked_to_connect_and_after_connecting_in_chromiu
     assert question["mode"] == "url" and question["url"].startswith(f"{scene.base_url}/connect/")
     assert "connect your account" in question["message"]
     (seen,) = visits
-    assert seen.headings[-1] == "Connected", seen
+    assert seen.headings == CONNECTING_PAGES, seen
     assert whoami(first) == {"username": alice.upstream.username, "client_id": registration["client_id"]}
     assert whoami(again) == whoami(first)
     (bob_question,) = declining.asked
@@ -123,7 +134,7 @@ async def test_a_2025_client_gets_the_url_elicitation_error_and_hears_when_she_h
     assert error.code == URL_ELICITATION_REQUIRED
     assert asked["mode"] == "url" and asked["url"].startswith(f"{scene.base_url}/connect/")
     assert asked["message"] == error.message
-    assert visit.headings[-1] == "Connected", visit
+    assert visit.headings == CONNECTING_PAGES, visit
     assert heard == [asked["elicitationId"]]
     assert whoami(retried)["username"] == carol.upstream.username
 
@@ -185,6 +196,40 @@ async def test_a_task_started_before_connecting_waits_for_her_and_completes_afte
     (asked,) = connecting.asked
     assert asked["mode"] == "url" and asked["url"].startswith(f"{scene.base_url}/connect/")
     assert whoami(result)["username"] == erin.upstream.username
+
+
+async def test_a_2025_task_started_before_connecting_asks_on_its_result_stream_and_completes_after(
+    scene: Scene,
+) -> None:
+    with anyio.fail_after(TEST_DEADLINE):
+        lena = await scene.member("lena")
+        async with mcp_client(scene.endpoint(), lena) as client:
+            await client.list_tools()  # her client is authorized on the platform
+        bearer = {"Authorization": f"Bearer {lena.access_token}"}
+        async with httpx.AsyncClient(headers=bearer, timeout=30.0) as http:
+            session = RawSession(http, scene.endpoint())
+            await session.initialize(capabilities={"elicitation": {"url": {}}})
+            created = await session.call("tools/call", {"name": TOOL, "arguments": {}, "task": {}})
+            task_id = created["result"]["task"]["taskId"]
+            questions, statuses = [], []
+            result_id = session.next_id()
+            async with session.stream_post(request_message(result_id, "tasks/result", {"taskId": task_id})) as stream:
+                async for event in sse_events(stream):
+                    message = event.message()
+                    if message is not None and message.get("method") == "elicitation/create":
+                        questions.append(message["params"])
+                        statuses.append((await session.call("tasks/get", {"taskId": task_id}))["result"]["status"])
+                        await connect_headless(scene, message["params"]["url"], lena)
+                        answer = {"jsonrpc": "2.0", "id": message["id"], "result": {"action": "accept"}}
+                        assert (await session.post(answer)).status_code == 202
+                    elif message is not None and message.get("id") == result_id:
+                        break
+            statuses.append((await session.call("tasks/get", {"taskId": task_id}))["result"]["status"])
+
+    (question,) = questions
+    assert question["mode"] == "url" and question["url"].startswith(f"{scene.base_url}/connect/")
+    assert statuses == ["input_required", "completed"]
+    assert message["result"]["structuredContent"]["username"] == lena.upstream.username
 
 
 async def test_an_expired_token_is_refreshed_once_for_calls_at_the_same_moment_and_a_refused_refresh_asks_again(
