@@ -125,11 +125,12 @@ async def auth_headers(target: UpstreamTarget) -> tuple[dict[str, str], list[str
 async def _catalog_reader_headers(target: UpstreamTarget, timeout: httpx.Timeout) -> tuple[dict[str, str], list[str]]:
     """The headers the platform reads a personal upstream's catalog with: its machine clients' shared credentials,
     else the connection of a member who connected. Raises ``UpstreamFailure`` where there is neither."""
-    # A new upstream (no id yet) is read with the machine clients' config alone: no member has connected to it.
     assert target.auth is not None
+    # An upstream being added has no id yet, and so no member connected to it: only shared credentials read it.
+    credential_target = f"upstream:{target.upstream_id}" if target.upstream_id is not None else ""
     try:
         found = await catalog_reader_credentials(
-            tenant_id=target.tenant_id, target=f"upstream:{target.upstream_id}", auth=target.auth, timeout=timeout
+            tenant_id=target.tenant_id, target=credential_target, auth=target.auth, timeout=timeout
         )
     except ToolError as exc:
         raise UpstreamFailure(f"upstream {target.name!r}: {exc}") from None
