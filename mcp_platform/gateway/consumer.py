@@ -34,7 +34,7 @@ from mcp_platform.gateway.session_get import SessionGetMixin
 from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
 from mcp_platform.gateway.stream_access import StreamAccess
 from mcp_platform.gateway.streams import requests_in_flight
-from mcp_platform.oauth.resource import principal_label
+from mcp_platform.oauth.resource import principal_label, request_caller
 from mcp_platform.oauth.throttling import asgi_client_address
 from mcp_platform.quotas.check import oauth_client_id, rate_limits_check_requests
 from tenants.identity import server_identity
@@ -97,7 +97,7 @@ class McpConsumer(HandshakePostMixin, SessionGetMixin, GatewayConsumer):
         self.client_id = oauth_client_id(self.scope)
         self.granted = granted_scopes(self.scope)
         # Where links in questions to the person point (a connect page): the platform as this client reached it.
-        self.base_url = base_url_from_scope(self.scope)
+        self.caller = request_caller(self.scope, base_url=base_url_from_scope(self.scope))
         method = self.scope["method"]
         if method == "POST":
             await self._post()
@@ -168,7 +168,7 @@ class McpConsumer(HandshakePostMixin, SessionGetMixin, GatewayConsumer):
             client_address=self.client_address,
             granted=self.granted,
             client_id=self.client_id,
-            base_url=self.base_url,
+            caller=self.caller,
         )
 
     async def _listen(self, request: jsonrpc.Request) -> None:

@@ -73,7 +73,7 @@ def session_env(
     principal: str,
     client_address: str,
     granted: frozenset[str] | None,
-    base_url: str,
+    caller: Caller,
 ) -> Env:
     params = request.params or {}
     meta = params.get("_meta")
@@ -92,7 +92,7 @@ def session_env(
                 client_version=str(client_info.get("version") or ""),
                 transport=HTTP_SSE if session.transport == LegacySession.Transport.HTTP_SSE else STREAMABLE_HTTP,
                 request_id=str(request.id),
-                base_url=base_url,
+                base_url=caller.base_url,
             ),
         )
     return Env(
@@ -106,7 +106,7 @@ def session_env(
         session=SessionHooksImpl(session),
         meta=meta if isinstance(meta, dict) else {},
         tasks=tasks,
-        caller=Caller.from_label(principal, base_url=base_url),
+        caller=caller,
     )
 
 

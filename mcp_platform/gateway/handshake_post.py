@@ -20,6 +20,7 @@ from mcp_platform.gateway.responses import Send, header_list, send_empty, send_e
 from mcp_platform.gateway.session_cache import session_cache
 from mcp_platform.gateway.streams import PostStream, keep_running, run_request, start_run
 from mcp_platform.observe.calls import STREAMABLE_HTTP, CallInfo
+from tenants.connections.acting import Caller
 from tenants.identity import server_identity
 from tenants.models import Tenant
 
@@ -34,7 +35,7 @@ class HandshakePostMixin:
     client_address: str
     client_id: str
     granted: frozenset[str] | None
-    base_url: str
+    caller: Caller
     _sse_open: bool
     _post_stream: PostStream | None = None
     # Set while this request's own task runs a session request: a disconnect must not cancel it.
@@ -119,7 +120,7 @@ class HandshakePostMixin:
             principal=self.principal,
             client_address=self.client_address,
             granted=self.granted,
-            base_url=self.base_url,
+            caller=self.caller,
         )
 
     def _runs_start(self, session: LegacySession, stream: PostStream, requests: list[jsonrpc.Request]) -> None:

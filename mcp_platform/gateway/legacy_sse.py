@@ -32,7 +32,7 @@ from mcp_platform.gateway.responses import send_body, send_chunk, send_empty, se
 from mcp_platform.gateway.session_cache import session_cache
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.streams import SessionSink, start_run
-from mcp_platform.oauth.resource import principal_label
+from mcp_platform.oauth.resource import principal_label, request_caller
 from mcp_platform.oauth.throttling import asgi_client_address
 from mcp_platform.observe.calls import HTTP_SSE, CallInfo
 from mcp_platform.quotas.check import oauth_client_id
@@ -201,7 +201,7 @@ class LegacyMessagesConsumer(GatewayConsumer):
                     principal=principal,
                     client_address=asgi_client_address(self.scope),
                     granted=granted_scopes(self.scope),
-                    base_url=base_url_from_scope(self.scope),
+                    caller=request_caller(self.scope, base_url=base_url_from_scope(self.scope)),
                 )
                 info = info_of(message)
                 start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk, info=info)

@@ -172,7 +172,7 @@ def stateless_env(
     principal: str,
     client_address: str,
     granted: frozenset[str] | None,
-    base_url: str,
+    caller: Caller,
     request_id: str = "",
 ) -> Env:
     client_info = envelope.client_info or {}
@@ -181,7 +181,7 @@ def stateless_env(
         client_version=str(client_info.get("version") or ""),
         transport=STREAMABLE_HTTP,
         request_id=request_id,
-        base_url=base_url,
+        base_url=caller.base_url,
     )
     return Env(
         version=envelope.version,
@@ -198,7 +198,7 @@ def stateless_env(
         tasks=stateless_tasks(
             tenant=tenant, principal=principal, version=envelope.version, client_address=client_address, origin=origin
         ),
-        caller=Caller.from_label(principal, base_url=base_url),
+        caller=caller,
     )
 
 
@@ -213,7 +213,7 @@ async def serve_stateless(
     client_address: str,
     granted: frozenset[str] | None,
     client_id: str,
-    base_url: str,
+    caller: Caller,
 ) -> None:
     """Answer one stateless request for ``principal`` (``principal_label``: ``anonymous`` on a public tenant), who
     holds ``granted`` scopes (None on a public tenant) and calls from ``client_address`` through the OAuth client
@@ -230,7 +230,7 @@ async def serve_stateless(
             principal=principal,
             client_address=client_address,
             granted=granted,
-            base_url=base_url,
+            caller=caller,
             request_id=str(request.id),
         )
         info = call_info(

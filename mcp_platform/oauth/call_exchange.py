@@ -1,14 +1,15 @@
 """Token exchange for a call (RFC 8693): where a tenant's upstream trusts this platform's authorization server, a
 call of its tools trades the caller's token for one whose audience is the upstream, through the token endpoint's
 own view and grant (in process: the same validation, limits and audit as a client's request), and sends that,
-never the caller's token. The exchanged token is reused while it and the caller's token are live (one exchange per
-caller and upstream, not one per call). Registered with ``tenants.connections.credentials`` at start-up.
+never the caller's token. The subject is the row of the token the request carried, named in process (DOT keeps
+only digests of tokens, and the gateway keeps the token itself), so a task, which outlives its request, cannot
+exchange. The exchanged token is reused while it lives, for the same caller's token (one exchange per caller and
+upstream, not one per call). Registered with ``tenants.connections.credentials`` at start-up.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -17,15 +18,11 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, QueryDict
-from django.utils import timezone
-from oauth2_provider.models import get_access_token_model
 
 from mcp_core.errors import ToolError
-from mcp_infra.addresses import ENDPOINTS, endpoint_url
 from mcp_platform.oauth.token_endpoint import AtomicTokenView
-from mcp_platform.oauth.token_exchange import ACCESS_TOKEN_TYPE, GRANT_TYPE
+from mcp_platform.oauth.token_exchange import ACCESS_TOKEN_TYPE, GRANT_TYPE, INTERNAL_SUBJECT
 from tenants.connections.acting import Caller
-from tenants.models import Tenant
 from tenants.secrets import SecretNotFound, SecretUnreadable, secret_value
 
 # An exchanged token is reused until shortly before it expires, for as long as the caller's own token it was
@@ -43,19 +40,6 @@ class _Exchanged:
 
 # Per process: (tenant, subject token digest, client, audience, scope) -> the token it was exchanged for.
 _exchanged: dict[tuple[object, ...], _Exchanged] = {}
-
-
-def _subject_token(tenant: Tenant, caller: Caller) -> str | None:
-    """The caller's newest live access token for this tenant's endpoints through the client it called with (a task
-    looks it up as it runs: a revoked authorization leaves none)."""
-    endpoints = [endpoint_url(caller.base_url, tenant.slug, e) for e in ENDPOINTS]
-    tokens = get_access_token_model().objects.filter(
-        user_id=caller.user_id, application__client_id=caller.client_id, expires__gt=timezone.now()
-    )
-    for token in tokens.order_by("-created")[:5]:
-        if isinstance(token.resource, list) and len(token.resource) == 1 and token.resource[0] in endpoints:
-            return str(token.token)
-    return None
 
 
 def _token_request(base_url: str, form: dict[str, str], client_id: str, client_secret: str) -> HttpRequest:
@@ -84,37 +68,28 @@ def _token_request(base_url: str, form: dict[str, str], client_id: str, client_s
 
 def exchange_for_call_sync(tenant_id: int, caller: Caller, auth: dict[str, Any]) -> tuple[str, float | None]:
     """An access token for ``auth["audience"]`` acting as ``caller``'s person. Raises ``ToolError``."""
-    tenant = Tenant.objects.get(pk=tenant_id)
-    subject = _subject_token(tenant, caller) if caller.user_id is not None and caller.client_id else None
-    if subject is None:
+    if caller.token_id is None or caller.user_id is None:
+        # A task (or the console) runs after the request that carried the person's token, which is never kept.
         raise ToolError(
-            "This tool acts as you through a token exchange, which needs your client's live authorization for "
-            f"{tenant.name}; sign in again from your client."
+            f"This tool acts as you through a token exchange for {auth['audience']}: it runs only in a request that "
+            "carries your client's authorization, not as a task or from the console."
         )
-    try:
-        client_secret = secret_value(tenant_id=tenant_id, name=auth["secret"])
-    except (SecretNotFound, SecretUnreadable) as exc:
-        raise ToolError(f"the token exchange cannot authenticate its client: {exc}") from None
-    key = (
-        tenant_id,
-        hashlib.sha256(subject.encode()).hexdigest(),
-        auth["client_id"],
-        auth["audience"],
-        auth.get("scope"),
-    )
+    # The gateway checked the caller's token on this request: while that token lives, its exchanged token is reused.
+    key = (tenant_id, caller.token_id, auth["client_id"], auth["audience"], auth.get("scope"))
     now = time.monotonic()
     cached = _exchanged.get(key)
     if cached is not None and cached.reusable_until > now:
         return cached.token, cached.lifetime
-    form = {
-        "grant_type": GRANT_TYPE,
-        "subject_token": subject,
-        "subject_token_type": ACCESS_TOKEN_TYPE,
-        "resource": auth["audience"],
-    }
+    try:
+        client_secret = secret_value(tenant_id=tenant_id, name=auth["secret"])
+    except (SecretNotFound, SecretUnreadable) as exc:
+        raise ToolError(f"the token exchange cannot authenticate its client: {exc}") from None
+    form = {"grant_type": GRANT_TYPE, "subject_token_type": ACCESS_TOKEN_TYPE, "resource": auth["audience"]}
     if auth.get("scope"):
         form["scope"] = auth["scope"]
-    response = AtomicTokenView.as_view()(_token_request(caller.base_url, form, auth["client_id"], client_secret))
+    request = _token_request(caller.base_url, form, auth["client_id"], client_secret)
+    setattr(request, INTERNAL_SUBJECT, caller.token_id)
+    response = AtomicTokenView.as_view()(request)
     try:
         answer = json.loads(response.content)
     except ValueError:

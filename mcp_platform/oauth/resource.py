@@ -8,6 +8,7 @@ check is async and costs one query (plus a "last used" write at most once a minu
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import uuid
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from mcp_infra.addresses import (
     metadata_url,
 )
 from mcp_platform.oauth.scopes import SCOPES, ordered
+from tenants.connections.acting import Caller
 from tenants.models import Tenant
 
 # "Last used" on the connected-apps page is kept to this resolution: at most one write per token per minute.
@@ -196,3 +198,14 @@ def principal_label(scope: dict[str, Any]) -> str:
     if principal.user_id is None:
         return f"client:{principal.client_id}"
     return f"user:{principal.user_id} client:{principal.client_id}"
+
+
+def request_caller(scope: dict[str, Any], *, base_url: str) -> Caller:
+    """Whom the request in an ASGI ``scope`` acts for (``principal_label``), reached at ``base_url``, with the row
+    of the access token it carried (a token exchange during the request starts from it; the token itself never
+    leaves the gateway middleware)."""
+    caller = Caller.from_label(principal_label(scope), base_url=base_url)
+    principal = scope.get(PRINCIPAL_SCOPE_KEY)
+    if caller.user_id is None or not isinstance(principal, Principal):
+        return caller
+    return dataclasses.replace(caller, token_id=principal.token_id)

@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from oauth2_provider.oauth2_backends import OAuthLibCore
 from oauthlib.openid import Server
 
-from mcp_platform.oauth.token_exchange import GRANT_TYPE, TokenExchangeGrant
+from mcp_platform.oauth.token_exchange import GRANT_TYPE, INTERNAL_SUBJECT, TokenExchangeGrant
 
 REPEATABLE_PARAMETERS = frozenset({"resource", "audience"})
 
@@ -23,6 +23,12 @@ class PlatformServer(Server):
 
 
 class PlatformOAuthLibCore(OAuthLibCore):
+    def _get_extra_credentials(self, request: HttpRequest) -> dict[str, Any] | None:
+        """What only code of this process can say (an attribute of the Django request, never a parameter): the
+        subject token row of a token exchange made for a call (``call_exchange``)."""
+        subject = getattr(request, INTERNAL_SUBJECT, None)
+        return {INTERNAL_SUBJECT: subject} if isinstance(subject, int) else None
+
     def extract_body(self, request: HttpRequest) -> list[tuple[str, str]]:
         """The POST parameters, each once (the last value) except RFC 8707/8693 targets, which may repeat."""
         return [

@@ -41,6 +41,10 @@ TARGET_PARAMETERS = ("resource", "audience")
 SECOND = timedelta(seconds=1)
 # Where the grant leaves the client once it authenticated as a confidential client: only its exchanges are announced.
 AUTHENTICATED_ACTOR = "platform_exchange_actor"
+# The subject token's row, named by this process's own code for a call's exchange (``call_exchange``): set on the
+# Django request, never read from the HTTP parameters (DOT stores only digests of tokens, and the gateway keeps the
+# caller's token to itself). It goes through every other check as a subject token would.
+INTERNAL_SUBJECT = "platform_internal_subject_token_id"
 
 
 class ExchangeLimitReached(errors.OAuth2Error):
@@ -114,7 +118,7 @@ class TokenExchangeGrant(GrantTypeBase):
         return subject
 
     def _validate_token_types(self, request: Request) -> None:
-        if not _param(request, "subject_token"):
+        if not _param(request, "subject_token") and _internal_subject(request) is None:
             raise errors.InvalidRequestError(description="Missing subject_token parameter.", request=request)
         if _param(request, "subject_token_type") != ACCESS_TOKEN_TYPE:
             raise errors.InvalidRequestError(
@@ -148,13 +152,17 @@ class TokenExchangeGrant(GrantTypeBase):
         """The subject token: a live access token of an active person, for an endpoint of the client's (servable)
         tenant, that the person may still use. Raises ``InvalidRequestError`` (RFC 8693 §2.2.2)."""
         client: TenantApplication = request.client
+        internal = _internal_subject(request)
+        named = (
+            {"pk": internal}
+            if internal is not None
+            else {"token_checksum": checksum(_param(request, "subject_token") or "")}
+        )
         subject = (
             get_access_token_model()
             .objects.select_for_update()
             # At least a second left: the issued token lives whole seconds, never past the subject token.
-            .filter(
-                token_checksum=checksum(_param(request, "subject_token") or ""), expires__gt=timezone.now() + SECOND
-            )
+            .filter(**named, expires__gt=timezone.now() + SECOND)
             .first()
         )
         if subject is None:
@@ -251,3 +259,15 @@ def _param(request: Request, name: str) -> str | None:
     """A body parameter oauthlib does not name (``subject_token``, ...), None when absent or empty."""
     value = getattr(request, name, None)
     return value if isinstance(value, str) and value else None
+
+
+def _internal_subject(request: Request) -> int | None:
+    """The subject token row this process's own code named (``INTERNAL_SUBJECT``), taken out of the credentials
+    oauthlib merges into the response."""
+    extra = request.extra_credentials
+    if not isinstance(extra, dict):
+        return None
+    if INTERNAL_SUBJECT in extra:
+        setattr(request, INTERNAL_SUBJECT, extra.pop(INTERNAL_SUBJECT))
+    found = getattr(request, INTERNAL_SUBJECT, None)
+    return found if isinstance(found, int) else None

@@ -268,12 +268,6 @@ async def test_an_expired_token_is_refreshed_once_for_calls_at_the_same_moment_a
     assert asked["mode"] == "url" and refused.is_error and "declined" in text_of(refused)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="mcp_platform/oauth/call_exchange.py sends the caller's stored AccessToken.token as the subject_token, but "
-    "the platform stores tokens redacted (COMPLIANT_BCP_RFC9700_TOKEN_STORAGE: the column is blank, only the checksum "
-    "is kept), so every exchange for a call is refused with 'Missing subject_token parameter'",
-)
 async def test_a_token_exchange_reaches_the_notes_api_with_a_token_for_it_alone(scene: Scene, tmp_path: Path) -> None:
     port = free_port()
     api_url = f"http://127.0.0.1:{port}"

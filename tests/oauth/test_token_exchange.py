@@ -15,7 +15,7 @@ from oauth2_provider.models import get_access_token_model
 from mcp_platform.oauth.connections import connection_list, connection_revoke
 from mcp_platform.oauth.machine_clients import machine_client_create
 from mcp_platform.oauth.models import ExchangedToken, TenantApplication
-from mcp_platform.oauth.token_exchange import ACCESS_TOKEN_TYPE, GRANT_TYPE
+from mcp_platform.oauth.token_exchange import ACCESS_TOKEN_TYPE, GRANT_TYPE, INTERNAL_SUBJECT
 from tenants.services import membership_remove
 from tests.factories import MembershipFactory, OAuthClientFactory, UserFactory, access_token_create
 from tests.gateway.conftest import INIT_PARAMS, request, rpc
@@ -372,3 +372,13 @@ def test_exchange_targets_must_be_https_urls_of_a_confidential_bound_client(acme
     )
     assert "confidential client bound to a tenant" in str(public.context["adminform"].form.errors["exchange_targets"])
     assert not TenantApplication.objects.filter(name__in=["Plain", "Acme CLI"]).exists()
+
+
+def test_a_subject_row_is_named_only_by_the_platforms_own_code_never_by_a_parameter(gateway, subject):
+    """A call's exchange names its subject by row in process; a client that sends the same name as a parameter
+    (with a made-up subject token, or none) is refused as any client without a live subject token."""
+    client, secret = gateway
+    row = get_access_token_model().objects.get(token_checksum=_sha256(subject))
+    _refused(_exchange(client, secret, "made-up", **{INTERNAL_SUBJECT: str(row.pk)}), 400, "invalid_request")
+    _refused(_exchange(client, secret, None, **{INTERNAL_SUBJECT: str(row.pk)}), 400, "invalid_request")
+    assert _upstream_tokens() == []
