@@ -21,6 +21,7 @@ from mcp_platform.catalog_files.sections import (
     SECTIONS,
     TOOLS,
     UPSTREAMS,
+    Holder,
     Section,
 )
 from mcp_platform.catalog_files.state import Entry, State
@@ -58,24 +59,31 @@ def _problems_of(
             yield loaded.problem(path, named)
 
 
+def _instance(model: type[Any], tenant: Tenant, entry: Entry) -> Any:
+    """The row ``entry`` would be: its stored row's identity (so its own key is no conflict) with the file's fields."""
+    instance = model(pk=getattr(entry.row, "pk", None), tenant=tenant, **entry.fields)
+    instance._state.adding = entry.row is None
+    return instance
+
+
 def _tool(tenant: Tenant, entry: Entry) -> None:
-    tool_validate(Tool(pk=getattr(entry.row, "pk", None), tenant=tenant, **entry.fields))
+    tool_validate(_instance(Tool, tenant, entry))
 
 
 def _resource(tenant: Tenant, entry: Entry) -> None:
-    resource_validate(Resource(pk=getattr(entry.row, "pk", None), tenant=tenant, **entry.fields))
+    resource_validate(_instance(Resource, tenant, entry))
 
 
 def _template(tenant: Tenant, entry: Entry) -> None:
-    resource_template_validate(ResourceTemplate(pk=getattr(entry.row, "pk", None), tenant=tenant, **entry.fields))
+    resource_template_validate(_instance(ResourceTemplate, tenant, entry))
 
 
 def _prompt(tenant: Tenant, entry: Entry) -> None:
-    prompt_validate(Prompt(pk=getattr(entry.row, "pk", None), tenant=tenant, **entry.fields))
+    prompt_validate(_instance(Prompt, tenant, entry))
 
 
 def _upstream(tenant: Tenant, entry: Entry) -> None:
-    upstream = Upstream(pk=getattr(entry.row, "pk", None), tenant=tenant, **entry.fields)
+    upstream: Upstream = _instance(Upstream, tenant, entry)
     errors: dict[str, list[str]] = {}
     try:
         upstream_validate(upstream)
@@ -150,19 +158,26 @@ def document_problems(*, loaded: LoadedFile, imported: list[Entry], files_allowe
     return problems
 
 
-def name_problems(*, tenant: Tenant, loaded: LoadedFile, desired: State) -> list[Problem]:
-    """Names the file gives its items that an upstream's or an OpenAPI source's item holds, or that the file gives
-    twice (a tool of its own and a tool one of its OpenAPI sources imports)."""
+def name_problems(
+    *, tenant: Tenant, loaded: LoadedFile, desired: State, managed: dict[str, set[str]]
+) -> tuple[list[Problem], set[tuple[str, str]]]:
+    """Names the file gives its items that an upstream's or an OpenAPI source's item holds and keeps after the apply
+    (a source the file removes, or an imported tool its source no longer imports, frees its name), or that the file
+    gives twice (a tool of its own and a tool one of its OpenAPI sources imports). Also the (section, key) of the
+    entries refused, whose own validation would only repeat it."""
     problems = []
+    refused: set[tuple[str, str]] = set()
     for section in SECTIONS:
         entries = desired.entries(section)
         if not entries:
             continue
-        held = section.held(tenant)
-        for key, entry in entries.items():
-            if key in held:
-                path = (section.name, entry.index or 0, section.fields[0])
-                problems.append(loaded.problem(path, f"{key!r} is held by {held[key]}: rename one of them"))
+        for key, holder in section.held(tenant).items():
+            entry = entries.get(key)
+            if entry is None or _freed(holder, key, desired, managed):
+                continue
+            path = (section.name, entry.index or 0, section.fields[0])
+            problems.append(loaded.problem(path, f"{key!r} is held by {holder.what}: rename one of them"))
+            refused.add((section.name, key))
     imported = {
         name: entry for entry in desired.entries(OPENAPI_SOURCES).values() for name in entry.fields.get("tools", [])
     }
@@ -173,6 +188,45 @@ def name_problems(*, tenant: Tenant, loaded: LoadedFile, desired: State) -> list
             line = loaded.line((OPENAPI_SOURCES.name, source.index or 0))
             where = f"the OpenAPI source {source.fields['location']!r} (line {line})"
             problems.append(loaded.problem(path, f"the tool {key!r} is also imported by {where}"))
+    return problems, refused
+
+
+def _freed(holder: Holder, key: str, desired: State, managed: dict[str, set[str]]) -> bool:
+    """Whether the apply takes ``key`` from ``holder`` before it writes the file's own items."""
+    kept = desired.sections[holder.section].get(holder.source)
+    if kept is None:
+        return holder.source in managed.get(holder.section, set())
+    return holder.section == OPENAPI_SOURCES.name and key not in kept.fields.get("tools", [])
+
+
+def _holder(tool: Tool) -> str:
+    if tool.upstream_id is not None:
+        return f"the tool mirrored from the upstream {tool.upstream.name!r}"  # type: ignore[union-attr]
+    if tool.openapi_source_id is not None:  # type: ignore[attr-defined]
+        return f"the tool imported from the OpenAPI source {tool.openapi_source.name!r}"  # type: ignore[attr-defined]
+    return "a tool made by hand (rename it, or list it in the file to manage it)"
+
+
+def imported_name_problems(
+    *, tenant: Tenant, loaded: LoadedFile, desired: State, managed: dict[str, set[str]]
+) -> list[Problem]:
+    """Tools the file's OpenAPI sources import whose names another of the tenant's tools holds and keeps after the
+    apply (the file removes the objects it manages and no longer lists first)."""
+    wanted_sources = desired.entries(OPENAPI_SOURCES)
+    leaving_sources = managed.get(OPENAPI_SOURCES.name, set()) - set(wanted_sources)
+    leaving_tools = managed.get(TOOLS.name, set()) - set(desired.entries(TOOLS))
+    problems = []
+    for location, entry in wanted_sources.items():
+        names = entry.fields.get("tools", [])
+        rows = Tool.objects.filter(tenant=tenant, name__in=names).select_related("upstream", "openapi_source")
+        for tool in rows.order_by("name"):
+            source = tool.openapi_source  # type: ignore[attr-defined]
+            if source is not None and source.location in (location, *leaving_sources):
+                continue  # its own tool, or one of a source the file removes
+            if tool.upstream_id is None and source is None and tool.name in leaving_tools | set(desired.entries(TOOLS)):
+                continue  # removed by the apply, or named twice in the file (said above)
+            path = (OPENAPI_SOURCES.name, entry.index or 0, "tools")
+            problems.append(loaded.problem(path, f"the tool {tool.name!r} it imports is held by {_holder(tool)}"))
     return problems
 
 

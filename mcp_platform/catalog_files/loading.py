@@ -107,8 +107,12 @@ class _Walk:
         self.aliases = 0
         self.values = 0
 
-    def refuse(self, node: yaml.Node, path: Path, message: str) -> None:
-        raise _Refused(Problem(node.start_mark.line + 1, path, message))
+    def refuse(self, node: yaml.Node, path: Path, message: str, *, alias: bool = False) -> None:
+        # An alias is the anchored node itself, whose mark is the anchor's: its own line is its key's or item's.
+        line = node.start_mark.line + 1
+        if alias:
+            line = next((self.lines[path[:end]] for end in range(len(path), -1, -1) if path[:end] in self.lines), line)
+        raise _Refused(Problem(line, path, message))
 
     def visit(self, node: yaml.Node, path: Path, depth: int) -> int:
         """The number of values ``node`` stands for, aliases expanded. Raises ``_Refused``."""
@@ -116,12 +120,13 @@ class _Walk:
         if depth > MAX_DEPTH:
             self.refuse(node, path, f"the values are nested more than {MAX_DEPTH} levels deep")
         if key in self.on_path:
-            self.refuse(node, path, "an alias refers to the block it is in")
+            self.refuse(node, path, "an alias refers to the block it is in", alias=True)
         if key in self.sizes:
             self.aliases += 1
             if self.aliases > MAX_ALIASES:
-                self.refuse(node, path, f"the file uses more than {MAX_ALIASES} aliases (*name); write the values out")
-            self._count(node, path, self.sizes[key])
+                message = f"the file uses more than {MAX_ALIASES} aliases (*name); write the values out"
+                self.refuse(node, path, message, alias=True)
+            self._count(node, path, self.sizes[key], alias=True)
             return self.sizes[key]
         self._count(node, path, 1)
         self.lines.setdefault(path, node.start_mark.line + 1)
@@ -139,10 +144,11 @@ class _Walk:
         self.sizes[key] = size
         return size
 
-    def _count(self, node: yaml.Node, path: Path, values: int) -> None:
+    def _count(self, node: yaml.Node, path: Path, values: int, *, alias: bool = False) -> None:
         self.values += values
         if self.values > MAX_VALUES:
-            self.refuse(node, path, f"the file holds more than {MAX_VALUES:,} values once its aliases are expanded")
+            message = f"the file holds more than {MAX_VALUES:,} values once its aliases are expanded"
+            self.refuse(node, path, message, alias=alias)
 
     def _scalar(self, node: yaml.ScalarNode, path: Path) -> int:
         if node.tag not in SCALAR_TAGS:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from mcp_platform.catalog_files.checks import (
     document_problems,
+    imported_name_problems,
     name_problems,
     secret_problems,
     written_problems,
@@ -196,10 +197,15 @@ def configuration_plan(*, tenant: Tenant, loaded: LoadedFile, files_allowed: boo
     current = state_of_tenant(tenant)
     managed = managed_keys(tenant)
     changes, written = _diff(desired, current, managed)
-    problems += name_problems(tenant=tenant, loaded=loaded, desired=desired)
+    named, refused = name_problems(tenant=tenant, loaded=loaded, desired=desired, managed=managed)
+    problems += named
+    problems += imported_name_problems(tenant=tenant, loaded=loaded, desired=desired, managed=managed)
     problems += secret_problems(tenant=tenant, loaded=loaded, desired=desired)
     settings = {f.field: f.after for change in changes if change.section == "settings" for f in change.fields}
-    problems += written_problems(tenant=tenant, loaded=loaded, written=written, settings=settings)
+    checked = {
+        name: [entry for entry in entries if (name, entry.key) not in refused] for name, entries in written.items()
+    }
+    problems += written_problems(tenant=tenant, loaded=loaded, written=checked, settings=settings)
     imported = written.get(OPENAPI_SOURCES.name, [])
     problems += document_problems(loaded=loaded, imported=imported, files_allowed=files_allowed)
     if problems:

@@ -11,7 +11,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaViolation
 
-from mcp_platform.catalog_files.loading import LoadedFile, Problem
+from mcp_platform.catalog_files.loading import LoadedFile, Problem, problems_sorted
 
 # Where the schema is served (under STATIC_URL) and where it is in the source tree.
 SCHEMA_STATIC_PATH = "schemas/tenant-config-v1.schema.json"
@@ -82,7 +82,7 @@ def _problem(error: SchemaViolation, loaded: LoadedFile) -> Problem:
 
 
 def schema_problems(loaded: LoadedFile) -> list[Problem]:
-    """Where and why ``loaded`` breaks the format's schema (nothing when it keeps it)."""
+    """Where and why ``loaded`` breaks the format's schema (nothing when it keeps it), in the file's order."""
     if not isinstance(loaded.data, dict):
         return [loaded.problem((), f"the file must be a mapping (version: 1, tools: ...), not {_found(loaded.data)}")]
-    return [_problem(error, loaded) for error in _validator().iter_errors(loaded.data)]
+    return problems_sorted(_problem(error, loaded) for error in _validator().iter_errors(loaded.data))

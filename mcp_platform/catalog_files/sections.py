@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import QuerySet
 
@@ -51,6 +51,15 @@ def same(a: Any, b: Any) -> bool:
     return canonical(a) == canonical(b)
 
 
+class Holder(NamedTuple):
+    """What holds a key the file's own objects cannot take: a source's item (``what``), and that source (its
+    section in the file and its key there)."""
+
+    what: str
+    section: str
+    source: str
+
+
 @dataclass(frozen=True)
 class Section:
     """One kind of object: ``name`` is the file's key for the list, ``noun`` how messages name one."""
@@ -63,7 +72,7 @@ class Section:
     rows: Callable[[Tenant], QuerySet[Any]]
     read: Callable[[Any], JSONObject]
     # The keys held by the tenant's rows this section does not hold (a source's items), and by what.
-    held: Callable[[Tenant], dict[str, str]]
+    held: Callable[[Tenant], dict[str, Holder]]
     # The file's values in the form ``read`` gives (e.g. a list kept sorted).
     normalize: Callable[[JSONObject], JSONObject] = lambda fields: fields
 
@@ -92,19 +101,21 @@ def _own(model: type[Any], order: str) -> Callable[[Tenant], QuerySet[Any]]:
     return rows
 
 
-def _held(model: type[Any], key_field: str, noun: str) -> Callable[[Tenant], dict[str, str]]:
-    def held(tenant: Tenant) -> dict[str, str]:
+def _held(model: type[Any], key_field: str, noun: str) -> Callable[[Tenant], dict[str, Holder]]:
+    def held(tenant: Tenant) -> dict[str, Holder]:
         rows = model._default_manager.filter(tenant=tenant).select_related("upstream")
         if model is Tool:
             rows = rows.select_related("openapi_source")
-        found: dict[str, str] = {}
+        found: dict[str, Holder] = {}
         for row in rows:
+            key = getattr(row, key_field)
             if row.upstream_id is not None:
-                found[getattr(row, key_field)] = f"the {noun} mirrored from the upstream {row.upstream.name!r}"
+                what = f"the {noun} mirrored from the upstream {row.upstream.name!r}"
+                found[key] = Holder(what, "upstreams", row.upstream.name)
             elif getattr(row, "openapi_source_id", None) is not None:
-                found[getattr(row, key_field)] = (
-                    f"the {noun} imported from the OpenAPI source {row.openapi_source.name!r}"
-                )
+                source = row.openapi_source
+                what = f"the {noun} imported from the OpenAPI source {source.name!r}"
+                found[key] = Holder(what, "openapi_sources", source.location)
         return found
 
     return held
@@ -114,7 +125,7 @@ def _fields(*names: str) -> Callable[[Any], JSONObject]:
     return lambda row: {name: getattr(row, name) for name in names}
 
 
-def _nothing_held(tenant: Tenant) -> dict[str, str]:
+def _nothing_held(tenant: Tenant) -> dict[str, Holder]:
     return {}
 
 
