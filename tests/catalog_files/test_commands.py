@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.conf import settings
 from django.test import override_settings
 
 from mcp_platform.catalog_files.exporting import tenant_export
