@@ -123,6 +123,8 @@ INSTALLED_APPS = [
     "mcp_platform.telemetry",
     # Adds its pages to the tool admin at ready() (tenants.admin.pages).
     "mcp_platform.console",
+    # Configuration as code; adds its pages to the tenant admin at ready().
+    "mcp_platform.catalog_files",
 ]
 
 MIDDLEWARE = [

@@ -9,7 +9,8 @@
   they share); ``tool_details``: a tool's annotations and icons as fields; ``prompt_details``: a prompt's arguments
   and messages as rows; ``resource_content``: a resource's file upload; ``uploads``: what an uploaded file must be;
 - ``service_backed``: the base of admin classes whose writes go through the services;
-- ``pages``: pages other apps add to an admin class (the console's pages on the tool admin);
+- ``pages``: pages other apps add to an admin class (the console's pages on the tool admin, the configuration
+  file's on the tenant admin);
 - ``principals``: people by name wherever a page shows a principal (activity log, tool runs);
 - the areas: ``members`` (tenants and their members; ``tenant_page`` is the tenant page's context), ``invitations``
   (inviting people by e-mail), ``catalog``

@@ -13,6 +13,7 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
 from tenants import services, validation
+from tenants.admin.pages import tenant_pages
 from tenants.admin.policy import OWNING, admin_scope
 from tenants.admin.scoping import NOBODY, TenantScopedAdmin, TenantScopedInline
 from tenants.admin.service_backed import ServiceBackedAdmin, adopt, form_for
@@ -115,6 +116,10 @@ class TenantAdmin(ServiceBackedAdmin):
     list_filter = ("status", "requires_authorization")
     search_fields = ("slug", "name")
     inlines = [MembershipInline]
+    pages = tenant_pages
+
+    def get_urls(self) -> list[Any]:
+        return [*self.pages.urls(self), *super().get_urls()]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         # Widening the outbound door lets a tenant's tools reach private networks, and suspending a tenant is a
@@ -123,7 +128,8 @@ class TenantAdmin(ServiceBackedAdmin):
         return readonly if request.user.is_superuser else (*readonly, "status", "outbound_allowed_networks")
 
     def object_page_context(self, request: HttpRequest, obj: Any) -> dict[str, Any]:
-        return tenant_page_context(request, obj)
+        # The links to the pages other apps added (the change form's object tools show them).
+        return {**tenant_page_context(request, obj), "object_pages": self.pages.links(obj)}
 
     def create(self, obj: Tenant, values: dict[str, Any]) -> Tenant:
         return services.tenant_create(**values)

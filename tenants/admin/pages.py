@@ -1,6 +1,6 @@
-"""Pages other apps add to an admin of this package. An app above ``tenants`` (the tool console) adds its pages at
-its ``ready()``: the admin class serves their URLs and links them from an object's page, so each model is
-registered once, here, and the admin knows none of the apps that extend it."""
+"""Pages other apps add to an admin of this package. An app above ``tenants`` (the tool console, the configuration
+files) adds its pages at its ``ready()``: the admin class serves their URLs and links them from an object's page,
+so each model is registered once, here, and the admin knows none of the apps that extend it."""
 
 from __future__ import annotations
 
@@ -48,3 +48,5 @@ class ObjectPages:
 
 # The tool admin's pages (the console's run page and the endpoints it posts to).
 tool_pages = ObjectPages()
+# The tenant admin's pages (the configuration file's export and import).
+tenant_pages = ObjectPages()

@@ -106,17 +106,39 @@ def upstream_add(
         session_mode=session_mode,
     )
     upstream_validate(upstream)
-    listing, connection = async_to_sync(upstream_discover)(UpstreamTarget.of(upstream))
-    try:
-        with transaction.atomic():
-            upstream.transport, upstream.protocol_version = connection.transport, connection.protocol_version
-            upstream.last_ok_at = timezone.now()
-            upstream.save()
-            report = mirror_apply(upstream=upstream, listing=listing, actor=actor, operation="upstream added")
-    except IntegrityError as exc:
-        raise ValidationError(f"Another upstream called {name!r} was added meanwhile.") from exc
+    discovered = async_to_sync(upstream_discover)(UpstreamTarget.of(upstream))
+    report = upstream_store(upstream=upstream, discovered=discovered, actor=actor)
     upstream.refresh_from_db()
     return upstream, report
+
+
+def upstream_store(
+    *,
+    upstream: Upstream,
+    discovered: tuple[Listing, UpstreamConnection] | None,
+    actor: Actor = SYSTEM,
+) -> MirrorReport:
+    """Store a new ``upstream`` (checked by ``upstream_validate``; its exclusions and overrides by
+    ``overrides_errors``) with the catalog ``upstream_discover`` read from it, mirrored in the same transaction.
+    ``discovered`` None: a disabled upstream, stored without connecting; its first refresh after it is enabled mirrors
+    it. For callers that connect before their own transaction (``upstream_add``, a configuration file's apply).
+
+    Raises ``ValidationError`` when another upstream of that name was added meanwhile.
+    """
+    try:
+        with transaction.atomic():
+            if discovered is not None:
+                connection = discovered[1]
+                upstream.transport, upstream.protocol_version = connection.transport, connection.protocol_version
+                upstream.last_ok_at = timezone.now()
+            upstream.save()
+            listing = discovered[0] if discovered is not None else Listing()
+            report = mirror_apply(
+                upstream=upstream, listing=listing, actor=actor, operation="upstream added", refreshed=bool(discovered)
+            )
+    except IntegrityError as exc:
+        raise ValidationError(f"Another upstream called {upstream.name!r} was added meanwhile.") from exc
+    return report
 
 
 def upstream_update(*, upstream: Upstream, data: Mapping[str, Any]) -> Upstream:

@@ -1,0 +1,279 @@
+"""The sections of a tenant configuration file, one table: for each kind of object, its key, its fields in the
+file's order with the defaults a file may leave out, which of the tenant's rows it holds, and how a row reads.
+
+A section holds the tenant's own objects: an item mirrored from an upstream or imported from an OpenAPI document is
+its source's (the source is in the file, the item is not), and its name is ``held`` against the file's items.
+Servers within a tenant (to come) are one more ``Section`` here and one more property of the JSON Schema
+(``servers``, a list keyed by name), applied through their services in ``applying``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from django.db.models import QuerySet
+
+from mcp_platform.quotas.models import Period, RateLimit
+from tenants.models import OpenApiSource, Prompt, Resource, ResourceTemplate, Tenant, Tool, Upstream
+
+JSONObject = dict[str, Any]
+
+# The tenant's own settings an admin edits; status and outbound networks are platform staff's, the slug is the
+# tenant's identity (the file names it under ``tenant``).
+SETTINGS_FIELDS = (
+    "name",
+    "instructions",
+    "requires_authorization",
+    "allowed_origins",
+    "cache_ttl_ms",
+    "cache_scope",
+    "activity_record_arguments",
+    "activity_retention_days",
+)
+PERIOD_NAMES: dict[int, str] = {
+    Period.SECOND: "second",
+    Period.MINUTE: "minute",
+    Period.HOUR: "hour",
+    Period.DAY: "day",
+}
+PERIOD_SECONDS = {name: int(seconds) for seconds, name in PERIOD_NAMES.items()}
+
+
+def canonical(value: Any) -> str:
+    """``value`` as JSON with sorted keys: how values are compared (1 and true differ, key order does not)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def same(a: Any, b: Any) -> bool:
+    return canonical(a) == canonical(b)
+
+
+class Holder(NamedTuple):
+    """What holds a key the file's own objects cannot take: a source's item (``what``), and that source (its
+    section in the file and its key there)."""
+
+    what: str
+    section: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Section:
+    """One kind of object: ``name`` is the file's key for the list, ``noun`` how messages name one."""
+
+    name: str
+    noun: str
+    fields: tuple[str, ...]
+    defaults: Mapping[str, Any]
+    key: Callable[[Mapping[str, Any]], str]
+    rows: Callable[[Tenant], QuerySet[Any]]
+    read: Callable[[Any], JSONObject]
+    # The keys held by the tenant's rows this section does not hold (a source's items), and by what.
+    held: Callable[[Tenant], dict[str, Holder]]
+    # The file's values in the form ``read`` gives (e.g. a list kept sorted).
+    normalize: Callable[[JSONObject], JSONObject] = lambda fields: fields
+
+    def desired(self, given: Mapping[str, Any]) -> JSONObject:
+        """An entry of the file with the defaults it left out (copies: the defaults stay as they are)."""
+        filled = {name: json.loads(canonical(value)) for name, value in self.defaults.items()}
+        filled.update(given)
+        return self.normalize(filled)
+
+    def written(self, fields: Mapping[str, Any]) -> JSONObject:
+        """``fields`` as the file shows them: in the section's order, without the values that are the defaults."""
+        return {
+            name: fields[name]
+            for name in self.fields
+            if name in fields and not (name in self.defaults and same(fields[name], self.defaults[name]))
+        }
+
+
+def _own(model: type[Any], order: str) -> Callable[[Tenant], QuerySet[Any]]:
+    def rows(tenant: Tenant) -> QuerySet[Any]:
+        queryset = model._default_manager.filter(tenant=tenant, upstream__isnull=True)
+        if model is Tool:
+            queryset = queryset.filter(openapi_source__isnull=True)
+        return queryset.order_by(order)
+
+    return rows
+
+
+def _held(model: type[Any], key_field: str, noun: str) -> Callable[[Tenant], dict[str, Holder]]:
+    def held(tenant: Tenant) -> dict[str, Holder]:
+        rows = model._default_manager.filter(tenant=tenant).select_related("upstream")
+        if model is Tool:
+            rows = rows.select_related("openapi_source")
+        found: dict[str, Holder] = {}
+        for row in rows:
+            key = getattr(row, key_field)
+            if row.upstream_id is not None:
+                what = f"the {noun} mirrored from the upstream {row.upstream.name!r}"
+                found[key] = Holder(what, "upstreams", row.upstream.name)
+            elif getattr(row, "openapi_source_id", None) is not None:
+                source = row.openapi_source
+                what = f"the {noun} imported from the OpenAPI source {source.name!r}"
+                found[key] = Holder(what, "openapi_sources", source.location)
+        return found
+
+    return held
+
+
+def _fields(*names: str) -> Callable[[Any], JSONObject]:
+    return lambda row: {name: getattr(row, name) for name in names}
+
+
+def _nothing_held(tenant: Tenant) -> dict[str, Holder]:
+    return {}
+
+
+TOOL_FIELDS = (
+    "name",
+    "title",
+    "description",
+    "backend",
+    "config",
+    "input_schema",
+    "output_schema",
+    "annotations",
+    "icons",
+    "task_support",
+    "enabled",
+    "required_scopes",
+)
+TOOLS = Section(
+    name="tools",
+    noun="tool",
+    fields=TOOL_FIELDS,
+    defaults={
+        "title": "",
+        "description": "",
+        "backend": "static",
+        "config": {},
+        "input_schema": {"type": "object"},
+        "output_schema": None,
+        "annotations": None,
+        "icons": None,
+        "task_support": "forbidden",
+        "enabled": True,
+        "required_scopes": "",
+    },
+    key=lambda fields: str(fields["name"]),
+    rows=_own(Tool, "name"),
+    read=_fields(*TOOL_FIELDS),
+    held=_held(Tool, "name", "tool"),
+)
+
+RESOURCE_FIELDS = ("uri", "name", "title", "description", "mime_type", "text", "blob", "annotations")
+RESOURCES = Section(
+    name="resources",
+    noun="resource",
+    fields=RESOURCE_FIELDS,
+    defaults={"title": "", "description": "", "mime_type": "", "text": None, "blob": None, "annotations": None},
+    key=lambda fields: str(fields["uri"]),
+    rows=_own(Resource, "uri"),
+    read=_fields(*RESOURCE_FIELDS),
+    held=_held(Resource, "uri", "resource"),
+)
+
+TEMPLATE_FIELDS = ("name", "uri_template", "title", "description", "mime_type", "backend", "config", "completions")
+RESOURCE_TEMPLATES = Section(
+    name="resource_templates",
+    noun="resource template",
+    fields=TEMPLATE_FIELDS,
+    defaults={"title": "", "description": "", "mime_type": "", "backend": "static", "config": {}, "completions": {}},
+    key=lambda fields: str(fields["name"]),
+    rows=_own(ResourceTemplate, "name"),
+    read=_fields(*TEMPLATE_FIELDS),
+    held=_held(ResourceTemplate, "name", "resource template"),
+)
+
+PROMPT_FIELDS = ("name", "title", "description", "arguments", "completions", "messages", "backend", "config")
+PROMPTS = Section(
+    name="prompts",
+    noun="prompt",
+    fields=PROMPT_FIELDS,
+    defaults={
+        "title": "",
+        "description": "",
+        "arguments": [],
+        "completions": {},
+        "messages": [],
+        "backend": "static",
+        "config": {},
+    },
+    key=lambda fields: str(fields["name"]),
+    rows=_own(Prompt, "name"),
+    read=_fields(*PROMPT_FIELDS),
+    held=_held(Prompt, "name", "prompt"),
+)
+
+# ``session_tools`` is learnt by the platform (the tools an upstream asked questions in), not configured.
+UPSTREAM_FIELDS = ("name", "url", "prefix", "auth", "enabled", "session_mode", "excluded", "overrides")
+UPSTREAMS = Section(
+    name="upstreams",
+    noun="upstream",
+    fields=UPSTREAM_FIELDS,
+    defaults={"auth": None, "enabled": True, "session_mode": "auto", "excluded": [], "overrides": {}},
+    key=lambda fields: str(fields["name"]),
+    rows=lambda tenant: Upstream.objects.filter(tenant=tenant).order_by("name"),
+    read=_fields(*UPSTREAM_FIELDS),
+    held=_nothing_held,
+)
+
+
+def _source_read(source: OpenApiSource) -> JSONObject:
+    fields = _fields("location", "name", "prefix", "base_url", "secret_name", "client_id")(source)
+    fields["tools"] = sorted(source.tools.values_list("name", flat=True))  # type: ignore[attr-defined]
+    return fields
+
+
+OPENAPI_SOURCES = Section(
+    name="openapi_sources",
+    noun="OpenAPI source",
+    fields=("location", "name", "prefix", "base_url", "secret_name", "client_id", "tools"),
+    defaults={"prefix": "", "base_url": "", "secret_name": "", "client_id": ""},
+    key=lambda fields: str(fields["location"]),
+    rows=lambda tenant: OpenApiSource.objects.filter(tenant=tenant).order_by("location"),
+    read=_source_read,
+    held=_nothing_held,
+    normalize=lambda fields: {**fields, "tools": sorted(set(fields.get("tools") or []))},
+)
+
+
+def rate_limit_key(fields: Mapping[str, Any]) -> str:
+    """``tool:search``, ``client:abc``, or the scope alone for its default limit."""
+    subject = fields.get("client_id") or fields.get("tool_name") or ""
+    return f"{fields['scope']}:{subject}" if subject else str(fields["scope"])
+
+
+def _limit_read(limit: RateLimit) -> JSONObject:
+    fields = _fields("scope", "client_id", "tool_name", "rate", "period", "burst")(limit)
+    fields["period"] = PERIOD_NAMES.get(limit.period, str(limit.period))
+    return fields
+
+
+RATE_LIMITS = Section(
+    name="rate_limits",
+    noun="rate limit",
+    fields=("scope", "client_id", "tool_name", "rate", "period", "burst"),
+    defaults={"client_id": "", "tool_name": ""},
+    key=rate_limit_key,
+    rows=lambda tenant: RateLimit.objects.filter(tenant=tenant).order_by("scope", "client_id", "tool_name"),
+    read=_limit_read,
+    held=_nothing_held,
+)
+
+# In the file's order, which is also the order a plan lists them in.
+SECTIONS: tuple[Section, ...] = (
+    TOOLS,
+    RESOURCES,
+    RESOURCE_TEMPLATES,
+    PROMPTS,
+    UPSTREAMS,
+    OPENAPI_SOURCES,
+    RATE_LIMITS,
+)
+SECTIONS_BY_NAME = {section.name: section for section in SECTIONS}
