@@ -25,7 +25,14 @@ from tenants.admin.policy import admin_scope
 from tenants.admin.principals import PrincipalsNamed, named_choices, person_of
 from tenants.admin.scoping import TenantScopedAdmin
 
-ACTIONS = {"admin/create": "Created", "admin/change": "Changed", "admin/delete": "Deleted"}
+ACTIONS = {
+    "admin/create": "Created",
+    "admin/change": "Changed",
+    "admin/delete": "Deleted",
+    # A held change of a source, decided on its Review changes page.
+    "admin/approve": "Approved",
+    "admin/reject": "Rejected",
+}
 
 
 def action_label(method: str) -> str:

@@ -33,6 +33,10 @@ class ToolHold:
     this run applies."""
 
     def __init__(self, upstream: Upstream, *, recording: bool, approving: Collection[str] = ()) -> None:
+        # Runs of one upstream's mirror take turns (a refresh on its list_changed, an admin's refresh, an approval):
+        # each reads the pending changes and may add the same one. PostgreSQL: this row lock; SQLite: its
+        # transactions are IMMEDIATE.
+        list(Upstream.objects.select_for_update().filter(pk=upstream.pk).values_list("pk", flat=True))
         self.ledger = ChangeLedger(source=upstream, recording=recording)
         self.withhold_incompatible = upstream.withhold_incompatible
         self.approving = frozenset(approving)
