@@ -46,7 +46,6 @@ class PartDiff:
 
     label: str
     is_json: bool
-    changed: bool
     # Text parts: the words escaped, those one side alone has marked (``word_diff``).
     left: SafeString | str = ""
     right: SafeString | str = ""
@@ -56,6 +55,8 @@ class PartDiff:
 
 @dataclass
 class ReviewItem:
+    """One pending change as the page shows it: what differs, what does not, why its schema is incompatible."""
+
     change: PendingChange
     name: str
     served_as: Tool | None
@@ -130,7 +131,7 @@ def _part_diffs(approved: Any, proposed: Any) -> tuple[list[PartDiff], list[str]
             unchanged.append(label)
             continue
         is_json = (old.get(label) or new[label]).is_json
-        diff = PartDiff(label, is_json, changed=True)
+        diff = PartDiff(label, is_json)
         if is_json:
             diff.rows, diff.cut = line_diff(before, after)
         else:
