@@ -77,11 +77,11 @@ def take(live: LiveServer, upstream: UpstreamServer, browser: Any, out: Path) ->
         "Upstream.objects.filter(name='docs').update(change_policy='hold', withhold_incompatible=True)",
     )
     reshapes = (
-        ("echo", "Say the text back, louder: pass a volume from 1 to 11.", (), ("text",), ("volume",)),
-        ("fail", "Fails, saying why.", (), ("reason",), ()),
+        ("echo", "Say the text back, louder: pass a volume from 1 to 11.", ("text",), ("volume",)),
+        ("fail", "Fails, saying why.", ("reason",), ()),
     )
     with concurrent.futures.ThreadPoolExecutor(1) as pool:  # Playwright's loop runs in this thread
-        for name, description, _, required, optional in reshapes:
+        for name, description, required, optional in reshapes:
             reshape = partial(upstream.reshape, name, description, required=required, optional=optional)
             pool.submit(anyio.run, reshape).result(timeout=60)
     page.goto(f"{base}/admin/tenants/upstream/")
