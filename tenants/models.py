@@ -128,6 +128,21 @@ class TaskSupport(models.TextChoices):
     REQUIRED = "required", "Always (clients without tasks are refused)"
 
 
+class Withheld(models.TextChoices):
+    """Why a tool is kept from clients while a held change of its source waits (``PendingChange``)."""
+
+    NO = "", "Served"
+    INCOMPATIBLE = "incompatible", "Withheld: its new input schema is incompatible with the approved one"
+    REMOVED = "removed", "Withheld: its source no longer offers it"
+
+
+class ChangePolicy(models.TextChoices):
+    """What an upstream's (or an OpenAPI source's re-import's) changes to tool definitions do."""
+
+    ACCEPT = "accept", "Accept changes as they come"
+    HOLD = "hold", "Hold changes for an admin's approval"
+
+
 class Tool(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="tools")
     name = models.CharField(max_length=128, validators=[name_validator])
@@ -164,6 +179,8 @@ class Tool(models.Model):
     upstream = models.ForeignKey(
         "Upstream", null=True, blank=True, on_delete=models.CASCADE, related_name="tools", editable=False
     )
+    # Set by its source while a held change waits (``tenants.pinning``): not listed, not called, whatever ``enabled``.
+    withheld = models.CharField(max_length=16, choices=Withheld.choices, blank=True, default="", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -324,6 +341,23 @@ class OpenApiSource(models.Model):
     client_id = models.CharField(
         "client ID", max_length=255, blank=True, help_text="OAuth 2.0 client credentials: the client id."
     )
+    change_policy = models.CharField(
+        max_length=8,
+        choices=ChangePolicy.choices,
+        default=ChangePolicy.ACCEPT,
+        help_text="Changes a re-import brings to its tools' definitions. Accept: applied at once. Hold: the approved "
+        "definitions keep being served and each change waits for an admin's approval (Review changes); new tools "
+        "wait too.",
+    )
+    withhold_incompatible = models.BooleanField(
+        "withhold on incompatible schema",
+        default=False,
+        help_text="While its change waits, withhold a tool whose new input schema is incompatible with the approved "
+        "one (not listed, not called) instead of serving the approved definition.",
+    )
+    # How many changes the last re-import saw beyond the pending-change limit (not recorded; they show once some are
+    # decided and the source is read again).
+    held_overflow = models.PositiveIntegerField(default=0, editable=False)
     document_sha256 = models.CharField(max_length=64, editable=False)
     imported_at = models.DateTimeField(editable=False)
     # The operations the last import offered to tick, by key ("GET /pets"): the next import tells an operation new in
@@ -437,6 +471,23 @@ class Upstream(models.Model):
         help_text="The upstream's tools (by its names) called in a handshake session in automatic mode: added when "
         "the upstream refuses a tool's question for want of a back-channel; remove a name to try it stateless again.",
     )
+    change_policy = models.CharField(
+        max_length=8,
+        choices=ChangePolicy.choices,
+        default=ChangePolicy.ACCEPT,
+        help_text="Changes the upstream makes to its tools (name, description, annotations, schemas). Accept: "
+        "mirrored at once. Hold: the approved definitions keep being served and each change waits for an admin's "
+        "approval (Review changes); new tools wait too.",
+    )
+    withhold_incompatible = models.BooleanField(
+        "withhold on incompatible schema",
+        default=False,
+        help_text="While its change waits, withhold a tool whose new input schema is incompatible with the approved "
+        "one (not listed, not called) instead of serving the approved definition.",
+    )
+    # How many changes the last refresh saw beyond the pending-change limit (not recorded; they show once some are
+    # decided and the source is read again).
+    held_overflow = models.PositiveIntegerField(default=0, editable=False)
     # Bumped whenever what the connection depends on (URL, auth, enabled) changes: pooled sessions are keyed by it.
     revision = models.PositiveBigIntegerField(default=0, editable=False)
     # Health, written by the pool on state changes only (never per call); last_error never holds a secret value.
@@ -461,6 +512,65 @@ class Upstream(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# ---- Held changes (pinned definitions) ---------------------------------------------------------------------
+
+
+class PendingChange(models.Model):
+    """A change a source (an upstream, or an OpenAPI source's re-import) proposed to one of its tools while it holds
+    changes: added, changed or removed, with the approved definition (served meanwhile) and the proposed one.
+
+    One row per source and item. The same proposal seen again only moves ``last_seen``; a different one replaces it.
+    A rejected proposal stays as a row of status ``rejected`` so that seeing it again raises nothing
+    (``tenants.pinning.ledger`` owns these rules)."""
+
+    class Kind(models.TextChoices):
+        ADD = "add", "New tool"
+        CHANGE = "change", "Changed definition"
+        REMOVE = "remove", "Removed"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for review"
+        REJECTED = "rejected", "Rejected"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="pending_changes")
+    upstream = models.ForeignKey(
+        "Upstream", null=True, blank=True, on_delete=models.CASCADE, related_name="pending_changes"
+    )
+    openapi_source = models.ForeignKey(
+        OpenApiSource, null=True, blank=True, on_delete=models.CASCADE, related_name="pending_changes"
+    )
+    # The item as its source names it: "tools:<upstream name>" (an upstream's), "tools:<tool name>" (OpenAPI).
+    item_key = models.CharField(max_length=300)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    # Definitions as the source gives them (an upstream's wire dict; an OpenAPI tool's fields); None: there is none.
+    approved = models.JSONField(null=True, blank=True)
+    proposed = models.JSONField(null=True, blank=True)
+    # SHA-256 of the proposal (of the removal, for ``remove``): what "the same proposal" means.
+    digest = models.CharField(max_length=64)
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["tenant_id", "item_key"]
+        constraints = [
+            models.UniqueConstraint(fields=["upstream", "item_key"], name="tenants_pending_change_upstream_item"),
+            models.UniqueConstraint(fields=["openapi_source", "item_key"], name="tenants_pending_change_openapi_item"),
+            models.CheckConstraint(
+                condition=models.Q(upstream__isnull=False, openapi_source__isnull=True)
+                | models.Q(upstream__isnull=True, openapi_source__isnull=False),
+                name="tenants_pending_change_one_source",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_key} ({self.get_kind_display().lower()})"
 
 
 # ---- Invitations ------------------------------------------------------------------------------------------

@@ -90,8 +90,9 @@ def membership_get(*, tenant: Tenant, user: User) -> Membership | None:
 
 
 def _enabled_tools(tenant: Tenant | None) -> QuerySet[Tool]:
-    # A disabled tool is invisible to every read: not listed, not found, its scopes not offered.
-    tools = Tool.objects.filter(enabled=True)
+    # A disabled tool is invisible to every read: not listed, not found, its scopes not offered; so is a tool its
+    # source withholds while a held change of it waits (``tenants.pinning``).
+    tools = Tool.objects.filter(enabled=True, withheld="")
     return tools if tenant is None else tools.filter(tenant_id=tenant.pk)
 
 

@@ -79,6 +79,8 @@ TOOL_FIELDS = frozenset(
         "required_scopes",
     }
 )
+# What a tool's source writes besides: ``withheld`` (a held change of an upstream or OpenAPI source waits).
+TOOL_SOURCE_FIELDS = TOOL_FIELDS | {"withheld"}
 RESOURCE_FIELDS = frozenset({"uri", "name", "title", "description", "mime_type", "text", "blob", "annotations"})
 TEMPLATE_FIELDS = frozenset(
     {"name", "uri_template", "title", "description", "mime_type", "backend", "config", "completions"}
@@ -86,7 +88,7 @@ TEMPLATE_FIELDS = frozenset(
 PROMPT_FIELDS = frozenset({"name", "title", "description", "arguments", "completions", "messages", "backend", "config"})
 
 # Fields that appear in list results: changing one of them changes the list clients see.
-TOOL_LISTED = TOOL_FIELDS - {"backend", "config"}
+TOOL_LISTED = TOOL_SOURCE_FIELDS - {"backend", "config"}
 RESOURCE_LISTED = RESOURCE_FIELDS - {"text", "blob"}
 RESOURCE_CONTENT = frozenset({"text", "blob", "mime_type"})
 TEMPLATE_LISTED = TEMPLATE_FIELDS - {"backend", "config", "completions"}
@@ -294,6 +296,7 @@ def tool_create(
     enabled: bool = True,
     required_scopes: str = "",
     upstream: Upstream | None = None,
+    withheld: str = "",
 ) -> Tool:
     """Add a tool; ``input_schema`` defaults to ``{"type": "object"}``. Raises ``ValidationError``."""
     tool = Tool(
@@ -311,13 +314,14 @@ def tool_create(
         enabled=enabled,
         required_scopes=required_scopes,
         upstream=upstream,
+        withheld=withheld,
     )
     return _create(tool, tool_validate, "tools")
 
 
 def tool_update(*, tool: Tool, data: Mapping[str, Any]) -> Tool:
-    """Change a tool's fields. Raises ``ValidationError``."""
-    _update(tool, data, TOOL_FIELDS, tool_validate, "tools", TOOL_LISTED)
+    """Change a tool's fields (``withheld`` too: its source's services set it). Raises ``ValidationError``."""
+    _update(tool, data, TOOL_SOURCE_FIELDS, tool_validate, "tools", TOOL_LISTED)
     return tool
 
 

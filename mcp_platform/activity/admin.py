@@ -28,7 +28,14 @@ from tenants.admin.scoping import TenantScopedAdmin
 from tenants.connections.listing import target_titles
 from tenants.people import people_of
 
-ACTIONS = {"admin/create": "Created", "admin/change": "Changed", "admin/delete": "Deleted"}
+ACTIONS = {
+    "admin/create": "Created",
+    "admin/change": "Changed",
+    "admin/delete": "Deleted",
+    # A held change of a source, decided on its Review changes page.
+    "admin/approve": "Approved",
+    "admin/reject": "Rejected",
+}
 
 
 def action_label(method: str) -> str:

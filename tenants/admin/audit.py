@@ -66,6 +66,7 @@ def _record(
     obj: models.Model,
     before: Mapping[str, Any] | None,
     after: Mapping[str, Any] | None,
+    object_repr: str | None = None,
 ) -> None:
     if tenant_id is None:
         return  # platform staff's rows (users, unbound clients): not any tenant's log
@@ -75,7 +76,7 @@ def _record(
         user_id=user_id,
         action=action,
         object_type=_object_type(obj),
-        object_repr=str(obj),
+        object_repr=str(obj) if object_repr is None else object_repr,
         object_id=str(obj.pk),
         before=before,
         after=after,
@@ -148,6 +149,29 @@ def audit_form_save(
 def _tenant_id_of_inline(inline: models.Model, parent_tenant_id: int | None) -> int | None:
     tenant_id = getattr(inline, "tenant_id", None)
     return int(tenant_id) if isinstance(tenant_id, int) else parent_tenant_id
+
+
+def audit_action(
+    *,
+    request: HttpRequest,
+    tenant_id: int,
+    action: str,
+    obj: models.Model,
+    object_repr: str,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+) -> None:
+    """Log an admin action that is neither a form's save nor a delete (``action``: approve, reject, ...) on ``obj``,
+    named ``object_repr``, as the activity log records those."""
+    _record(
+        request=request,
+        tenant_id=tenant_id,
+        action=action,
+        obj=obj,
+        before=None if before is None else {k: _safe(v) for k, v in before.items()},
+        after=None if after is None else {k: _safe(v) for k, v in after.items()},
+        object_repr=object_repr,
+    )
 
 
 def audit_delete(*, request: HttpRequest, obj: models.Model, tenant_id: int | None) -> None:

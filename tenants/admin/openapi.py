@@ -1,7 +1,8 @@
 """Admin for OpenAPI sources: the import page (read a document by URL or upload, say whom the tools act as, preview
 its operations, tick those to import, review what would be added, changed and removed, then import), importing a
-source again through the same review (with what it was imported with), and deletion that takes the source's tools
-along."""
+source again through the same review (with what it was imported with; or, for a source that holds changes,
+recording them for the Review changes page of ``tenants.admin.held_changes``), and deletion that takes the
+source's tools along."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.html import format_html
 
 from tenants.admin.acting_auth import (
     acting_field_names,
@@ -29,11 +31,12 @@ from tenants.admin.acting_auth import (
     personal_config,
     personal_errors,
 )
+from tenants.admin.held_changes import held_changes_view, openapi_held_source
 from tenants.admin.scoping import TenantScopedAdmin
 from tenants.admin.secret_picker import secret_name_field, secret_names_offer, secrets_refuse_missing
 from tenants.bulk_changes import Actor
 from tenants.connections.flow import target_auth
-from tenants.models import OpenApiSource, Tenant
+from tenants.models import ChangePolicy, OpenApiSource, Tenant
 from tenants.openapi.document import MAX_DOCUMENT_BYTES, OpenApiError, document_parse
 from tenants.openapi.fetching import document_fetch_once
 from tenants.openapi.importing import (
@@ -44,6 +47,7 @@ from tenants.openapi.importing import (
     openapi_source_delete,
 )
 from tenants.openapi.translate import ImportOptions, Translation, document_translate
+from tenants.pinning.ledger import pending_count
 
 SOURCE_FIELDS = ("tenant", "url", "file", "tool_prefix", "base_url", "name")
 ACTING_FIELDS = acting_field_names("", upstream=False)
@@ -82,6 +86,20 @@ class SourceForm(acting_fields("", upstream=False), forms.Form):  # type: ignore
         required=False, max_length=255, label="Client ID", help_text="OAuth 2.0 client credentials only."
     )
     name = forms.CharField(required=False, max_length=200, help_text="Default: the document's title.")
+    # Not required: a form that does not send it (an older page, a script) keeps the source's settings.
+    change_policy = forms.ChoiceField(
+        choices=ChangePolicy.choices,
+        required=False,
+        initial=ChangePolicy.ACCEPT,
+        label="Changes at re-import",
+        help_text="Hold: a re-import records what it would add, change or remove for review (Review changes on the "
+        "source's page), and the approved tools keep being served meanwhile.",
+    )
+    withhold_incompatible = forms.BooleanField(
+        required=False,
+        label="Withhold on incompatible schema",
+        help_text="While a held change waits, withhold a tool whose new input schema is incompatible.",
+    )
     # Set by the preview: what was previewed (gzip, base64) and where it came from, so the import stores exactly it.
     document = forms.CharField(required=False, widget=forms.HiddenInput)
     location = forms.CharField(required=False, widget=forms.HiddenInput)
@@ -118,6 +136,15 @@ class SourceForm(acting_fields("", upstream=False), forms.Form):  # type: ignore
             if personal is not None and personal.get("secret"):
                 secrets_refuse_missing(self, "person_client_secret", tenant=tenant, names=[personal["secret"]])
         return cleaned
+
+    def policy(self) -> dict[str, Any]:
+        """The source's change settings as chosen here (nothing when the form did not offer them)."""
+        if not self.cleaned_data.get("change_policy"):
+            return {}
+        return {
+            "change_policy": self.cleaned_data["change_policy"],
+            "withhold_incompatible": self.cleaned_data["withhold_incompatible"],
+        }
 
     def options(self) -> ImportOptions:
         data = self.cleaned_data
@@ -248,6 +275,7 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
     list_select_related = ("tenant",)
     readonly_fields = (
         *("tenant", "name", "location", "prefix", "base_url", "secret_name", "client_id"),
+        *("change_policy", "withhold_incompatible", "held_changes"),
         *("document_sha256", "imported_at", "tool_count"),
     )
     actions = ["import_again"]
@@ -260,9 +288,29 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
     def tool_count(self, obj: Any) -> int:
         return int(getattr(obj, "tools_made", 0))
 
+    @admin.display(description="Waiting for review")
+    def held_changes(self, obj: OpenApiSource) -> str:
+        count = pending_count(source=obj)
+        url = reverse("admin:tenants_openapisource_changes", args=[obj.pk])
+        overflow = f" (and {obj.held_overflow} more not recorded)" if obj.held_overflow else ""
+        return format_html('<a href="{}">{} change{}{}</a>', url, count, "" if count == 1 else "s", overflow)
+
     def get_urls(self) -> list[Any]:
-        view = self.admin_site.admin_view(self.import_view)
-        return [path("import/", view, name="tenants_openapisource_import"), *super().get_urls()]
+        site = self.admin_site
+        return [
+            path("import/", site.admin_view(self.import_view), name="tenants_openapisource_import"),
+            path("<path:object_id>/changes/", site.admin_view(self.changes_view), name="tenants_openapisource_changes"),
+            *super().get_urls(),
+        ]
+
+    def changes_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The Review changes page of a source that holds a re-import's changes; deciding takes who may import."""
+        source = self.get_object(request, object_id)  # another tenant's source is a 404
+        if not self.has_view_permission(request, source):
+            raise PermissionDenied
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta}
+        may_decide = self._allowed(request, self.add_roles, source)
+        return held_changes_view(request, openapi_held_source(source), may_decide=may_decide, context=context)
 
     def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None) -> HttpResponse:
         return HttpResponseRedirect(reverse("admin:tenants_openapisource_import"))
@@ -290,7 +338,13 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
         return f"{reverse('admin:tenants_openapisource_import')}?source={source.pk}"
 
     def object_page_context(self, request: HttpRequest, obj: Any) -> dict[str, Any]:
-        return {"import_again_url": self._again_url(obj)} if self.has_add_permission(request) else {}
+        context: dict[str, Any] = {
+            "held_changes_url": reverse("admin:tenants_openapisource_changes", args=[obj.pk]),
+            "held_count": pending_count(source=obj),
+        }
+        if self.has_add_permission(request):
+            context["import_again_url"] = self._again_url(obj)
+        return context
 
     def _initial(self, request: HttpRequest) -> dict[str, Any]:
         """The form's first values: the tenant asked for, or everything a source was imported with (its page's
@@ -314,6 +368,8 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
             "client_id": source.client_id,
             "name": source.name,
             **acting,
+            "change_policy": source.change_policy,
+            "withhold_incompatible": source.withhold_incompatible,
         }
 
     def import_view(self, request: HttpRequest) -> HttpResponse:
@@ -354,10 +410,13 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
                 name=form.cleaned_data["name"],
                 select=selected,
                 actor=Actor.person(request.user),
+                **form.policy(),
             )
             for warning in report.warnings:
                 self.message_user(request, warning, level=messages.WARNING)
             self.message_user(request, report.summary(), level=messages.SUCCESS)
+            if report.held:
+                return HttpResponseRedirect(reverse("admin:tenants_openapisource_changes", args=[report.source.pk]))
             return HttpResponseRedirect(reverse("admin:tenants_openapisource_change", args=[report.source.pk]))
         diff = openapi_import_diff(tenant=tenant, location=document.location, plans=translation.tools)
         review = "_review" in request.POST and reviewed
@@ -383,6 +442,8 @@ class OpenApiSourceAdmin(TenantScopedAdmin):
             rows=rows,
             groups=_groups(rows, diff.source is not None),
             reimport=diff.source is not None,
+            holds=diff.source is not None
+            and form.policy().get("change_policy", diff.source.change_policy) == ChangePolicy.HOLD,
             review=review,
             selected=selected,
         )

@@ -1,6 +1,7 @@
 """Admin of upstream MCP servers: add one (connecting and mirroring its catalog before the form is accepted),
 change its URL, authentication and prefix, serve or leave out each of its items and give them names and
-descriptions of the tenant's own, refresh or test it now, and see its health in colour with its last error.
+descriptions of the tenant's own, refresh or test it now, see its health in colour with its last error, and hold
+its tools' changes for review (``tenants.admin.held_changes``: the Review changes page).
 
 The overrides set here are stored on the upstream (``Upstream.overrides``) and written by the mirror at every
 refresh; an edit on a mirrored item's own page is kept by refreshes too (see ``tenants.federation.mirror``).
@@ -30,6 +31,7 @@ from tenants.admin.acting_auth import (
     personal_config,
     personal_secret_field,
 )
+from tenants.admin.held_changes import held_changes_view, upstream_held_source
 from tenants.admin.scoping import TenantScopedAdmin
 from tenants.admin.secret_picker import secret_name_field, secret_names_offer, secrets_refuse_missing
 from tenants.bulk_changes import SYSTEM, Actor
@@ -46,6 +48,7 @@ from tenants.federation.services import (
 )
 from tenants.models import Upstream
 from tenants.outbound_auth import auth_secret_names
+from tenants.pinning.ledger import pending_count
 
 # The shared credentials: every call's when the upstream acts as the tenant, machine clients' when it acts as each
 # person and they may use them.
@@ -161,7 +164,10 @@ class UpstreamForm(acting_fields("", upstream=True), forms.ModelForm):  # type: 
 
     class Meta:
         model = Upstream
-        fields = ("tenant", "name", "url", "prefix", "enabled", "session_mode", "session_tools")
+        fields = (
+            *("tenant", "name", "url", "prefix", "enabled", "session_mode", "session_tools"),
+            *("change_policy", "withhold_incompatible"),
+        )
         field_classes = {"url": forms.CharField}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -182,9 +188,10 @@ class UpstreamForm(acting_fields("", upstream=True), forms.ModelForm):  # type: 
             self.fields[
                 "prefix"
             ].help_text = "Prepended to its tools', templates' and prompts' names; empty: the name and _."
-        if "session_mode" in self.fields:
-            # A form that does not send it (an older page, a script) keeps the upstream's mode.
-            self.fields["session_mode"].required = False
+        for name in ("session_mode", "change_policy"):
+            if name in self.fields:
+                # A form that does not send it (an older page, a script) keeps the upstream's value.
+                self.fields[name].required = False
         self.stored: Upstream | None = None
         self.composed_auth: dict[str, Any] | None = None
         self.report = ""
@@ -239,6 +246,9 @@ class UpstreamForm(acting_fields("", upstream=True), forms.ModelForm):  # type: 
 
     def clean_session_mode(self) -> str:
         return str(self.cleaned_data.get("session_mode") or self.instance.session_mode)
+
+    def clean_change_policy(self) -> str:
+        return str(self.cleaned_data.get("change_policy") or self.instance.change_policy)
 
     @staticmethod
     def _describe(form: UpstreamItemForm, item: UpstreamItem) -> None:
@@ -343,6 +353,8 @@ class UpstreamForm(acting_fields("", upstream=True), forms.ModelForm):  # type: 
                 auth=self.auth(),
                 actor=self.actor,
                 session_mode=cleaned["session_mode"],
+                change_policy=cleaned["change_policy"],
+                withhold_incompatible=cleaned.get("withhold_incompatible", False),
             )
             self.report = str(report)
         except ValidationError as exc:
@@ -359,7 +371,7 @@ class UpstreamAdmin(TenantScopedAdmin):
     list_filter = ("enabled", "tenant")
     list_select_related = ("tenant",)
     search_fields = ("name", "url", "tenant__slug")
-    readonly_fields = ("health", *HEALTH_FIELDS, "created_at", "updated_at")
+    readonly_fields = ("health", "held_changes", *HEALTH_FIELDS, "created_at", "updated_at")
     change_form_template = "admin/tenants/upstream/change_form.html"
     actions = ["refresh_now"]
 
@@ -371,6 +383,16 @@ class UpstreamAdmin(TenantScopedAdmin):
         return [
             (None, {"fields": ["tenant", "name", "url", "prefix", "enabled"]}),
             ("Session", {"fields": ["session_mode", "session_tools"]}),
+            (
+                "Changes to its tools",
+                {
+                    "fields": [
+                        "change_policy",
+                        "withhold_incompatible",
+                        *(["held_changes"] if obj is not None else []),
+                    ]
+                },
+            ),
             ("Acts as", {"fields": list(ACTING_FIELDS), "description": ACTS_AS_HELP}),
             ("Shared credentials", {"fields": list(SHARED_AUTH_FIELDS), "description": SHARED_HELP}),
             *([("Health", {"fields": ["health", *HEALTH_FIELDS]})] if obj is not None else []),
@@ -384,11 +406,19 @@ class UpstreamAdmin(TenantScopedAdmin):
     def health(self, upstream: Upstream) -> str:
         return health_html(upstream)
 
+    @admin.display(description="Waiting for review")
+    def held_changes(self, upstream: Upstream) -> str:
+        count = pending_count(source=upstream)
+        url = reverse("admin:tenants_upstream_changes", args=[upstream.pk])
+        overflow = f" (and {upstream.held_overflow} more not recorded)" if upstream.held_overflow else ""
+        return format_html('<a href="{}">{} change{}{}</a>', url, count, "" if count == 1 else "s", overflow)
+
     def get_urls(self) -> list[Any]:
         site = self.admin_site
         return [
             path("<path:object_id>/refresh/", site.admin_view(self.refresh_view), name="tenants_upstream_refresh"),
             path("<path:object_id>/test/", site.admin_view(self.test_view), name="tenants_upstream_test"),
+            path("<path:object_id>/changes/", site.admin_view(self.changes_view), name="tenants_upstream_changes"),
             *super().get_urls(),
         ]
 
@@ -401,6 +431,18 @@ class UpstreamAdmin(TenantScopedAdmin):
 
     def _back(self, upstream: Upstream) -> HttpResponse:
         return HttpResponseRedirect(reverse("admin:tenants_upstream_change", args=[upstream.pk]))
+
+    def object_page_context(self, request: HttpRequest, obj: Any) -> dict[str, Any]:
+        return {"held_count": pending_count(source=obj)}
+
+    def changes_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The Review changes page: the upstream's held changes side by side, approved or rejected here."""
+        upstream = self.get_object(request, object_id)  # another tenant's upstream is a 404
+        if not self.has_view_permission(request, upstream):
+            raise PermissionDenied
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta}
+        may_decide = self.has_change_permission(request, upstream)
+        return held_changes_view(request, upstream_held_source(upstream), may_decide=may_decide, context=context)
 
     def refresh_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         upstream = self._changeable(request, object_id)
@@ -432,7 +474,17 @@ class UpstreamAdmin(TenantScopedAdmin):
         data = {
             f: form.cleaned_data[f]
             for f in form.changed_data
-            if f in ("name", "url", "prefix", "enabled", "session_mode", "session_tools")
+            if f
+            in (
+                "name",
+                "url",
+                "prefix",
+                "enabled",
+                "session_mode",
+                "session_tools",
+                "change_policy",
+                "withhold_incompatible",
+            )
         }
         auth = form.auth()
         if auth != stored.auth:

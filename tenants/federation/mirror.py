@@ -9,13 +9,16 @@ over the upstream's values at every refresh, whatever the row holds.
 
 An item that cannot be stored (a URI that does not parse, a name another item of the tenant holds, a schema nested
 too deeply to check) is skipped and the report says why; the rest of the catalog is mirrored.
+
+An upstream that holds changes (``Upstream.change_policy``) keeps its tools' approved definitions and records what it
+proposes for an admin's review (``tenants.federation.held``).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -38,7 +41,9 @@ from tenants.bulk_changes import (
 )
 from tenants.events import tenant_changed
 from tenants.federation.connection import UpstreamConnection
-from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tool, Upstream
+from tenants.federation.held import ToolHold, tools_as_offered
+from tenants.models import Backend, ChangePolicy, Prompt, Resource, ResourceTemplate, Tool, Upstream, Withheld
+from tenants.pinning.ledger import held_changes_forget
 
 JSONObject = dict[str, Any]
 MAX_PAGES = 100
@@ -153,6 +158,7 @@ def _tool_fields(upstream: Upstream, wire: JSONObject) -> JSONObject:
         "icons": wire.get("icons"),
         "backend": Backend.UPSTREAM,
         "enabled": True,
+        "withheld": Withheld.NO,
     }
 
 
@@ -251,7 +257,13 @@ KINDS = (
 
 
 def _mirror_kind(
-    upstream: Upstream, kind: _Kind, items: Iterable[JSONObject], report: MirrorReport, *, overrides_only: bool
+    upstream: Upstream,
+    kind: _Kind,
+    items: Iterable[JSONObject],
+    report: MirrorReport,
+    *,
+    overrides_only: bool,
+    hold: ToolHold | None = None,
 ) -> None:
     # Edits made on the item's own page are kept, but for the fields the upstream's page decides when it is saved.
     kept = tuple(f for f in kind.overridable if not (overrides_only and f in OVERRIDE_FIELDS))
@@ -260,19 +272,30 @@ def _mirror_kind(
     seen: set[str] = set()
     for wire in items:
         remote_name = wire["name"]
-        if f"{kind.key}:{remote_name}" in excluded or remote_name in seen:
+        key = item_key(kind.key, remote_name)
+        if key in excluded or remote_name in seen:
             continue
         seen.add(remote_name)
-        desired = kind.fields(upstream, wire)
-        explicit = _overridden(upstream, item_key(kind.key, remote_name), desired)
-        config = {"remote": wire, "mirrored": {f: desired[f] for f in kind.overridable if f in desired}}
         row = existing.get(remote_name)
+        withheld = ""
+        if hold is not None:
+            served, withheld = hold.served(key, row, wire)
+            if served is None:
+                continue  # a new tool waits for approval
+            wire = served
+        desired = kind.fields(upstream, wire)
+        if withheld:
+            desired["withheld"] = withheld
+        explicit = _overridden(upstream, key, desired)
+        config = {"remote": wire, "mirrored": {f: desired[f] for f in kind.overridable if f in desired}}
         if row is None:
             create = partial(kind.create, tenant=upstream.tenant, upstream=upstream, config=config, **desired)
             created = _stored(report, kind.key, remote_name, create)
             if created is not _SKIPPED:
                 report.created += 1
                 report.items.append(BulkItem.of(CREATE, created))
+                if hold is not None:
+                    hold.applied(key)
             continue
         mirrored = row.config.get("mirrored", {})
         data = {
@@ -284,14 +307,31 @@ def _mirror_kind(
         }
         data["config"] = config
         data = {f: value for f, value in data.items() if not _same(getattr(row, f), value)}
-        if data and _stored(report, kind.key, remote_name, partial(kind.update, row, data)) is not _SKIPPED:
+        if not data:
+            if hold is not None:
+                hold.applied(key)
+            continue
+        if _stored(report, kind.key, remote_name, partial(kind.update, row, data)) is not _SKIPPED:
             report.updated += 1
             report.items.append(BulkItem.of(CHANGE, row))
+            if hold is not None:
+                hold.applied(key)
     for remote_name, row in existing.items():
-        if remote_name not in seen:
-            report.items.append(BulkItem.of(DELETE, row))
-            kind.delete(row)
-            report.removed += 1
+        if remote_name in seen:
+            continue
+        key = item_key(kind.key, remote_name)
+        if hold is not None and key in excluded:
+            hold.left_out(key)
+        elif hold is not None and not hold.removed(key, row):
+            # Withheld until its removal is decided: the upstream no longer answers for it.
+            withhold = partial(kind.update, row, {"withheld": Withheld.REMOVED})
+            if row.withheld != Withheld.REMOVED and _stored(report, kind.key, remote_name, withhold) is not _SKIPPED:
+                report.updated += 1
+                report.items.append(BulkItem.of(CHANGE, row))
+            continue
+        report.items.append(BulkItem.of(DELETE, row))
+        kind.delete(row)
+        report.removed += 1
 
 
 def _mirror_resources(upstream: Upstream, items: Iterable[JSONObject], report: MirrorReport) -> None:
@@ -332,6 +372,8 @@ def listing_stored(upstream: Upstream) -> Listing:
     for kind in KINDS:
         rows = kind.model.objects.filter(upstream=upstream).order_by("pk")  # type: ignore[attr-defined]
         setattr(listing, kind.key, [row.config["remote"] for row in rows])
+    # Tools: with the changes held for review put back, so that the mirror decides as the last refresh did.
+    listing.tools = tools_as_offered(upstream, Tool.objects.filter(upstream=upstream).order_by("pk"))
     listing.resources = [
         {
             "uri": row.uri,
@@ -354,6 +396,8 @@ def mirror_apply(
     operation: str = "upstream refresh",
     refreshed: bool = True,
     overrides_only: bool = False,
+    approving: Collection[str] = (),
+    approve_all: bool = False,
 ) -> MirrorReport:
     """Bring the rows mirrored from ``upstream`` in line with ``listing``, in one transaction; what changed is
     announced after commit as ``operation`` by ``actor`` (``tenants.bulk_changes``). ``refreshed``: the listing
@@ -361,14 +405,27 @@ def mirror_apply(
     upstream's or ``Upstream.overrides``', and an edit of them on the item's own page is dropped (the upstream's page
     showed it as an override, and saving that page decided).
 
+    An upstream that holds changes keeps its tools' approved definitions and records its proposals (when
+    ``refreshed``); ``approving``: the keys (``tools:<name>``) of held changes an admin approved, applied now;
+    ``approve_all``: everything listed is approved (adding an upstream approves what it offers).
+
     An item that cannot be stored (e.g. its name is taken by another item of the tenant) is skipped, and
     ``report.skipped`` says which and why; an item stored before stays as it was.
     """
     report = MirrorReport()
     with transaction.atomic():
+        holding = upstream.change_policy == ChangePolicy.HOLD and not approve_all
+        hold = ToolHold(upstream, recording=refreshed, approving=approving) if holding else None
         for kind in KINDS:
-            _mirror_kind(upstream, kind, getattr(listing, kind.key), report, overrides_only=overrides_only)
+            items = getattr(listing, kind.key)
+            tools_hold = hold if kind.key == "tools" else None
+            _mirror_kind(upstream, kind, items, report, overrides_only=overrides_only, hold=tools_hold)
         _mirror_resources(upstream, listing.resources, report)
+        if hold is not None:
+            hold.finish()
+        else:
+            # What the upstream lists is what it serves now: nothing waits.
+            held_changes_forget(source=upstream)
         if refreshed:
             Upstream.objects.filter(pk=upstream.pk).update(
                 last_refreshed_at=timezone.now(), list_cache_hints=listing.cache_hints

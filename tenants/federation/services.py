@@ -1,10 +1,12 @@
-"""Every write to upstream MCP servers: add (connect, discover and mirror before returning), change, remove, and
-refresh their mirrored catalogs (on their list_changed, on a schedule, on demand).
+"""Every write to upstream MCP servers: add (connect, discover and mirror before returning), change, remove,
+refresh their mirrored catalogs (on their list_changed, on a schedule, on demand), and approve or reject the changes
+an upstream that holds them proposed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping
@@ -24,13 +26,19 @@ from tenants.federation.connection import CONNECT_TIMEOUT, UpstreamConnection, U
 from tenants.federation.mirror import Listing, MirrorReport, listing_fetch, listing_stored, mirror_apply
 from tenants.federation.overrides import overrides_errors
 from tenants.federation.pool import upstream_pool
-from tenants.models import Tenant, Upstream
+from tenants.models import ChangePolicy, PendingChange, Tenant, Upstream
 from tenants.outbound_auth import auth_errors
+from tenants.pinning.ledger import pending_changes, pending_reject
 
 logger = logging.getLogger(__name__)
 
 JSONObject = dict[str, Any]
-UPSTREAM_FIELDS = frozenset({"name", "url", "prefix", "auth", "enabled", "excluded", "session_mode", "session_tools"})
+UPSTREAM_FIELDS = frozenset(
+    {
+        *("name", "url", "prefix", "auth", "enabled", "excluded", "session_mode", "session_tools"),
+        *("change_policy", "withhold_incompatible"),
+    }
+)
 # Changing one of these changes what a connection is (or which one a tool takes): pooled sessions of the old
 # revision are dropped.
 CONNECTION_FIELDS = frozenset({"url", "auth", "enabled", "session_mode"})
@@ -91,8 +99,11 @@ def upstream_add(
     auth: JSONObject | None = None,
     actor: Actor = SYSTEM,
     session_mode: str = Upstream.SessionMode.AUTO,
+    change_policy: str = ChangePolicy.ACCEPT,
+    withhold_incompatible: bool = False,
 ) -> tuple[Upstream, MirrorReport]:
     """Add an upstream and mirror its catalog before returning (prefix: ``<name>_`` when None); ``actor`` added it.
+    What it offers now is approved by adding it, whatever its ``change_policy`` (which governs its later changes).
 
     Raises ``ValidationError`` for bad input or items that cannot be stored and ``UpstreamFailure`` when the
     upstream cannot be reached; either way nothing is stored.
@@ -104,6 +115,8 @@ def upstream_add(
         prefix=f"{name}_" if prefix is None else prefix,
         auth=auth,
         session_mode=session_mode,
+        change_policy=change_policy,
+        withhold_incompatible=withhold_incompatible,
     )
     upstream_validate(upstream)
     discovered = async_to_sync(upstream_discover)(UpstreamTarget.of(upstream))
@@ -134,7 +147,13 @@ def upstream_store(
             upstream.save()
             listing = discovered[0] if discovered is not None else Listing()
             report = mirror_apply(
-                upstream=upstream, listing=listing, actor=actor, operation="upstream added", refreshed=bool(discovered)
+                upstream=upstream,
+                listing=listing,
+                actor=actor,
+                operation="upstream added",
+                refreshed=bool(discovered),
+                # What it offers when added is approved by adding it, whatever its change policy.
+                approve_all=True,
             )
     except IntegrityError as exc:
         raise ValidationError(f"Another upstream called {upstream.name!r} was added meanwhile.") from exc
@@ -205,6 +224,56 @@ def upstream_items_update(
         )
     upstream.excluded, upstream.overrides = stored.excluded, stored.overrides
     return report
+
+
+@dataclass
+class ChangesDecided:
+    """What deciding held changes did: those ``decided`` (applied, or rejected), those that ``moved`` since the admin
+    looked (a newer proposal, or decided by someone else: left alone), and the mirror's report (an approved change
+    the catalog refuses, e.g. a name taken meanwhile, is skipped there and stays pending)."""
+
+    decided: list[PendingChange] = dataclasses.field(default_factory=list)
+    moved: list[str] = dataclasses.field(default_factory=list)
+    report: MirrorReport = dataclasses.field(default_factory=MirrorReport)
+
+
+def upstream_changes_decide(
+    *, upstream: Upstream, seen: Mapping[str, str], approve: bool, actor: Actor = SYSTEM
+) -> ChangesDecided:
+    """Approve (``approve``) or reject the pending changes of ``upstream`` that ``seen`` names, by item key, each with
+    the digest of the proposal the admin saw: a change whose proposal moved since is left for another look.
+
+    Approving writes the proposed definitions through the mirror, hence the services (clients hear list_changed, every
+    process drops its cached catalog); a removal deletes the tool. Rejecting keeps the approved definitions (a tool
+    withheld for an incompatible schema is served again; a removed one stays withheld) and remembers each proposal,
+    so the same one is not raised again (a different one is). No network: the upstream was read at its last refresh.
+    """
+    with transaction.atomic():
+        stored = Upstream.objects.select_for_update().select_related("tenant").get(pk=upstream.pk)
+        changes = [c for c in pending_changes(source=stored) if seen.get(c.item_key) == c.digest]
+        outcome = ChangesDecided(moved=sorted(set(seen) - {c.item_key for c in changes}))
+        if approve:
+            outcome.report = mirror_apply(
+                upstream=stored,
+                listing=listing_stored(stored),
+                actor=actor,
+                operation="upstream changes approved",
+                refreshed=False,
+                approving={c.item_key for c in changes},
+            )
+            left = set(PendingChange.objects.filter(pk__in=[c.pk for c in changes]).values_list("pk", flat=True))
+            outcome.decided = [c for c in changes if c.pk not in left]
+        else:
+            outcome.decided = pending_reject(changes=changes, user_id=actor.user_id)
+            # What was withheld for want of a decision is served again.
+            outcome.report = mirror_apply(
+                upstream=stored,
+                listing=listing_stored(stored),
+                actor=actor,
+                operation="upstream changes rejected",
+                refreshed=False,
+            )
+    return outcome
 
 
 def upstream_tool_needs_session(*, upstream: Upstream, remote: str) -> None:

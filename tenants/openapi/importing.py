@@ -1,6 +1,7 @@
 """The import service: a translated document stored as one source's tools, in one transaction, with one
 ``list_changed`` after commit. Importing the same source (tenant + location) again updates what changed, removes
-what vanished, and touches no tool it did not make.
+what vanished, and touches no tool it did not make; or, when the source holds changes, records them for review
+(``tenants.openapi.held``).
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from django.utils import timezone
 
 from tenants.bulk_changes import CHANGE, CREATE, DELETE, SYSTEM, Actor, BulkChange, bulk_change_announce
 from tenants.events import catalog_changed
-from tenants.models import OpenApiSource, Secret, Tenant, Tool, secret_name_validator
+from tenants.models import ChangePolicy, OpenApiSource, Secret, Tenant, Tool, secret_name_validator
 from tenants.openapi.document import OpenApiDocument, OpenApiError
+from tenants.openapi.held import openapi_import_held
 from tenants.openapi.translate import MAX_OPERATIONS, ImportOptions, ToolPlan, document_translate
 from tenants.outbound_auth import PERSONAL_AUTH_TYPES, auth_errors
+from tenants.pinning.ledger import held_changes_forget
 from tenants.validation import tool_validate
 
 JSONObject = dict[str, Any]
@@ -35,12 +38,15 @@ class ImportReport:
     removed: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # The source holds changes: the tools whose addition, change or removal now waits for review.
+    held: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        return (
+        counts = (
             f"{self.source.name}: {len(self.created)} created, {len(self.updated)} updated, "
             f"{len(self.unchanged)} unchanged, {len(self.removed)} removed, {len(self.skipped)} skipped"
         )
+        return f"{counts}, {len(self.held)} held for review" if self.held else counts
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -90,9 +96,13 @@ def openapi_import(
     select: Collection[str] | None = None,
     max_operations: int = MAX_OPERATIONS,
     actor: Actor = SYSTEM,
+    change_policy: str | None = None,
+    withhold_incompatible: bool | None = None,
 ) -> ImportReport:
     """Store ``document``'s operations (those whose keys are in ``select``, or all) as the tools of its source;
     what was created, changed and removed is announced after commit as done by ``actor`` (``tenants.bulk_changes``).
+    ``change_policy`` and ``withhold_incompatible`` set the source's (None: as they are). A re-import of a source that
+    holds changes records them for review instead (``ImportReport.held``); a first import is its own approval.
 
     Raises ``OpenApiError`` and changes nothing when the document, an option or any one tool is refused.
     """
@@ -111,10 +121,16 @@ def openapi_import(
     warnings = list(translation.warnings)
     _check_options(tenant, options, warnings)
     with transaction.atomic():
+        reimport = OpenApiSource.objects.filter(tenant=tenant, location=document.location).exists()
         source = _source_upsert(tenant, document, options, name, offered)
+        _policy_set(source, change_policy, withhold_incompatible)
         report = ImportReport(source, skipped=translation.skipped, warnings=warnings)
         change = BulkChange(tenant_id=tenant.pk, operation="OpenAPI import", source=source.name, actor=actor)
-        _store(tenant, source, plans, report, change)
+        if reimport and source.change_policy == ChangePolicy.HOLD:
+            _hold(tenant, source, plans, report)
+        else:
+            _store(tenant, source, plans, report, change)
+            held_changes_forget(source=source)
         if report.created or report.updated or report.removed:
             catalog_changed(tenant_id=tenant.pk, kind="tools")
         # Someone asked for this import: it is recorded even when it changed nothing.
@@ -216,10 +232,19 @@ def _source_upsert(
     return source
 
 
-def _store(
-    tenant: Tenant, source: OpenApiSource, plans: list[ToolPlan], report: ImportReport, change: BulkChange
-) -> None:
-    names = [plan.name for plan in plans]
+def _policy_set(source: OpenApiSource, change_policy: str | None, withhold_incompatible: bool | None) -> None:
+    if change_policy is not None and change_policy not in ChangePolicy.values:
+        raise OpenApiError(f"{change_policy!r} is not a change policy ({', '.join(ChangePolicy.values)})")
+    fields = {"change_policy": change_policy, "withhold_incompatible": withhold_incompatible}
+    fields = {name: value for name, value in fields.items() if value is not None and getattr(source, name) != value}
+    for name, value in fields.items():
+        setattr(source, name, value)
+    if fields:
+        source.save(update_fields=list(fields))
+
+
+def _ours(tenant: Tenant, source: OpenApiSource, names: list[str]) -> dict[str, Tool]:
+    """The tenant's tools called ``names``, locked. Raises ``OpenApiError`` when one is not the source's own."""
     existing = {tool.name: tool for tool in Tool.objects.select_for_update().filter(tenant=tenant, name__in=names)}
     foreign = sorted(name for name, tool in existing.items() if tool.openapi_source_id != source.pk)  # type: ignore[attr-defined]
     if foreign:
@@ -228,6 +253,24 @@ def _store(
             f"{len(foreign)} tool name(s) are taken by tools this source did not make: {shown}. "
             "Choose a prefix, or rename those tools"
         )
+    return existing
+
+
+def _hold(tenant: Tenant, source: OpenApiSource, plans: list[ToolPlan], report: ImportReport) -> None:
+    _ours(tenant, source, [plan.name for plan in plans])
+    proposals = [{"name": plan.name, **plan.fields} for plan in plans]
+    skipped: list[tuple[str, str]] = []
+    held = openapi_import_held(source=source, proposals=proposals, refusal=_refusal, skipped=skipped)
+    by_name = {plan.name: plan.key for plan in plans}
+    report.skipped.extend((by_name[name], reason) for name, reason in skipped)
+    report.held, report.unchanged = held.held, held.unchanged + held.rejected
+
+
+def _store(
+    tenant: Tenant, source: OpenApiSource, plans: list[ToolPlan], report: ImportReport, change: BulkChange
+) -> None:
+    names = [plan.name for plan in plans]
+    existing = _ours(tenant, source, names)
     creating: list[Tool] = []
     updating: list[Tool] = []
     changed_fields: set[str] = set()

@@ -1,4 +1,5 @@
-"""Screenshots of the upstream admin for the README: the add form, the list with health, and mirrored tools.
+"""Screenshots of the upstream admin for the README: the add form, the list with health, mirrored tools, and the
+review of changes an upstream that holds them proposed.
 
 A live platform and a real SDK upstream, as in the federation tests, and Debian's Chromium.
 Usage: ``python -m tests.e2e.upstream_screenshots [DIR]``.
@@ -6,12 +7,15 @@ Usage: ``python -m tests.e2e.upstream_screenshots [DIR]``.
 
 from __future__ import annotations
 
+import concurrent.futures
 import sys
 import tempfile
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
 from playwright.sync_api import sync_playwright
 
 from tests.e2e.browser import launch_chromium
@@ -64,6 +68,27 @@ def take(live: LiveServer, upstream: UpstreamServer, browser: Any, out: Path) ->
     shot("upstream-list")
     page.goto(f"{base}/admin/tenants/tool/?backend__exact=upstream")
     shot("upstream-tools")
+
+    # The upstream holds its changes; it rewords echo (with a new optional argument) and makes fail require one.
+    live.manage(
+        "shell",
+        "-c",
+        "from tenants.models import Upstream; "
+        "Upstream.objects.filter(name='docs').update(change_policy='hold', withhold_incompatible=True)",
+    )
+    reshapes = (
+        ("echo", "Say the text back, louder: pass a volume from 1 to 11.", ("text",), ("volume",)),
+        ("fail", "Fails, saying why.", ("reason",), ()),
+    )
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # Playwright's loop runs in this thread
+        for name, description, required, optional in reshapes:
+            reshape = partial(upstream.reshape, name, description, required=required, optional=optional)
+            pool.submit(anyio.run, reshape).result(timeout=60)
+    page.goto(f"{base}/admin/tenants/upstream/")
+    page.get_by_role("link", name="docs").click()
+    page.get_by_role("button", name="Refresh now").click()
+    page.get_by_role("link", name="Review changes (2)").click()
+    shot("upstream-review-changes")
     context.close()
     return shot.paths
 

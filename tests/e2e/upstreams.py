@@ -107,6 +107,15 @@ class UpstreamServer:
         async with httpx2.AsyncClient() as http:
             (await http.post(f"{self.base}/grow", params={"name": name})).raise_for_status()
 
+    async def reshape(
+        self, name: str, description: str, required: tuple[str, ...] = (), optional: tuple[str, ...] = ()
+    ) -> None:
+        """Replace (or add) the tool ``name`` with one of this description and these string arguments, and announce
+        it on every listen and GET stream."""
+        spec = {"name": name, "description": description, "required": list(required), "optional": list(optional)}
+        async with httpx2.AsyncClient() as http:
+            (await http.post(f"{self.base}/reshape", json=spec)).raise_for_status()
+
     async def stats(self) -> dict[str, Any]:
         """Open listen and GET streams, notifications published, and JSON-RPC methods received by name."""
         async with httpx2.AsyncClient() as http:

@@ -15,13 +15,16 @@ outside a request's own stream before then is lost.
 It records the Authorization header of every HTTP request it receives (tool ``seen_authorization``) and the calls
 that were cancelled (tool ``cancelled_calls``), so tests can check what the platform forwarded. Outside MCP,
 ``POST /grow?name=X`` adds a tool and announces it on every listen stream and handshake-era GET stream, and
-``GET /stats`` says how many listen and GET streams are open and how many notifications were published.
+``GET /stats`` says how many listen and GET streams are open and how many notifications were published;
+``POST /reshape`` (JSON: ``name``, ``description``, ``required`` and ``optional`` argument names) replaces a tool (or
+adds it) with one of that description and those string arguments, and announces it the same way.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import uuid
 from collections import Counter
@@ -126,6 +129,19 @@ def ask_for_roots() -> ListRoots:
     return ListRoots()
 
 
+def reshaped_tool(required: list[str], optional: list[str]) -> Any:
+    """A tool function taking these string arguments (keyword-only), which says what it was called with."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = [inspect.Parameter(n, keyword, annotation=str) for n in required]
+    parameters += [inspect.Parameter(n, keyword, annotation=str, default="") for n in optional]
+
+    def reshaped(**arguments: str) -> str:
+        return "reshaped: " + ", ".join(f"{k}={v}" for k, v in sorted(arguments.items()))
+
+    reshaped.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+    return reshaped
+
+
 def build(
     name: str,
     bus: CountingBus | None = None,
@@ -150,6 +166,22 @@ def build(
         for inject in list(GET_STREAMS):
             await inject(LIST_CHANGED_EVENT)
         return JSONResponse({"added": name})
+
+    @server.custom_route("/reshape", methods=["POST"])
+    async def reshape(request: Request) -> Response:
+        spec = await request.json()
+        name = str(spec["name"])
+        if name in {tool.name for tool in await server.list_tools()}:
+            server.remove_tool(name)
+        server.add_tool(
+            reshaped_tool(list(spec.get("required", [])), list(spec.get("optional", []))),
+            name=name,
+            description=str(spec.get("description", "")),
+        )
+        await bus.publish(ToolsListChanged())
+        for inject in list(GET_STREAMS):
+            await inject(LIST_CHANGED_EVENT)
+        return JSONResponse({"reshaped": name})
 
     @server.custom_route("/stats", methods=["GET"])
     async def stats(request: Request) -> Response:

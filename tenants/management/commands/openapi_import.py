@@ -5,6 +5,7 @@ The tools are in the catalog when the command returns; on any error it changes n
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from asgiref.sync import async_to_sync
 from django.core.management.base import BaseCommand, CommandError
 
 from tenants.bulk_changes import Actor
-from tenants.models import Tenant
+from tenants.models import ChangePolicy, Tenant
 from tenants.openapi.document import OpenApiError, document_parse
 from tenants.openapi.fetching import document_fetch_once, document_read
 from tenants.openapi.importing import openapi_import
@@ -31,6 +32,19 @@ class Command(BaseCommand):
         parser.add_argument("--secret", default=None, help="The tenant secret the tools authenticate with.")
         parser.add_argument("--client-id", default=None, help="OAuth 2.0 client credentials: the client id.")
         parser.add_argument("--name", default="", help="A label for the source (default: the document's title).")
+        parser.add_argument(
+            "--changes",
+            default=None,
+            choices=ChangePolicy.values,
+            help="What a re-import does with its changes: accept (applied) or hold (each waits for an admin's "
+            "approval in the admin). Default: as the source was set (accept for a new one).",
+        )
+        parser.add_argument(
+            "--withhold-incompatible",
+            default=None,
+            action=argparse.BooleanOptionalAction,
+            help="While a held change waits, withhold a tool whose new input schema is incompatible.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         tenant = Tenant.objects.filter(slug=options["tenant"]).first()
@@ -55,11 +69,15 @@ class Command(BaseCommand):
                     client_id=options["client_id"],
                 ),
                 actor=Actor("manage.py openapi_import"),
+                change_policy=options["changes"],
+                withhold_incompatible=options["withhold_incompatible"],
             )
         except OpenApiError as exc:
             raise CommandError(f"Nothing was imported: {exc}") from None
         for key, reason in report.skipped:
             self.stdout.write(f"  skipped {key}: {reason}")
+        if report.held:
+            self.stdout.write(f"  held for review in the admin: {', '.join(report.held)}")
         for warning in report.warnings:
             self.stdout.write(self.style.WARNING(f"  {warning}"))
         self.stdout.write(self.style.SUCCESS(report.summary()))

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tenants.bulk_changes import Actor
 from tenants.federation.connection import UpstreamFailure
 from tenants.federation.services import upstream_add
-from tenants.models import Tenant, Upstream
+from tenants.models import ChangePolicy, Tenant, Upstream
 
 
 class Command(BaseCommand):
@@ -32,6 +32,18 @@ class Command(BaseCommand):
             help="auto (2026-07-28, and a handshake session for the tools found to ask imperatively), stateless "
             "(never a session) or session (a handshake session for everything).",
         )
+        parser.add_argument(
+            "--changes",
+            default=ChangePolicy.ACCEPT,
+            choices=ChangePolicy.values,
+            help="accept (its tools' later changes are mirrored at once) or hold (each waits for an admin's approval; "
+            "what it offers now is approved by adding it).",
+        )
+        parser.add_argument(
+            "--withhold-incompatible",
+            action="store_true",
+            help="With --changes hold: withhold a tool whose new input schema is incompatible until it is decided.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         tenant = Tenant.objects.filter(slug=options["tenant"]).first()
@@ -48,6 +60,8 @@ class Command(BaseCommand):
                 auth=auth,
                 actor=Actor("manage.py upstream_add"),
                 session_mode=options["session_mode"],
+                change_policy=options["changes"],
+                withhold_incompatible=options["withhold_incompatible"],
             )
         except ValidationError as exc:
             raise CommandError(f"upstream {options['name']!r} was not added: {' '.join(exc.messages)}") from None

@@ -1,0 +1,137 @@
+"""The held changes of one source (``PendingChange`` rows) as one run of it sees them: a refresh or re-import records
+what the source proposes (the same proposal again only moves ``last_seen``; a rejected one raises nothing; at most
+``PENDING_LIMIT`` wait per source, the rest are counted), an approval settles what it applied. Reads for the admin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from tenants.models import OpenApiSource, PendingChange, Upstream
+from tenants.pinning.definitions import JSONObject, definition_digest
+
+Source = Upstream | OpenApiSource
+# Changes waiting per source: enough to review in one sitting; a source proposing more is counted, not stored.
+PENDING_LIMIT = 200
+
+
+def source_filter(source: Source) -> dict[str, Any]:
+    """The lookup of ``source``'s pending changes."""
+    return {"upstream": source} if isinstance(source, Upstream) else {"openapi_source": source}
+
+
+class ChangeLedger:
+    """The pending changes of ``source``, read (and locked) once. ``recording``: this run read the source itself (a
+    refresh, a re-import), so what it proposes is recorded and what it no longer proposes is forgotten; otherwise
+    (an approval, an overrides change) the ledger only answers, and settles the items approved."""
+
+    def __init__(self, *, source: Source, recording: bool, limit: int | None = None) -> None:
+        self.source = source
+        self.recording = recording
+        self.limit = PENDING_LIMIT if limit is None else limit
+        rows = PendingChange.objects.select_for_update().filter(**source_filter(source))
+        self.records: dict[str, PendingChange] = {row.item_key: row for row in rows}
+        self.pending = sum(1 for row in self.records.values() if row.status == PendingChange.Status.PENDING)
+        self.touched: set[str] = set()
+        self.repeated: list[int] = []
+        self.overflow = 0
+        self.now = timezone.now()
+
+    def rejected(self, key: str, kind: str, proposed: JSONObject | None) -> bool:
+        """Whether an admin rejected exactly this proposal for ``key`` (then nothing is raised again)."""
+        record = self.records.get(key)
+        return (
+            record is not None
+            and record.status == PendingChange.Status.REJECTED
+            and record.digest == definition_digest(kind, proposed)
+        )
+
+    def propose(self, key: str, kind: str, approved: JSONObject | None, proposed: JSONObject | None) -> bool:
+        """The source proposes ``proposed`` (None: the item's removal) for ``key`` in place of ``approved`` (None:
+        a new item). Recorded as pending unless this very proposal waits already (its ``last_seen`` moves) or was
+        rejected; returns whether it was rejected (the approved definition is then served without a review)."""
+        self.touched.add(key)
+        digest = definition_digest(kind, proposed)
+        record = self.records.get(key)
+        if record is not None and record.digest == digest:
+            if record.status == PendingChange.Status.PENDING and self.recording:
+                self.repeated.append(record.pk)
+            return record.status == PendingChange.Status.REJECTED
+        if not self.recording:
+            return False
+        replaces_pending = record is not None and record.status == PendingChange.Status.PENDING
+        if not replaces_pending and self.pending >= self.limit:
+            self.overflow += 1
+            return False
+        if record is None:
+            record = PendingChange(tenant_id=self.source.tenant_id, item_key=key, **source_filter(self.source))
+        record.kind, record.status, record.digest = kind, PendingChange.Status.PENDING, digest
+        record.approved, record.proposed = approved, proposed
+        record.first_seen = record.last_seen = self.now
+        record.decided_by, record.decided_at = None, None
+        record.save()
+        self.records[key] = record
+        if not replaces_pending:
+            self.pending += 1
+        return False
+
+    def settle(self, key: str, *, approved: bool = False) -> None:
+        """The item ``key`` is as approved again (the source went back to it), or its change was ``approved`` and
+        applied now: a pending change of it goes. A rejection stays on record while the source still lists the item,
+        so that proposing the same again raises nothing."""
+        self.touched.add(key)
+        record = self.records.get(key)
+        if record is None:
+            return
+        if approved or (self.recording and record.status == PendingChange.Status.PENDING):
+            record.delete()
+            del self.records[key]
+
+    def finish(self) -> None:
+        """Move ``last_seen`` of the proposals seen again; after a run that read the source, forget the changes of
+        items it no longer has (a new tool gone again, an item now left out) and keep count of what did not fit."""
+        if self.repeated:
+            PendingChange.objects.filter(pk__in=self.repeated).update(last_seen=self.now)
+        if not self.recording:
+            return
+        stale = [row.pk for key, row in self.records.items() if key not in self.touched]
+        if stale:
+            PendingChange.objects.filter(pk__in=stale).delete()
+        if self.source.held_overflow != self.overflow:
+            self.source.held_overflow = self.overflow
+            type(self.source).objects.filter(pk=self.source.pk).update(held_overflow=self.overflow)
+
+
+def held_changes_forget(*, source: Source) -> None:
+    """Drop every held change of ``source`` (it accepts changes now: what it lists is what it serves)."""
+    PendingChange.objects.filter(**source_filter(source)).delete()
+    if source.held_overflow:
+        source.held_overflow = 0
+        type(source).objects.filter(pk=source.pk).update(held_overflow=0)
+
+
+def pending_changes(*, source: Source) -> QuerySet[PendingChange]:
+    """The changes of ``source`` waiting for review, by item."""
+    return PendingChange.objects.filter(status=PendingChange.Status.PENDING, **source_filter(source)).order_by(
+        "item_key"
+    )
+
+
+def pending_count(*, source: Source) -> int:
+    return pending_changes(source=source).count()
+
+
+def pending_reject(*, changes: Iterable[PendingChange], user_id: int | None) -> list[PendingChange]:
+    """Mark ``changes`` rejected by ``user_id``: the approved definitions stay, and the same proposals raise nothing
+    again (a different one does). Returns them. The source's own service re-serves what was withheld."""
+    rejected = []
+    now = timezone.now()
+    for change in changes:
+        change.status, change.decided_by_id, change.decided_at = PendingChange.Status.REJECTED, user_id, now
+        change.save(update_fields=["status", "decided_by", "decided_at"])
+        rejected.append(change)
+    return rejected

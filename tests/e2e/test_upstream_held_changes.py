@@ -1,0 +1,230 @@
+"""Pinned upstream definitions, end to end: a real SDK upstream process that holds its changes for approval changes a
+tool's description and schema while clients of both eras are connected (a 2026-07-28 ``subscriptions/listen`` stream
+and a handshake-era GET stream). The clients keep listing, and calling, the approved definition until the tenant's
+owner approves the change in Debian's Chromium; then they hear ``list_changed`` and list the new one. With "withhold
+on incompatible schema", a tool whose new schema requires a new argument leaves the list until decided, a new tool
+waits, and a rejection keeps the approved tool and is not raised again. The review page passes axe-core in both
+themes at 1,400 and 390 px."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import secrets
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import anyio
+import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp.client import Client
+from playwright.sync_api import expect
+
+from tests.e2e.browser import PASSWORD, axe_violations
+from tests.e2e.live import LiveServer, in_tenant
+from tests.e2e.tenant_admin_pages import sign_in
+from tests.e2e.test_upstream_watch import Heard, listening
+from tests.e2e.upstreams import UpstreamServer, federation_platform, upstream_server
+
+# A platform, an upstream, two connected clients and a browser on a shared 2-core machine.
+pytestmark = pytest.mark.timeout(300)
+
+WIDE = {"width": 1400, "height": 900}
+PHONE = {"width": 390, "height": 844}
+# What a client may wait, from the approval to its notification.
+NOTICE_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Scene:
+    live: LiveServer
+    upstream: UpstreamServer
+    slug: str
+    owner: str
+    upstream_id: int
+
+    @property
+    def base(self) -> str:
+        return self.live.web_urls[0]
+
+    @property
+    def upstream_page(self) -> str:
+        return f"{self.base}/admin/tenants/upstream/{self.upstream_id}/change/"
+
+    def reshape(self, name: str, description: str, **arguments: tuple[str, ...]) -> None:
+        in_a_thread(partial(self.upstream.reshape, name, description, **arguments))
+
+    def grow(self, name: str) -> None:
+        in_a_thread(partial(self.upstream.grow, name))
+
+
+def in_a_thread(run: Callable[[], Awaitable[None]]) -> None:
+    """``await run()`` on a loop of its own (Playwright's runs in this thread)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(anyio.run, run).result(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
+    tmp = tmp_path_factory.mktemp("held-changes")
+    with ExitStack() as stack:
+        upstream = upstream_server(stack, tmp / "upstream")
+        live = federation_platform(stack, tmp / "platform")
+        suffix = secrets.token_hex(3)
+        slug, owner = f"acme-{suffix}", f"olivia-{suffix}"
+        live.manage(
+            "shell",
+            "-c",
+            f"from django.contrib.auth import get_user_model; from tenants import services; "
+            f"tenant = services.tenant_create(slug={slug!r}, name='Acme'); "
+            f"owner = get_user_model().objects.create_user({owner!r}, '{owner}@acme.example', {PASSWORD!r}); "
+            f"services.membership_add(tenant=tenant, user=owner, role='owner')",
+        )
+        live.manage("upstream_add", slug, "up", upstream.url, "--changes", "hold")
+        output = live.manage("shell", "-c", in_tenant(slug, "print('ID', tenant.upstreams.get(name='up').pk)"))
+        yield Scene(live, upstream, slug, owner, int(output.split("ID")[-1].split()[0]))
+
+
+@pytest.fixture
+def page(chromium: Any, scene: Scene) -> Iterator[Any]:
+    context = chromium.new_context(viewport=WIDE)
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    sign_in(page, scene.base, scene.owner)
+    yield page
+    context.close()
+
+
+@dataclass
+class Connected:
+    """The two clients of ``listening``, held open on a loop of their own (Playwright owns this thread's)."""
+
+    portal: BlockingPortal
+    client: Client
+    heard: Heard
+
+    def tools(self) -> dict[str, Any]:
+        return {tool.name: tool for tool in self.portal.call(self.client.list_tools).tools}
+
+    def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        return self.portal.call(self.client.call_tool, name, arguments)
+
+    def heard_any(self) -> bool:
+        return self.heard.listen.is_set() or self.heard.get.is_set()
+
+    def wait_for_both(self) -> None:
+        """Until both clients heard a tool list change (bounded), then listen afresh."""
+        self.portal.call(self.heard.both)
+        self.portal.call(self._forget)
+
+    async def _forget(self) -> None:
+        self.heard.listen, self.heard.get = anyio.Event(), anyio.Event()
+
+
+@contextmanager
+def connected(scene: Scene) -> Iterator[Connected]:
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(listening(scene.live, scene.slug)) as (client, heard),
+    ):
+        yield Connected(portal, client, heard)
+
+
+def refresh_and_review(page: Any, scene: Scene, waiting: int) -> None:
+    """Refresh the upstream now (the platform's own watch may have done so already: the same proposal is recorded
+    once), then open its Review changes page from its link."""
+    page.goto(scene.upstream_page)
+    page.get_by_role("button", name="Refresh now").click()
+    expect(page.locator(".messagelist")).to_contain_text("Refreshed up: 0 added")
+    page.get_by_role("link", name=f"Review changes ({waiting})").click()
+
+
+def test_clients_keep_the_approved_definition_until_an_admin_approves_the_change(page: Any, scene: Scene) -> None:
+    with connected(scene) as clients:
+        approved = clients.tools()["up_echo"]
+        assert approved.description == "Say the text back."
+
+        scene.reshape("echo", "Say the text back, louder: pass volume.", required=("text",), optional=("volume",))
+        refresh_and_review(page, scene, waiting=1)
+
+        # Held: the clients list the approved definition, heard nothing, and calls go on with it.
+        assert clients.tools()["up_echo"].input_schema == approved.input_schema
+        assert clients.tools()["up_echo"].description == "Say the text back."
+        assert not clients.heard_any()
+        answer = clients.call("up_echo", {"text": "hi"})
+        assert not answer.is_error and answer.content[0].text == "reshaped: text=hi, volume="
+
+        change = page.locator("section.held-change").filter(has_text="echo")
+        expect(change.get_by_role("heading")).to_have_text("echo: Changed definition")
+        expect(change.locator("table", has_text="Description").locator("ins")).to_have_text(
+            "back, louder: pass volume."
+        )
+        schema = change.locator("table", has_text="Input schema")
+        expect(schema.locator("td.diff-ins", has_text='"volume"').first).to_be_visible()
+        change.get_by_role("button", name="Approve echo").click()
+        expect(page.locator(".messagelist")).to_contain_text("1 change(s) of upstream up approved: echo.")
+        expect(page.locator("#held-changes-none")).to_be_visible()
+
+        clients.wait_for_both()
+        echo = clients.tools()["up_echo"]
+        assert echo.description == "Say the text back, louder: pass volume."
+        assert "volume" in echo.input_schema["properties"]
+
+    page.goto(f"{scene.base}/admin/activity/activityrecord/?q=tools:echo")
+    row = page.locator("#result_list tbody tr").filter(has_text="Approved")
+    expect(row).to_contain_text("pending change: tools:echo of upstream up (changed definition)")
+    expect(row).to_contain_text(scene.owner)
+
+
+def test_an_incompatible_schema_is_withheld_a_new_tool_waits_and_a_rejection_is_not_raised_again(
+    chromium: Any, page: Any, scene: Scene
+) -> None:
+    page.goto(scene.upstream_page)
+    page.get_by_label("Withhold on incompatible schema").check()
+    page.get_by_role("button", name="Save and continue editing").click()
+    expect(page.locator(".messagelist")).to_contain_text("was changed successfully")
+    fresh = f"fresh_{secrets.token_hex(3)}"
+
+    with connected(scene) as clients:
+        assert "up_fail" in clients.tools()
+        scene.reshape("fail", "Fails, now saying why.", required=("reason",))
+        scene.grow(fresh)
+        refresh_and_review(page, scene, waiting=2)
+
+        clients.wait_for_both()  # up_fail left the list
+        tools = clients.tools()
+        assert "up_fail" not in tools, "its new schema requires an argument: withheld"
+        assert f"up_{fresh}" not in tools, "a new tool waits for approval"
+        with pytest.raises(Exception, match="Unknown tool: up_fail"):
+            clients.call("up_fail", {})
+        failing = page.locator("section.held-change").filter(has_text="Fails, now")
+        expect(failing.locator(".held-change-breaks")).to_contain_text("'reason' is now required")
+        expect(failing.locator(".held-change-withheld")).to_contain_text("Withheld")
+        expect(page.locator("section.held-change").filter(has_text=fresh).get_by_role("heading")).to_have_text(
+            f"{fresh}: New tool"
+        )
+        review = page.url
+        for scheme in ("light", "dark"):
+            context = chromium.new_context(viewport=WIDE, color_scheme=scheme)
+            context.set_default_timeout(20_000)
+            other = context.new_page()
+            try:
+                sign_in(other, scene.base, scene.owner)
+                other.goto(review)
+                for viewport in (WIDE, PHONE):
+                    other.set_viewport_size(viewport)
+                    assert axe_violations(other) == [], f"{scheme} at {viewport['width']} px"
+            finally:
+                context.close()
+
+        page.get_by_role("button", name="Reject all").click()
+        expect(page.locator(".messagelist")).to_contain_text("2 change(s) of upstream up rejected")
+        clients.wait_for_both()
+        tools = clients.tools()
+        assert tools["up_fail"].description == "Always fails." and f"up_{fresh}" not in tools
+
+    # The same proposals, read again, raise nothing.
+    refresh_and_review(page, scene, waiting=0)
+    expect(page.locator("#held-changes-none")).to_be_visible()
