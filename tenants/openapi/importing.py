@@ -1,6 +1,7 @@
-"""The import service: a translated document stored as one source's tools, in one transaction, with one
-``list_changed`` after commit. Importing the same source (tenant + location) again updates what changed, removes
-what vanished, and touches no tool it did not make.
+"""The import service: a translated document stored as one source's tools, in one transaction and one revision of
+the history (the source and every tool it added or changed), with one ``list_changed`` after commit. Importing the
+same source (tenant + location) again updates what changed, removes what vanished, and touches no tool it did not
+make.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from django.utils import timezone
 
 from tenants.bulk_changes import CHANGE, CREATE, DELETE, SYSTEM, Actor, BulkChange, bulk_change_announce
 from tenants.events import catalog_changed
+from tenants.history.revisions import catalog_revision, history_note, history_record, note_deleted
 from tenants.models import OpenApiSource, Secret, Tenant, Tool, secret_name_validator
 from tenants.openapi.document import OpenApiDocument, OpenApiError
 from tenants.openapi.translate import MAX_OPERATIONS, ImportOptions, ToolPlan, document_translate
@@ -100,11 +102,13 @@ def openapi_import(
         plans = [plan for plan in plans if plan.key in wanted]
     warnings = list(translation.warnings)
     _check_options(tenant, options, warnings)
-    with transaction.atomic():
+    with catalog_revision(user=actor.user_id):
         source = _source_upsert(tenant, document, options, name, offered)
         report = ImportReport(source, skipped=translation.skipped, warnings=warnings)
         change = BulkChange(tenant_id=tenant.pk, operation="OpenAPI import", source=source.name, actor=actor)
         _store(tenant, source, plans, report, change)
+        by = f" ({actor.label})" if actor.user_id is None else ""
+        history_note(f"Imported OpenAPI source {report.summary()}{by}")
         if report.created or report.updated or report.removed:
             catalog_changed(tenant_id=tenant.pk, kind="tools")
         # Someone asked for this import: it is recorded even when it changed nothing.
@@ -265,13 +269,17 @@ def _store(
         change.add(CREATE, tool)
     for tool in updating:
         change.add(CHANGE, tool)
+    # Bulk writes send no post_save: each tool the import added or changed joins the import's revision here.
+    for tool in (*creating, *updating):
+        history_record(tool)
 
 
 def openapi_source_delete(*, source: OpenApiSource) -> None:
     """Delete a source with the tools it made; clients hear of it after commit."""
-    with transaction.atomic():
+    with catalog_revision():
         had_tools = Tool.objects.filter(openapi_source=source).exists()
         tenant_id = source.tenant_id
+        note_deleted(source)
         source.delete()
         if had_tools:
             catalog_changed(tenant_id=tenant_id, kind="tools")
