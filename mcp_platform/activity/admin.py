@@ -25,7 +25,14 @@ from tenants.admin.policy import admin_scope
 from tenants.admin.principals import PrincipalsNamed, named_choices, person_of
 from tenants.admin.scoping import TenantScopedAdmin
 
-ACTIONS = {"admin/create": "Created", "admin/change": "Changed", "admin/delete": "Deleted"}
+ACTIONS = {
+    "admin/create": "Created",
+    "admin/change": "Changed",
+    "admin/delete": "Deleted",
+    # A version put back from the catalog's history (tenants.history), or a deleted row made again from it.
+    "admin/restore": "Restored",
+    "admin/recover": "Recovered",
+}
 
 
 def action_label(method: str) -> str:
