@@ -231,7 +231,7 @@ class VersionHistoryAdmin(admin.ModelAdmin):
             "kept": [d for d in diffs if d.changed and d.name not in restored],
             "unchanged": ", ".join(d.label for d in diffs if not d.changed),
             "may_restore": may_restore and not plan.problem,
-            "problem": error or (plan.problem if may_restore else ""),
+            "problem": error or plan.problem,
             "tenant": Tenant.objects.filter(pk=tenant_id).first() if tenant_id is not None else None,
             "history_url": reverse(f"admin:{self._url_name('history')}", args=[obj.pk]) if obj is not None else "",
             "deleted_url": reverse(f"admin:{self._url_name('deleted')}") if obj is None and entry.recovers else "",
