@@ -203,7 +203,11 @@ class VersionHistoryAdmin(admin.ModelAdmin):
         else:
             self.log_change(request, restored, plan.comment)
         messages.success(request, f"{plan.comment}. That is its newest version now.")
+        self.after_restore(request, restored)
         return HttpResponseRedirect(reverse(f"admin:{self._url_name('history')}", args=[restored.pk]))
+
+    def after_restore(self, request: HttpRequest, restored: models.Model) -> None:
+        """What the admin does after a restore, as after a save of the form (nothing by default)."""
 
     def _version_page(
         self,
