@@ -114,7 +114,10 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "channels",
     "oauth2_provider",
+    # The catalog's history (tenants.history): versions in reversion's tables, grouped per change into revisions.
+    "reversion",
     "tenants",
+    "tenants.history",
     "mcp_platform.gateway",
     "mcp_platform.jobs",
     "mcp_platform.oauth",

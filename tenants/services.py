@@ -1,5 +1,8 @@
 """Every write to tenants, memberships and catalogs: validate fully, store atomically, publish after commit.
 
+Writes to a tenant's settings and catalog happen in a ``catalog_revision`` (``tenants.history``): each leaves a
+version, part of the caller's revision when it opened one.
+
 Refusals are ``ValidationError`` keyed by field. ``*_update`` take a ``data`` mapping of fields to change;
 ``*_upsert`` create or update by natural key and report which (loaders stay idempotent and quiet).
 """
@@ -15,6 +18,13 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 
 from tenants.events import CatalogKind, catalog_changed, resource_updated, tenant_changed
+from tenants.history.revisions import (
+    catalog_revision,
+    note_added,
+    note_change,
+    note_deleted,
+    tenant_history_delete,
+)
 from tenants.models import (
     Backend,
     Membership,
@@ -168,29 +178,33 @@ def tenant_create(
         activity_record_arguments=activity_record_arguments,
         activity_retention_days=activity_retention_days,
     )
-    with transaction.atomic():
+    with catalog_revision():
         _save(tenant, tenant_validate)
+        note_added(tenant)
     return tenant
 
 
 def tenant_update(*, tenant: Tenant, data: Mapping[str, Any]) -> Tenant:
     """Change a tenant's fields. Raises ``ValidationError``."""
-    with transaction.atomic():
+    with catalog_revision():
         _tenant_change(tenant, data)
     return tenant
 
 
 def _tenant_change(tenant: Tenant, data: Mapping[str, Any]) -> set[str]:
-    changed = _change(tenant, data, TENANT_FIELDS, tenant_validate)
-    if changed:
-        tenant_changed(tenant_id=tenant.pk)
+    with catalog_revision():
+        changed = _change(tenant, data, TENANT_FIELDS, tenant_validate)
+        if changed:
+            tenant_changed(tenant_id=tenant.pk)
+            note_change(tenant, changed)
     return changed
 
 
 def tenant_delete(*, tenant: Tenant) -> None:
-    """Delete a tenant with its memberships and whole catalog."""
+    """Delete a tenant with its memberships, whole catalog and history."""
     with transaction.atomic():
         tenant_changed(tenant_id=tenant.pk)
+        tenant_history_delete(tenant.pk)
         tenant.delete()
 
 
@@ -230,9 +244,10 @@ def membership_remove(*, tenant: Tenant, user: User) -> bool:
 
 
 def _create(instance: M, validate: Callable[[M], None], kind: CatalogKind) -> M:
-    with transaction.atomic():
+    with catalog_revision():
         _save(instance, validate)
         catalog_changed(tenant_id=instance.tenant_id, kind=kind)  # type: ignore[attr-defined]
+        note_added(instance)
     return instance
 
 
@@ -244,16 +259,18 @@ def _update(
     kind: CatalogKind,
     listed: frozenset[str],
 ) -> set[str]:
-    with transaction.atomic():
+    with catalog_revision():
         changed = _change(instance, data, allowed, validate)
         if changed & listed:
             catalog_changed(tenant_id=instance.tenant_id, kind=kind)  # type: ignore[attr-defined]
+        note_change(instance, changed)
     return changed
 
 
 def _delete(instance: models.Model, kind: CatalogKind) -> None:
-    with transaction.atomic():
+    with catalog_revision():
         tenant_id = instance.tenant_id  # type: ignore[attr-defined]
+        note_deleted(instance)
         instance.delete()
         catalog_changed(tenant_id=tenant_id, kind=kind)
 

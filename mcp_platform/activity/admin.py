@@ -35,6 +35,9 @@ ACTIONS = {
     # A held change of a source, decided on its Review changes page.
     "admin/approve": "Approved",
     "admin/reject": "Rejected",
+    # A version put back from the catalog's history (tenants.history), or a deleted row made again from it.
+    "admin/restore": "Restored",
+    "admin/recover": "Recovered",
 }
 
 

@@ -1,6 +1,7 @@
 """Writes of rate limits and ceilings. Each write bumps the tenant's revision in its transaction and, after
 commit, nudges every web process (``tenants.events.tenant_changed``), so their copies of the limits are renewed
-as the tenant cache's are."""
+as the tenant cache's are. A limit's writes leave a version in the catalog's history (``tenants.history``; the
+ceiling, platform staff's, is not versioned)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.db import transaction
 
 from mcp_platform.quotas.models import MAX_BURST, MAX_RATE, RateCeiling, RateLimit
 from tenants.events import tenant_changed
+from tenants.history.revisions import catalog_revision, note_added, note_change, note_deleted
 from tenants.models import Tenant
 
 RATE_LIMIT_FIELDS = ("scope", "client_id", "tool_name", "rate", "period", "burst")
@@ -69,10 +71,11 @@ def rate_limit_create(
     limit = RateLimit(
         tenant=tenant, scope=scope, client_id=client_id, tool_name=tool_name, rate=rate, period=period, burst=burst
     )
-    with transaction.atomic():
+    with catalog_revision():
         rate_limit_validate(limit=limit, ceiling=_ceiling_of(tenant.pk))
         limit.full_clean()
         limit.save()
+        note_added(limit)
         tenant_changed(tenant_id=tenant.pk)
     return limit
 
@@ -82,21 +85,32 @@ def rate_limit_update(*, limit: RateLimit, data: Mapping[str, Any]) -> RateLimit
     unknown = set(data) - set(RATE_LIMIT_FIELDS)
     if unknown:
         raise ValidationError(f"Unknown fields: {', '.join(sorted(unknown))}")
+    changed = {name for name, value in data.items() if getattr(limit, name) != value}
     for name, value in data.items():
         setattr(limit, name, value)
-    with transaction.atomic():
+    with catalog_revision():
         rate_limit_validate(limit=limit, ceiling=_ceiling_of(limit.tenant_id))
         limit.full_clean()
         limit.save()
+        note_change(limit, changed)
         tenant_changed(tenant_id=limit.tenant_id)
     return limit
 
 
 def rate_limit_delete(*, limit: RateLimit) -> None:
-    with transaction.atomic():
+    with catalog_revision():
         tenant_id = limit.tenant_id
+        note_deleted(limit)
         limit.delete()
         tenant_changed(tenant_id=tenant_id)
+
+
+def rate_limit_restore(current: RateLimit | None, tenant: Tenant, values: Mapping[str, Any]) -> RateLimit:
+    """A version of a limit back (``tenants.history``): ``current`` changed to ``values``, or made again when it was
+    deleted (None). Raises ``ValidationError``."""
+    if current is None:
+        return rate_limit_create(tenant=tenant, **values)
+    return rate_limit_update(limit=current, data=values)
 
 
 def rate_ceiling_set(*, tenant: Tenant, rate: int, period: int, burst: int) -> RateCeiling:

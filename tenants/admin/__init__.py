@@ -2,7 +2,8 @@
 
 - ``site``: the platform's site (sign-in by membership, unscoped classes for platform staff only);
 - ``policy``: who administers which tenant; ``scoping``: the base every admin class inherits, the only place that
-  filters; ``audit``: what a save or delete changed, for the activity log and the admin's history;
+  filters; ``audit``: what a save or delete changed, for the activity log and the admin's history; ``history``: the
+  catalog history's pages on that base (versions, a version against the current row and its restore, recovery);
 - ``fields``, ``schema``: form fields that keep what was typed, and the JSON Schema editor; ``secret_picker``: the
   select of a tenant's secret names that every form naming a secret offers, and its check at save;
 - ``backend_forms``: the catalog forms' backend sections (each plug's fields for its config, and the rows widgets

@@ -186,6 +186,22 @@ def audit_delete(*, request: HttpRequest, obj: models.Model, tenant_id: int | No
     _record(request=request, tenant_id=tenant_id, action="delete", obj=obj, before=before, after=None)
 
 
+def audit_restore(
+    *,
+    request: HttpRequest,
+    obj: models.Model,
+    tenant_id: int | None,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any],
+) -> None:
+    """Log that ``obj`` was restored to an earlier version (``before`` None: a deleted row was recovered), with the
+    fields the restore changed."""
+    action = "recover" if before is None else "restore"
+    safe_before = None if before is None else {name: _safe(value) for name, value in before.items()}
+    safe_after = {name: _safe(value) for name, value in after.items()}
+    _record(request=request, tenant_id=tenant_id, action=action, obj=obj, before=safe_before, after=safe_after)
+
+
 # The user the admin's history names for changes no person made (a schedule, a command): Django's ``LogEntry``
 # needs a user. Inactive and without a usable password: it cannot sign in.
 SYSTEM_USERNAME = "system"

@@ -19,6 +19,7 @@ from django.http import Http404, HttpRequest
 
 from tenants.admin.audit import audit_delete, audit_form_save
 from tenants.admin.fields import BoundedJSONField
+from tenants.admin.history import VersionHistoryAdmin
 from tenants.admin.policy import ADMINISTERING, AdminScope, admin_scope
 from tenants.models import Tenant
 
@@ -148,9 +149,10 @@ class TenantScoped:
         return scope.holds(roles) if model_level else scope.allows(tenant_id, roles)
 
 
-class TenantScopedAdmin(TenantScoped, admin.ModelAdmin):
+class TenantScopedAdmin(TenantScoped, VersionHistoryAdmin):
     """A model admin whose every view answers from the policy: a person sees and changes only rows of tenants they
-    administer, and another tenant's row is a 404."""
+    administer, and another tenant's row is a 404. A model the catalog's history versions gets its history, version
+    and recovery pages here (``tenants.admin.history``)."""
 
     def __init__(self, model: type[models.Model], admin_site: admin.AdminSite) -> None:
         self._check_declared()

@@ -3,7 +3,8 @@ to any admin class that does not declare how its model reaches a tenant."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from django.urls import NoReverseMatch, URLPattern, URLResolver, path, reverse
 
 from tenants.admin.policy import ADMINISTERING, admin_scope, admin_scope_for
 from tenants.admin.scoping import TenantScopedAdmin, platform_only
+from tenants.history.revisions import acting_as
 from tenants.models import Membership, Tenant
 
 
@@ -85,6 +87,16 @@ class TenantAdminSite(admin.AdminSite):
         if request.user.is_superuser:
             context["all_tenants_count"] = Tenant.objects.count()
         return super().index(request, context)
+
+    def admin_view(self, view: Callable[..., Any], cacheable: bool = False) -> Any:
+        # Every admin page acts for the person signed in: a revision of the catalog's history opened by what the page
+        # calls (a service, an import) is theirs.
+        @functools.wraps(view)
+        def acting(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+            with acting_as(request.user):
+                return view(request, *args, **kwargs)
+
+        return super().admin_view(acting, cacheable)
 
     def has_permission(self, request: HttpRequest) -> bool:
         # The scope is resolved here, once, before any admin view runs; the views read it from the request.

@@ -519,6 +519,11 @@ class UpstreamAdmin(TenantScopedAdmin):
             # refresh.
             self.refresh_now(request, Upstream.objects.filter(pk=stored.pk))
 
+    def after_restore(self, request: HttpRequest, restored: Any) -> None:
+        # As after a save: a restored URL, prefix or credentials, or an item served again, show in the catalog now.
+        if restored.enabled:
+            self.refresh_now(request, Upstream.objects.filter(pk=restored.pk))
+
     def delete_model(self, request: HttpRequest, obj: Upstream) -> None:
         upstream_delete(upstream=obj)
 

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Field, Model
 
 from tenants import services
 from tenants.backends.python_grants import python_functions_grant
+from tenants.history.revisions import catalog_revision
 from tenants.models import Backend, Prompt, Resource, ResourceTemplate, Tenant, Tool
 from tenants.services import UpsertOutcome
 
@@ -92,7 +92,8 @@ def catalog_load(spec: CatalogSpec) -> tuple[Tenant, list[LoadStep]]:
     tenants they are reserved for). Entries the database has but the spec does not are left alone. Raises
     ``ValidationError``.
     """
-    with transaction.atomic():
+    # One revision of the catalog's history for the whole load (a reload that changed nothing adds none).
+    with catalog_revision(comment=f"Loaded the built-in catalog {spec.slug}"):
         tenant, outcome = services.tenant_upsert(slug=spec.slug, **{**TENANT_DEFAULTS, **spec.tenant})
         steps = [LoadStep("tenant", spec.slug, outcome)]
         python_functions_grant(tenant=tenant, functions=spec_python_functions(spec))

@@ -26,6 +26,7 @@ from tenants.federation.connection import CONNECT_TIMEOUT, UpstreamConnection, U
 from tenants.federation.mirror import Listing, MirrorReport, listing_fetch, listing_stored, mirror_apply
 from tenants.federation.overrides import overrides_errors
 from tenants.federation.pool import upstream_pool
+from tenants.history.revisions import catalog_revision, note_added, note_change, note_deleted
 from tenants.models import ChangePolicy, PendingChange, Tenant, Upstream
 from tenants.outbound_auth import auth_errors
 from tenants.pinning.ledger import pending_changes, pending_reject
@@ -139,12 +140,13 @@ def upstream_store(
     Raises ``ValidationError`` when another upstream of that name was added meanwhile.
     """
     try:
-        with transaction.atomic():
+        with catalog_revision(user=actor.user_id):
             if discovered is not None:
                 connection = discovered[1]
                 upstream.transport, upstream.protocol_version = connection.transport, connection.protocol_version
                 upstream.last_ok_at = timezone.now()
             upstream.save()
+            note_added(upstream)
             listing = discovered[0] if discovered is not None else Listing()
             report = mirror_apply(
                 upstream=upstream,
@@ -178,8 +180,9 @@ def upstream_update(*, upstream: Upstream, data: Mapping[str, Any]) -> Upstream:
     changed = {field for field in data if previous[field] != data[field]}
     if changed & CONNECTION_FIELDS:
         upstream.revision += 1
-    with transaction.atomic():
+    with catalog_revision():
         upstream.save()
+        note_change(upstream, changed)
         if changed & CACHED_FIELDS:
             # Cached tool and prompt definitions carry their upstream row: a new revision makes every process read
             # them again, so calls use the new URL or credentials (a disabled upstream's calls fail, saying so).
@@ -210,10 +213,16 @@ def upstream_items_update(
     errors = overrides_errors(upstream=upstream, excluded=excluded, overrides=cleaned)
     if errors:
         raise ValidationError(errors)
-    with transaction.atomic():
+    with catalog_revision(user=actor.user_id):
         stored = Upstream.objects.select_for_update().select_related("tenant").get(pk=upstream.pk)
+        changed = {
+            name
+            for name, value in (("excluded", list(excluded)), ("overrides", cleaned))
+            if getattr(stored, name) != value
+        }
         stored.excluded, stored.overrides = list(excluded), cleaned
         stored.save(update_fields=["excluded", "overrides", "updated_at"])
+        note_change(stored, changed)
         report = mirror_apply(
             upstream=stored,
             listing=listing_stored(stored),
@@ -295,8 +304,9 @@ def upstream_tool_needs_session(*, upstream: Upstream, remote: str) -> None:
 
 
 def upstream_delete(*, upstream: Upstream) -> None:
-    """Remove an upstream and everything mirrored from it."""
-    with transaction.atomic():
+    """Remove an upstream and everything mirrored from it (its versions stay: it can be recovered)."""
+    with catalog_revision():
+        note_deleted(upstream)
         for kind in CATALOG_KINDS:
             catalog_changed(tenant_id=upstream.tenant_id, kind=kind)
         upstream.delete()

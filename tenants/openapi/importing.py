@@ -1,7 +1,7 @@
-"""The import service: a translated document stored as one source's tools, in one transaction, with one
-``list_changed`` after commit. Importing the same source (tenant + location) again updates what changed, removes
-what vanished, and touches no tool it did not make; or, when the source holds changes, records them for review
-(``tenants.openapi.held``).
+"""The import service: a translated document stored as one source's tools, in one transaction and one revision of
+the history (the source and every tool it added or changed), with one ``list_changed`` after commit. Importing the
+same source (tenant + location) again updates what changed, removes what vanished, and touches no tool it did not
+make; or, when the source holds changes, records them for review (``tenants.openapi.held``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from tenants.bulk_changes import CHANGE, CREATE, DELETE, SYSTEM, Actor, BulkChange, bulk_change_announce
 from tenants.events import catalog_changed
+from tenants.history.revisions import catalog_revision, history_note, history_record, note_deleted
 from tenants.models import ChangePolicy, OpenApiSource, Secret, Tenant, Tool, secret_name_validator
 from tenants.openapi.document import OpenApiDocument, OpenApiError
 from tenants.openapi.held import openapi_import_held
@@ -120,7 +121,7 @@ def openapi_import(
         plans = [plan for plan in plans if plan.key in wanted]
     warnings = list(translation.warnings)
     _check_options(tenant, options, warnings)
-    with transaction.atomic():
+    with catalog_revision(user=actor.user_id):
         reimport = OpenApiSource.objects.filter(tenant=tenant, location=document.location).exists()
         source = _source_upsert(tenant, document, options, name, offered)
         _policy_set(source, change_policy, withhold_incompatible)
@@ -131,6 +132,8 @@ def openapi_import(
         else:
             _store(tenant, source, plans, report, change)
             held_changes_forget(source=source)
+            by = f" ({actor.label})" if actor.user_id is None else ""
+            history_note(f"Imported OpenAPI source {report.summary()}{by}")
         if report.created or report.updated or report.removed:
             catalog_changed(tenant_id=tenant.pk, kind="tools")
         # Someone asked for this import: it is recorded even when it changed nothing.
@@ -318,13 +321,17 @@ def _store(
         change.add(CREATE, tool)
     for tool in updating:
         change.add(CHANGE, tool)
+    # Bulk writes send no post_save: each tool the import added or changed joins the import's revision here.
+    for tool in (*creating, *updating):
+        history_record(tool)
 
 
 def openapi_source_delete(*, source: OpenApiSource) -> None:
     """Delete a source with the tools it made; clients hear of it after commit."""
-    with transaction.atomic():
+    with catalog_revision():
         had_tools = Tool.objects.filter(openapi_source=source).exists()
         tenant_id = source.tenant_id
+        note_deleted(source)
         source.delete()
         if had_tools:
             catalog_changed(tenant_id=tenant_id, kind="tools")

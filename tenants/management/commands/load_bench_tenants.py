@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand
-from django.db import transaction
 
 from tenants import services
 from tenants.builtin.bench_fixtures import BENCH, CATALOG, CATALOG_TOOL_COUNT, catalog_tool, catalog_tool_name
 from tenants.builtin.loading import catalog_load
+from tenants.history.revisions import catalog_revision
 from tenants.models import Tool
 
 BATCH = 500
@@ -29,7 +29,7 @@ class Command(BaseCommand):
         missing = [index for index in range(wanted) if catalog_tool_name(index) not in present]
         # Through the create service like any admin would, in batches so each commit's after-commit list stays short.
         for start in range(0, len(missing), BATCH):
-            with transaction.atomic():
+            with catalog_revision(comment=f"Loaded benchmark catalog tools ({len(missing)})"):
                 for index in missing[start : start + BATCH]:
                     services.tool_create(tenant=tenant, **catalog_tool(index))
             self.stdout.write(f"  {min(start + BATCH, len(missing))}/{len(missing)} catalog tools created")

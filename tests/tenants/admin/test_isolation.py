@@ -19,6 +19,7 @@ from django.test import Client
 from django.urls import reverse
 
 from tenants.admin.scoping import TenantScopedAdmin, TenantScopedInline
+from tenants.history.versioned import versioned_entry, versioned_models
 from tenants.models import Membership, Tenant
 from tests.admin_objects import admin_object
 from tests.factories import MembershipFactory, UserFactory
@@ -92,6 +93,31 @@ def _tool_run_live(client: Client, url: str, theirs: Tenant) -> None:
     ids = list(ToolRun.objects.filter(tenant=theirs).values_list("pk", flat=True))
     answer = client.get(url, {"id": ids})
     assert ids and answer.status_code == 200 and answer.json() == {"runs": {}}
+
+
+def _deleted_rows(model: type[models.Model], tenant_field: str) -> ExtraProbe:
+    """The model's "Recover deleted" list, with a version of their row whose row is gone: not listed."""
+
+    def probe(client: Client, url: str, theirs: Tenant) -> None:
+        from reversion.models import Version
+
+        from tenants.history.revisions import catalog_revision, history_record
+
+        row = model._default_manager.filter(**{tenant_field: theirs}).first()  # the world's row of theirs
+        assert row is not None
+        with catalog_revision():
+            history_record(row)
+        Version.objects.get_for_object(row).update(object_id="987654321")  # their row, as if deleted
+        shown = client.get(url)
+        assert shown.status_code == 200 and shown.context["rows"] == [] and MARK not in page(shown)
+
+    return probe
+
+
+for _model in versioned_models():
+    if (_entry := versioned_entry(_model)) is not None and _entry.recovers:
+        _name = f"{_model._meta.app_label}_{_model._meta.model_name}_deleted"
+        EXTRA_URL_PROBES[_name] = _deleted_rows(_model, _entry.tenant_field)
 
 
 def page(response: Any) -> str:

@@ -324,6 +324,26 @@ def test_a_rename_and_a_description_typed_on_the_page_are_served_and_kept_by_a_r
 
 
 @LOOPBACK_ALLOWED
+def test_a_rename_on_the_page_is_a_version_by_its_admin_and_restoring_the_first_undoes_it(
+    admin_client: Any, added: Upstream, tenant: Tenant
+) -> None:
+    form = change_form(admin_client, added)
+    form[item_field(form, "tools:echo", "name")] = "say"
+    admin_client.post(reverse("admin:tenants_upstream_change", args=[added.pk]), form)
+    history = admin_client.get(reverse("admin:tenants_upstream_history", args=[added.pk]))
+    versions = history.context["versions"]
+    assert [(v["changed"], v["who"]) for v in versions] == [("Overrides", "admin"), ("Created", "admin")]
+
+    restored = admin_client.post(versions[-1]["url"], follow=True)
+
+    assert "Restored upstream docs to version 1" in restored.content.decode()
+    assert "Refreshed docs" in restored.content.decode(), "refreshed at once, as after a save"
+    assert Tool.objects.get(tenant=tenant, config__remote__name="echo").name == "docs_echo"
+    added.refresh_from_db()
+    assert added.overrides == {}
+
+
+@LOOPBACK_ALLOWED
 def test_a_taken_name_is_refused_on_its_row_keeping_everything_typed(
     admin_client: Any, added: Upstream, tenant: Tenant
 ) -> None:
