@@ -17,7 +17,6 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.core.exceptions import ValidationError
-from django.db import transaction
 
 from mcp_platform.catalog_files.loading import ConfigFileError, LoadedFile, Problem
 from mcp_platform.catalog_files.planning import Change, Proposal, configuration_plan
@@ -47,6 +46,7 @@ from tenants.federation.services import (
     upstream_store,
     upstream_update,
 )
+from tenants.history.revisions import catalog_revision
 from tenants.models import Tenant, Upstream
 from tenants.openapi.document import OpenApiDocument, OpenApiError, document_parse
 from tenants.openapi.fetching import document_fetch_once, document_read
@@ -298,7 +298,8 @@ def configuration_apply(
     if reviewed is not None and proposal.plan.digest() != reviewed:
         raise PlanChanged(proposal)
     fetched = _fetch(proposal)
-    with transaction.atomic():
+    # One transaction, and one revision of the catalog's history: restoring what an apply changed is one action.
+    with catalog_revision(user=actor.user_id, comment=f"Applied {source or 'a configuration file'}"):
         locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
         again = configuration_plan(tenant=locked, loaded=loaded, files_allowed=files_allowed)
         if again.plan.digest() != proposal.plan.digest():

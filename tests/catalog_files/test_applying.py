@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from channels.layers import BaseChannelLayer, channel_layers, get_channel_layer
 from django.contrib.admin.models import LogEntry
+from reversion.models import Revision
 
 from mcp_platform.activity.models import ActivityRecord
 from mcp_platform.catalog_files.applying import PlanChanged, configuration_apply
@@ -258,3 +259,14 @@ def test_an_openapi_tool_the_document_does_not_offer_is_refused(
         "'pets_feedPets' (with the prefix 'pets_'); it offers "
     )
     assert not tenant.openapi_sources.exists()
+
+
+def test_an_apply_is_one_revision_of_the_catalogs_history(tenant: Tenant) -> None:
+    before = Revision.objects.count()
+    apply(tenant, FILE, source="tenant.yaml")
+
+    assert Revision.objects.count() == before + 1
+    revision = Revision.objects.latest("pk")
+    versioned = {version.content_type.model for version in revision.version_set.all()}
+    assert {"tool", "resource", "ratelimit"} <= versioned
+    assert "tenant.yaml" in revision.get_comment()
