@@ -9,6 +9,7 @@ refresh; an edit on a mirrored item's own page is kept by refreshes too (see ``t
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Collection
 from typing import Any
 
@@ -35,6 +36,7 @@ from tenants.admin.held_changes import held_changes_view, upstream_held_source
 from tenants.admin.scoping import TenantScopedAdmin
 from tenants.admin.secret_picker import secret_name_field, secret_names_offer, secrets_refuse_missing
 from tenants.bulk_changes import SYSTEM, Actor
+from tenants.connections.services import connect_link_create, target_of
 from tenants.federation.connection import UpstreamFailure
 from tenants.federation.overrides import MAX_DESCRIPTION, UpstreamItem, overrides_errors, upstream_items
 from tenants.federation.services import (
@@ -142,9 +144,11 @@ SHARED_HELP = (
     "What the platform authenticates with when the upstream acts as the tenant, and machine clients' calls when it "
     "acts as each person and they may use them."
 )
+# Auth kinds a person connects to (an OAuth connection, or a key they enter); a token exchange needs no connecting.
+CONNECTED_TYPES = ("user_oauth", "user_key")
 PERSONAL_ADD_HELP = (
-    "An upstream that acts as each person is read (its tools, resources and prompts) with machine clients' shared "
-    "credentials until a member has connected: choose them to add it."
+    "An upstream that acts as each person through a token exchange is read (its tools, resources and prompts) with "
+    "machine clients' shared credentials, since exchanging needs a person's own request: choose them to add it."
 )
 
 
@@ -233,8 +237,10 @@ class UpstreamForm(acting_fields("", upstream=True), forms.ModelForm):  # type: 
             for field, problems in exc.message_dict.items():
                 self.add_error(field, problems)
             return cleaned
-        if self.instance.pk is None and personal_config(cleaned, "") is not None and cleaned.get("machine") != "shared":
-            # Adding reads the upstream's catalog at once, before anyone could have connected.
+        personal = personal_config(cleaned, "")
+        exchanged = personal is not None and personal.get("type") == "token_exchange"
+        if self.instance.pk is None and exchanged and cleaned.get("machine") != "shared":
+            # The catalog of any other personal upstream is read once its first member connects.
             self.add_error("machine", PERSONAL_ADD_HELP)
         # The secrets must exist now: a missing one would only show as a failed connection later.
         tenant = cleaned.get("tenant") or (self.instance.tenant if self.instance.tenant_id else None)
@@ -419,6 +425,7 @@ class UpstreamAdmin(TenantScopedAdmin):
             path("<path:object_id>/refresh/", site.admin_view(self.refresh_view), name="tenants_upstream_refresh"),
             path("<path:object_id>/test/", site.admin_view(self.test_view), name="tenants_upstream_test"),
             path("<path:object_id>/changes/", site.admin_view(self.changes_view), name="tenants_upstream_changes"),
+            path("<path:object_id>/connect/", site.admin_view(self.connect_view), name="tenants_upstream_connect"),
             *super().get_urls(),
         ]
 
@@ -433,7 +440,29 @@ class UpstreamAdmin(TenantScopedAdmin):
         return HttpResponseRedirect(reverse("admin:tenants_upstream_change", args=[upstream.pk]))
 
     def object_page_context(self, request: HttpRequest, obj: Any) -> dict[str, Any]:
-        return {"held_count": pending_count(source=obj)}
+        auth = obj.auth if isinstance(obj, Upstream) and isinstance(obj.auth, dict) else {}
+        # Connecting one's own account (OAuth or key) is what reads the catalog of an upstream nobody connected to.
+        return {"held_count": pending_count(source=obj), "connects_people": auth.get("type") in CONNECTED_TYPES}
+
+    def connect_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Connect the signed-in admin's own account to the upstream (the connect page, as a call's link opens it):
+        the first connection to an upstream that acts as each person is what its catalog is read with."""
+        upstream = self.get_object(request, object_id)  # another tenant's upstream is a 404
+        if not self.has_view_permission(request, upstream):
+            raise PermissionDenied
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        assert isinstance(upstream, Upstream)
+        if not isinstance(upstream.auth, dict) or upstream.auth.get("type") not in CONNECTED_TYPES:
+            messages.error(request, f"{upstream.name} does not act as each person: there is nothing to connect.")
+            return self._back(upstream)
+        token = connect_link_create(
+            tenant_id=upstream.tenant_id,
+            user_id=int(request.user.pk),  # type: ignore[arg-type]
+            target=target_of(upstream),
+            elicitation_id=f"admin-{secrets.token_urlsafe(12)}",
+        )
+        return HttpResponseRedirect(f"/connect/{token}/")
 
     def changes_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The Review changes page: the upstream's held changes side by side, approved or rejected here."""

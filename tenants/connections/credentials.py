@@ -151,3 +151,14 @@ async def catalog_reader_credentials(
         if value is not None:
             return _placed(auth, value, "a member's credential")
     return None
+
+
+def catalog_readable(*, tenant_id: int, target: str, auth: dict[str, Any]) -> bool:
+    """Whether the platform can read a personal target's catalog now: with machine clients' shared credentials, or
+    with a member's connection (a token exchange needs a person's request, so never outside one)."""
+    if isinstance(auth.get("machine"), dict):
+        return True
+    if auth["type"] == "token_exchange":
+        return False
+    active = PersonalCredential.Status.ACTIVE
+    return PersonalCredential.objects.filter(tenant_id=tenant_id, target=target, status=active).exists()

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from mcp_core.uris import uri_scheme
 from tenants.bulk_changes import SCHEDULED_REFRESH, SYSTEM, UPSTREAM_NOTICE, Actor
+from tenants.connections.credentials import acts_as_person, catalog_readable
 from tenants.events import CATALOG_KINDS, catalog_changed, tenant_changed
 from tenants.federation.backend import set_session_marker
 from tenants.federation.connection import CONNECT_TIMEOUT, UpstreamConnection, UpstreamFailure, UpstreamTarget
@@ -120,7 +121,10 @@ def upstream_add(
         withhold_incompatible=withhold_incompatible,
     )
     upstream_validate(upstream)
-    discovered = async_to_sync(upstream_discover)(UpstreamTarget.of(upstream))
+    # An upstream that acts as each person, with no shared credentials for machine clients, has nobody to read its
+    # catalog as yet: it is stored as it is, and read as soon as a member connects (``upstream_first_reader``).
+    unreadable = acts_as_person(auth) and not isinstance((auth or {}).get("machine"), dict)
+    discovered = None if unreadable else async_to_sync(upstream_discover)(UpstreamTarget.of(upstream))
     report = upstream_store(upstream=upstream, discovered=discovered, actor=actor)
     upstream.refresh_from_db()
     return upstream, report
@@ -134,8 +138,9 @@ def upstream_store(
 ) -> MirrorReport:
     """Store a new ``upstream`` (checked by ``upstream_validate``; its exclusions and overrides by
     ``overrides_errors``) with the catalog ``upstream_discover`` read from it, mirrored in the same transaction.
-    ``discovered`` None: a disabled upstream, stored without connecting; its first refresh after it is enabled mirrors
-    it. For callers that connect before their own transaction (``upstream_add``, a configuration file's apply).
+    ``discovered`` None: a disabled upstream, or one that acts as each person with nobody to read it as yet, stored
+    without connecting; its first refresh after it is enabled (after a member connects) mirrors it. For callers that
+    connect before their own transaction (``upstream_add``, a configuration file's apply).
 
     Raises ``ValidationError`` when another upstream of that name was added meanwhile.
     """
@@ -324,6 +329,12 @@ async def upstream_refresh(
     """
     upstream = await Upstream.objects.select_related("tenant").filter(pk=upstream_id).afirst()
     if upstream is None or not upstream.enabled:
+        return None
+    personal = upstream.auth if acts_as_person(upstream.auth) else None
+    if personal is not None and not await sync_to_async(catalog_readable)(
+        tenant_id=upstream.tenant_id, target=f"upstream:{upstream.pk}", auth=personal
+    ):
+        # Nobody to read it as: not a failure of the upstream's (its page says a member must connect first).
         return None
     target = UpstreamTarget.of(upstream)
     try:

@@ -14,7 +14,7 @@ from django.urls import reverse
 from tenants import services
 from tenants.admin.acting_auth import acting_fits, acting_join, acting_split
 from tenants.admin.backend_forms.http import http_config_join, http_config_split
-from tenants.models import Tenant, Tool, Upstream
+from tenants.models import ConnectLink, Tenant, Tool, Upstream
 from tenants.outbound_auth import auth_errors
 from tenants.secrets import secret_set
 from tests.factories import MembershipFactory, UserFactory
@@ -259,7 +259,7 @@ def test_an_upstream_takes_no_key_in_the_query_and_no_unknown_secret(admin_clien
 
 
 @pytest.mark.django_db
-def test_adding_an_upstream_that_acts_as_each_person_needs_machine_clients_credentials(
+def test_adding_an_upstream_that_exchanges_tokens_needs_machine_clients_credentials(
     admin_client: Client, tenant: Tenant
 ) -> None:
     data = {
@@ -268,12 +268,40 @@ def test_adding_an_upstream_that_acts_as_each_person_needs_machine_clients_crede
         "url": "http://127.0.0.1:9/mcp",
         "prefix": "",
         "enabled": "on",
-        "acts_as": "user_oauth",
-        "person_client": "metadata_document",
+        "acts_as": "token_exchange",
+        "person_client_id": "gateway",
+        "person_client_secret": "exchange-secret",
+        "person_audience": "http://127.0.0.1:9/mcp",
         "machine": "refused",
     }
 
     errors = errors_of(admin_client.post(reverse("admin:tenants_upstream_add"), data))
 
-    assert list(errors) == ["machine"] and "until a member has connected" in errors["machine"][0]
+    assert "machine" in errors and "token exchange" in errors["machine"][0]
     assert not Upstream.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_admin_connects_their_own_account_to_an_upstream_that_acts_as_each_person(
+    admin_client: Client, tenant: Tenant
+) -> None:
+    personal = Upstream.objects.create(
+        tenant=tenant, name="docs", url="https://docs.example/mcp", enabled=False, auth={"type": "user_oauth"}
+    )
+    shared = Upstream.objects.create(tenant=tenant, name="wiki", url="https://wiki.example/mcp", enabled=False)
+    page = admin_client.get(reverse("admin:tenants_upstream_change", args=[personal.pk])).content.decode()
+    assert "Connect my account" in page
+    assert (
+        "Connect my account"
+        not in admin_client.get(reverse("admin:tenants_upstream_change", args=[shared.pk])).content.decode()
+    )
+
+    connect = reverse("admin:tenants_upstream_connect", args=[personal.pk])
+    assert admin_client.get(connect).status_code == 405
+    answer = admin_client.post(connect)
+
+    link = ConnectLink.objects.get()
+    assert answer.status_code == 302 and answer["Location"].startswith("/connect/")
+    assert (link.tenant_id, link.target) == (tenant.pk, f"upstream:{personal.pk}")
+    assert admin_client.post(reverse("admin:tenants_upstream_connect", args=[shared.pk])).status_code == 302
+    assert ConnectLink.objects.count() == 1
