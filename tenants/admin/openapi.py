@@ -67,6 +67,12 @@ FIELD_GROUPS = (
         "tools act as the tenant, machine clients' when they act as each person and may use it.",
         SHARED_FIELDS,
     ),
+    (
+        "Changes at re-import",
+        "Accept: a re-import applies what it adds, changes and removes. Hold: it records them for review, and the "
+        "approved tools keep being served meanwhile.",
+        ("change_policy", "withhold_incompatible"),
+    ),
 )
 
 
@@ -115,7 +121,7 @@ class SourceForm(acting_fields("", upstream=False), forms.Form):  # type: ignore
         secret_names_offer(self, "person_client_secret", tenant_ids, tenant_id=None)
 
     def groups(self) -> list[tuple[str | None, str, list[forms.BoundField]]]:
-        """The page's fieldsets: the document, whom the tools act as, the shared credentials."""
+        """The page's fieldsets: the document, whom the tools act as, the shared credentials, held changes."""
         return [(title, help_text, [self[name] for name in names]) for title, help_text, names in FIELD_GROUPS]
 
     def clean(self) -> dict[str, Any]:

@@ -39,6 +39,7 @@ TENANT_ADMINS = {
 NOT_IN_ADMIN = {
     "ConnectLink": "a single-use link that lives ten minutes, made by a call's question",
     "OAuthClientRegistration": "how the platform is known to an authorization server, made when a person connects",
+    "PendingChange": "a source's held change, decided on the source's Review changes page",
 }
 
 
