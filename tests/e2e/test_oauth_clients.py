@@ -104,9 +104,15 @@ class Connection:
 
 
 def native_app(
-    endpoint: str, person: Person, *, client_metadata_url: str | None = None, redirect_uri: str = ""
+    endpoint: str,
+    person: Person,
+    *,
+    client_metadata_url: str | None = None,
+    redirect_uri: str = "",
+    client_name: str = "SDK end-to-end",
 ) -> Connection:
-    """An SDK client as a native app builds it: a loopback redirect on a random port, a browser to open."""
+    """An SDK client as a native app builds it: a loopback redirect on a random port, a browser to open; it
+    registers itself as ``client_name``."""
     redirect_uri = redirect_uri or f"http://127.0.0.1:{free_port()}/callback"
     landed: list[str] = []
 
@@ -121,7 +127,7 @@ def native_app(
 
     storage = MemoryStorage()
     metadata = OAuthClientMetadata(
-        client_name="SDK end-to-end",
+        client_name=client_name,
         redirect_uris=[redirect_uri],  # type: ignore[list-item]
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],

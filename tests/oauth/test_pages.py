@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -69,6 +70,16 @@ def test_the_stylesheet_is_served_by_the_platform_itself(db):
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/css")
     assert b":focus-visible" in b"".join(response.streaming_content)
+
+
+def test_every_colour_the_stylesheet_uses_has_a_value_in_the_light_theme():
+    """A custom property defined as itself (``--x: var(--x)``) is invalid, and so is every declaration using it: the
+    light theme's fields would lose their borders."""
+    css = (Path(__file__).resolve().parents[2] / "static" / "platform.css").read_text()
+    light = dict(re.findall(r"(--[\w-]+):\s*([^;]+);", css.split(":root {", 1)[1].split("}", 1)[0]))
+    used = set(re.findall(r"var\((--[\w-]+)\)", css))
+    assert used <= set(light), f"no light value for {sorted(used - set(light))}"
+    assert not [name for name, value in light.items() if f"var({name})" in value], light
 
 
 # ---- sign-in -------------------------------------------------------------------------------------------
