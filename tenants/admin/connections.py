@@ -47,7 +47,7 @@ def title_of(credential: PersonalCredential) -> str:
 class TargetFilter(admin.SimpleListFilter):
     """By what the credentials are for, named as pages name targets; only the targets of rows the person sees."""
 
-    title = "for"
+    title = "what it is for"
     parameter_name = "target"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
