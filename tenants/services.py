@@ -77,15 +77,19 @@ TOOL_FIELDS = frozenset(
         "task_support",
         "enabled",
         "required_scopes",
+        "tags",
     }
 )
-RESOURCE_FIELDS = frozenset({"uri", "name", "title", "description", "mime_type", "text", "blob", "annotations"})
+RESOURCE_FIELDS = frozenset({"uri", "name", "title", "description", "mime_type", "text", "blob", "annotations", "tags"})
 TEMPLATE_FIELDS = frozenset(
-    {"name", "uri_template", "title", "description", "mime_type", "backend", "config", "completions"}
+    {"name", "uri_template", "title", "description", "mime_type", "backend", "config", "completions", "tags"}
 )
-PROMPT_FIELDS = frozenset({"name", "title", "description", "arguments", "completions", "messages", "backend", "config"})
+PROMPT_FIELDS = frozenset(
+    {"name", "title", "description", "arguments", "completions", "messages", "backend", "config", "tags"}
+)
 
-# Fields that appear in list results: changing one of them changes the list clients see.
+# Fields that appear in list results, or choose which servers list the item (tags): changing one of them changes a
+# list clients see.
 TOOL_LISTED = TOOL_FIELDS - {"backend", "config"}
 RESOURCE_LISTED = RESOURCE_FIELDS - {"text", "blob"}
 RESOURCE_CONTENT = frozenset({"text", "blob", "mime_type"})
@@ -293,6 +297,7 @@ def tool_create(
     task_support: str = TaskSupport.FORBIDDEN,
     enabled: bool = True,
     required_scopes: str = "",
+    tags: list[str] | None = None,
     upstream: Upstream | None = None,
 ) -> Tool:
     """Add a tool; ``input_schema`` defaults to ``{"type": "object"}``. Raises ``ValidationError``."""
@@ -310,6 +315,7 @@ def tool_create(
         task_support=task_support,
         enabled=enabled,
         required_scopes=required_scopes,
+        tags=list(tags or []),
         upstream=upstream,
     )
     return _create(tool, tool_validate, "tools")
@@ -351,6 +357,7 @@ def resource_create(
     description: str = "",
     mime_type: str = "",
     annotations: JSONObject | None = None,
+    tags: list[str] | None = None,
     upstream: Upstream | None = None,
 ) -> Resource:
     """Add a concrete resource with exactly one of ``text`` or base64 ``blob``. Raises ``ValidationError``."""
@@ -364,6 +371,7 @@ def resource_create(
         text=text,
         blob=blob,
         annotations=annotations,
+        tags=list(tags or []),
         upstream=upstream,
     )
     return _create(resource, resource_validate, "resources")
@@ -407,6 +415,7 @@ def resource_template_create(
     description: str = "",
     mime_type: str = "",
     completions: dict[str, list[str]] | None = None,
+    tags: list[str] | None = None,
     upstream: Upstream | None = None,
 ) -> ResourceTemplate:
     """Add a resource template. Raises ``ValidationError``."""
@@ -420,6 +429,7 @@ def resource_template_create(
         backend=backend,
         config=config,
         completions={} if completions is None else completions,
+        tags=list(tags or []),
         upstream=upstream,
     )
     return _create(template, resource_template_validate, "resources")
@@ -465,6 +475,7 @@ def prompt_create(
     completions: dict[str, list[str]] | None = None,
     backend: str = Backend.STATIC,
     config: JSONObject | None = None,
+    tags: list[str] | None = None,
     upstream: Upstream | None = None,
 ) -> Prompt:
     """Add a prompt: ``static`` with messages that may use ``{{argument}}`` placeholders, or ``python`` with
@@ -479,6 +490,7 @@ def prompt_create(
         messages=[] if messages is None else messages,
         backend=backend,
         config={} if config is None else config,
+        tags=list(tags or []),
         upstream=upstream,
     )
     return _create(prompt, prompt_validate, "prompts")

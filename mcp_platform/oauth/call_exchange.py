@@ -17,7 +17,7 @@ from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
 from mcp_core.errors import ToolError
-from mcp_infra.addresses import ENDPOINTS, endpoint_url
+from mcp_infra.addresses import is_tenant_endpoint
 from mcp_platform.oauth.token_endpoint import AtomicTokenView
 from mcp_platform.oauth.token_exchange import ACCESS_TOKEN_TYPE, GRANT_TYPE
 from tenants.connections.acting import Caller
@@ -26,14 +26,19 @@ from tenants.secrets import SecretNotFound, SecretUnreadable, secret_value
 
 
 def _subject_token(tenant: Tenant, caller: Caller) -> str | None:
-    """The caller's newest live access token for this tenant's endpoints through the client it called with (a task
-    looks it up as it runs: a revoked authorization leaves none)."""
-    endpoints = [endpoint_url(caller.base_url, tenant.slug, e) for e in ENDPOINTS]
+    """The caller's newest live access token for this tenant's endpoints (of any of its servers) through the client it
+    called with (a task looks it up as it runs: a revoked authorization leaves none)."""
     tokens = get_access_token_model().objects.filter(
         user_id=caller.user_id, application__client_id=caller.client_id, expires__gt=timezone.now()
     )
     for token in tokens.order_by("-created")[:5]:
-        if isinstance(token.resource, list) and len(token.resource) == 1 and token.resource[0] in endpoints:
+        resource = token.resource
+        if (
+            isinstance(resource, list)
+            and len(resource) == 1
+            and isinstance(resource[0], str)
+            and is_tenant_endpoint(resource[0], caller.base_url, tenant.slug)
+        ):
             return str(token.token)
     return None
 
