@@ -14,10 +14,20 @@
 - the areas: ``members`` (tenants and their members; ``tenant_page`` is the tenant page's context), ``invitations``
   (inviting people by e-mail), ``catalog``
   (tools, resources, templates, prompts), ``secrets``, ``python_functions`` (the grants, and the function select of
-  the catalog forms), ``openapi`` (OpenAPI sources and their import page), ``upstreams`` (upstream MCP servers).
+  the catalog forms), ``openapi`` (OpenAPI sources and their import page), ``upstreams`` (upstream MCP servers),
+  ``servers`` (the tenant's named servers and their selection editor).
 
 Importing the package (Django's admin autodiscovery does) registers every area's admin classes on the platform's
 site, once; no other app registers or replaces them.
 """
 
-from tenants.admin import catalog, invitations, members, openapi, python_functions, secrets, upstreams  # noqa: F401
+from tenants.admin import (  # noqa: F401
+    catalog,
+    invitations,
+    members,
+    openapi,
+    python_functions,
+    secrets,
+    servers,
+    upstreams,
+)

@@ -33,6 +33,7 @@ TENANT_ADMINS = {
     "Invitation": "tenants.admin.invitations.InvitationAdmin",
     "OpenApiSource": "tenants.admin.openapi.OpenApiSourceAdmin",
     "Upstream": "tenants.admin.upstreams.UpstreamAdmin",
+    "Server": "tenants.admin.servers.ServerAdmin",
 }
 
 
