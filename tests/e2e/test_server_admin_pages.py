@@ -30,7 +30,8 @@ from tenants.models import Tenant
 from tenants.servers import server_create
 answer = {{"content": [{{"type": "text", "text": "ok"}}]}}
 ours = Tenant.objects.get(pk={ours})
-services.tool_create(tenant=ours, name="order_status", description="Where an order is.", config=answer, tags=["read-only"])
+status = "Where an order is."
+services.tool_create(tenant=ours, name="order_status", description=status, config=answer, tags=["read-only"])
 vault = services.tenant_create(slug={vault!r}, name="Acme vault", requires_authorization=True)
 services.tool_create(tenant=vault, name="peek", description="Looks inside.", config=answer)
 services.tool_create(tenant=vault, name="empty_vault", description="Empties it.", config=answer)
@@ -97,7 +98,7 @@ def test_an_owner_curates_a_server_and_its_snippet_lists_only_its_selection(
 def test_a_protected_servers_snippets_run_with_a_token_for_that_server(
     chromium: Any, live_platform: LiveServer, scene: tuple[TenantAdminScene, list[str]], tmp_path: Path
 ) -> None:
-    tenant, (vault, server, client_id, client_secret) = scene
+    tenant, (_, server, client_id, client_secret) = scene
     base = live_platform.web_urls[0]
     context = chromium.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
