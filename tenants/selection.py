@@ -23,6 +23,8 @@ TAG: Final = "tag"
 ENTRY_KINDS: Final = (*ITEM_KINDS, UPSTREAM, OPENAPI, TAG)
 MAX_ENTRIES = 10_000
 MAX_ENTRY_LENGTH = 2100
+# Malformed entries named one by one in a refusal; the rest are counted.
+MAX_PROBLEMS_NAMED = 20
 _TAG = re.compile(TAG_PATTERN)
 _ID = re.compile(r"[1-9][0-9]{0,18}")
 
@@ -81,6 +83,8 @@ def selection_errors(entries: Any) -> list[str]:
             problems.append(f"{entry!r}: a source is named by its id, a number.")
         elif kind == TAG and not _TAG.fullmatch(value):
             problems.append(f"{entry!r}: a tag has 1 to 64 letters, digits, _ . or -.")
+    if len(problems) > MAX_PROBLEMS_NAMED:
+        problems = [*problems[:MAX_PROBLEMS_NAMED], f"… and {len(problems) - MAX_PROBLEMS_NAMED} more entries."]
     if len(set(entries)) != len(entries):
         problems.append("An entry is listed twice.")
     return problems

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from tenants.events import server_changed
 from tenants.models import RESERVED_SERVER_SLUGS, OpenApiSource, Server, Tenant, Upstream
@@ -16,7 +16,13 @@ from tenants.selection import OPENAPI, UPSTREAM, selection_errors, selection_par
 SERVER_FIELDS = frozenset({"slug", "title", "instructions", "selection", "required_scopes", "enabled"})
 
 
-# ---- writes ------------------------------------------------------------------------------------------------
+def _save(server: Server, update_fields: list[str] | None = None) -> None:
+    try:
+        with transaction.atomic():
+            server.save(update_fields=update_fields)
+    except IntegrityError as exc:
+        # full_clean checked the slug; only a concurrent save of the same one gets here.
+        raise ValidationError({"slug": ["Another server with this slug was saved meanwhile."]}) from exc
 
 
 def server_validate(server: Server) -> None:
@@ -69,7 +75,7 @@ def server_create(
     )
     with transaction.atomic():
         server_validate(server)
-        server.save()
+        _save(server)
         server_changed(tenant_id=tenant.pk)
     return server
 
@@ -88,7 +94,7 @@ def server_update(*, server: Server, data: Mapping[str, Any]) -> Server:
     try:
         with transaction.atomic():
             server_validate(server)
-            server.save(update_fields=[*sorted(changed), "updated_at"])
+            _save(server, update_fields=[*sorted(changed), "updated_at"])
             server_changed(tenant_id=server.tenant_id)
     except ValidationError:
         for field in changed:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from mcp_infra.addresses import SERVERS
+
 ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
 
@@ -25,7 +27,7 @@ class TenantEndpointRouter:
         parts = path.split("/")
         if len(parts) == 4 and parts[0] == "" and parts[1] == "t" and parts[2]:
             return self.endpoints.get(parts[3], self.fallback)
-        if len(parts) == 6 and parts[0] == "" and parts[1] == "t" and parts[2] and parts[3] == "s" and parts[4]:
+        if len(parts) == 6 and parts[0] == "" and parts[1] == "t" and parts[2] and parts[3] == SERVERS and parts[4]:
             return self.endpoints.get(parts[5], self.fallback)
         return self.fallback
 

@@ -158,3 +158,20 @@ async def test_the_2024_11_05_stream_of_a_server_hears_only_of_its_own_lists(acm
     await stream.until(lambda: len(notifications(stream.text)) >= 1)
     assert notifications(stream.text) == [PROMPTS]
     await stream.close()
+
+
+async def test_a_server_disabled_ends_its_open_streams(acme: Tenant) -> None:
+    reader, _ = await get_stream(READER)
+    everything, _ = await get_stream(DEFAULT)
+
+    def disable() -> None:
+        server = Server.objects.get(tenant=acme, slug="reader")
+        servers.server_update(server=server, data={"enabled": False})
+
+    await sync_to_async(disable)()
+    await reader.until_end(5)
+    assert (await request("POST", READER, body=rpc("ping", id=1))).status == 404
+    await _describe(Tool, "Still served by default.", name="search")()
+    await everything.until(lambda: TOOLS in notifications(everything.text))
+    assert not everything.ended
+    await everything.close()
