@@ -7,10 +7,13 @@ import json
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from tenants import servers, services
 from tenants.models import Server, Tenant
+from tests.factories import MembershipFactory, OAuthClientFactory, UserFactory, access_token_create
 from tests.gateway.conftest import INIT_PARAMS, request, rpc
+from tests.gateway.in_process import ORIGIN, in_process_client
 from tests.gateway.test_stateless import call
 from tests.gateway.test_stream_access import Stream
 
@@ -166,3 +169,23 @@ async def test_the_2024_11_05_transport_on_a_server_hands_out_its_own_messages_e
     session_id = endpoint.split("session_id=", 1)[1]
     assert (await request("POST", f"/t/acme/messages?session_id={session_id}", body=rpc("ping", id=3))).status == 404
     await stream.communicator.send_input({"type": "http.disconnect"})
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_the_official_sdk_client_sees_a_protected_servers_selection_with_its_token(
+    transactional_db: None, mode: str
+) -> None:
+    def protected() -> str:
+        tenant = services.tenant_create(slug="acme", name="Acme", requires_authorization=True)
+        curated_catalog(tenant)
+        alice = UserFactory(username="alice")
+        MembershipFactory(user=alice, tenant=tenant)
+        resource = f"{ORIGIN}{READER}"
+        return access_token_create(user=alice, application=OAuthClientFactory(name="Claude"), resource=[resource])
+
+    token = await sync_to_async(protected)()
+    async with in_process_client(READER, headers={"authorization": f"Bearer {token}"}, mode=mode) as client:
+        tools = await client.list_tools()
+        called = await client.call_tool("lookup", {})
+    assert sorted(tool.name for tool in tools.tools) == ["lookup", "search"]
+    assert called.content[0].text == "looked up"
