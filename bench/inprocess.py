@@ -2,11 +2,13 @@
 (``valgrind --tool=callgrind``), profiles, and counting the event-loop steps a request takes.
 
     DATABASE_URL=… REDIS_URL=… python -m bench.inprocess --era handshake --tool echo --calls 300 [--concurrency 16]
+        [--server <slug>]
 
 The database is one the harness prepared (``bench_mcp``: migrated, bench tenants loaded). Instructions per
 request are the difference between two runs with different ``--calls``, which cancels start-up (run once first
-so that no run compiles bytecode). ``--warmup`` calls run before the measured ones. It prints one JSON line:
-requests, wall and CPU time, and the loop's callbacks per request (the handles the event loop ran).
+so that no run compiles bytecode). ``--warmup`` calls run before the measured ones; ``--server`` sends them to one
+of the bench tenant's named servers (``/t/bench/s/<slug>/mcp``), which must select the tool. It prints one JSON
+line: requests, wall and CPU time, and the loop's callbacks per request (the handles the event loop ran).
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ class Response:
         self.body = b""
 
 
-async def call(app: Any, headers: list[tuple[str, str]], body: bytes) -> Response:
-    """One POST through the whole ASGI stack, as a server would deliver it."""
+async def call(app: Any, headers: list[tuple[str, str]], body: bytes, path: str = PATH) -> Response:
+    """One POST to ``path`` through the whole ASGI stack, as a server would deliver it."""
     response = Response()
     scope = {
         "type": "http",
@@ -42,8 +44,8 @@ async def call(app: Any, headers: list[tuple[str, str]], body: bytes) -> Respons
         "http_version": "1.1",
         "method": "POST",
         "scheme": "http",
-        "path": PATH,
-        "raw_path": PATH.encode(),
+        "path": path,
+        "raw_path": path.encode(),
         "query_string": b"",
         "root_path": "",
         "headers": [(b"host", HOST.encode())]
@@ -85,17 +87,17 @@ def request_bytes(
     return headers, json.dumps(message).encode()
 
 
-async def open_session(app: Any) -> str:
+async def open_session(app: Any, path: str = PATH) -> str:
     params = {
         "protocolVersion": HANDSHAKE_VERSION,
         "capabilities": {},
         "clientInfo": {"name": "inprocess", "version": "1"},
     }
     headers, body = request_bytes(HANDSHAKE, "initialize", params, 0, None)
-    response = await call(app, headers, body)
+    response = await call(app, headers, body, path)
     session = response.headers["mcp-session-id"]
     headers, _ = envelope(HANDSHAKE, "notifications/initialized", None, session_id=session)
-    await call(app, headers, b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    await call(app, headers, b'{"jsonrpc":"2.0","method":"notifications/initialized"}', path)
     return session
 
 
@@ -103,7 +105,8 @@ async def run(args: argparse.Namespace) -> JSONObject:
     from mcp_infra.serving.servers import freeze_start_up_heap
     from mcp_platform.asgi import application
 
-    session = await open_session(application) if args.era == HANDSHAKE else None
+    path = f"/t/bench/s/{args.server}/mcp" if args.server else PATH
+    session = await open_session(application, path) if args.era == HANDSHAKE else None
     params = {"name": args.tool, "arguments": TOOL_ARGUMENTS[args.tool]}
     counter = iter(range(1, 10**9))
     remaining = args.warmup
@@ -113,7 +116,7 @@ async def run(args: argparse.Namespace) -> JSONObject:
         while remaining > 0:
             remaining -= 1
             headers, body = request_bytes(args.era, "tools/call", params, next(counter), session)
-            response = await call(application, headers, body)
+            response = await call(application, headers, body, path)
             if response.status != 200 or b'"error"' in response.body:
                 raise SystemExit(f"unexpected answer {response.status}: {response.body[:300]!r}")
 
@@ -142,6 +145,7 @@ async def run(args: argparse.Namespace) -> JSONObject:
     return {
         "era": args.era,
         "tool": args.tool,
+        "path": path,
         "calls": args.calls,
         "concurrency": args.concurrency,
         "seconds": round(elapsed, 3),
@@ -159,6 +163,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--server", default="", help="a named server of the bench tenant that selects the tool")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mcp_platform.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")

@@ -20,8 +20,9 @@ from typing import Any
 from mcp_core.caching import CacheHints
 from mcp_core.catalog import Page, PromptDefinition, ToolDefinition
 from tenants import selectors
-from tenants.catalog import TenantCatalog
-from tenants.models import Tenant
+from tenants.catalog import ServerCatalog, TenantCatalog
+from tenants.models import Server, Tenant
+from tenants.selection import ItemKind
 
 # ``listen(tenant_id, on_nudge)`` arranges for ``on_nudge()`` to be called, on this event loop, whenever any
 # process commits a change to that tenant; ``unlisten(tenant_id, on_nudge)`` undoes it.
@@ -30,6 +31,8 @@ Listen = Callable[[int, Callable[[], None]], Awaitable[None]]
 MAX_TENANTS = 1024
 # Catalog memo entries (pages and definitions) per tenant; a full memo starts again empty.
 MAX_MEMO_ENTRIES = 4096
+# The memo's entry holding the tenant's enabled servers by slug.
+SERVERS = ("servers",)
 
 
 @dataclass(frozen=True)
@@ -114,13 +117,32 @@ class TenantCache:
         self._entries.clear()
         self._epochs.clear()
 
-    def catalog(self, tenant: Tenant, granted: frozenset[str] | None = None) -> TenantCatalog:
-        """The tenant's catalog as a caller holding ``granted`` scopes sees it (``TenantCatalog``), memoised when
-        ``tenant`` is the one this cache handed out, else read through."""
+    def catalog(
+        self, tenant: Tenant, granted: frozenset[str] | None = None, server: Server | None = None
+    ) -> TenantCatalog:
+        """The tenant's catalog as a caller holding ``granted`` scopes sees it (``TenantCatalog``), or the part of it
+        ``server`` selects (``ServerCatalog``); memoised when ``tenant`` is the one this cache handed out, else read
+        through."""
         entry = self._entries.get(tenant.slug)
         if entry is None or entry.tenant is not tenant:
-            return TenantCatalog(tenant, granted)
-        return CachedCatalog(tenant, entry.memo, granted)
+            return TenantCatalog(tenant, granted) if server is None else ServerCatalog(tenant, server, granted)
+        if server is None:
+            return CachedCatalog(tenant, entry.memo, granted)
+        return CachedServerCatalog(tenant, server, entry.memo, granted)
+
+    async def server(self, tenant: Tenant, slug: str) -> Server | None:
+        """The tenant's enabled server called ``slug`` (None when there is none), from the memo of the tenant's
+        revision when ``tenant`` is the one this cache handed out: one query per revision for all its servers."""
+        entry = self._entries.get(tenant.slug)
+        if entry is None or entry.tenant is not tenant:
+            return (await selectors.aservers_servable(tenant=tenant)).get(slug)
+        servers: dict[str, Server] | None = entry.memo.get(SERVERS)
+        if servers is None:
+            servers = await selectors.aservers_servable(tenant=tenant)
+            if len(entry.memo) >= MAX_MEMO_ENTRIES:
+                entry.memo.clear()
+            entry.memo[SERVERS] = servers
+        return servers.get(slug)
 
     async def _load(self, slug: str, previous: _Entry | None) -> Tenant | None:
         tenant_id = previous.tenant.id if previous is not None else None
@@ -198,15 +220,7 @@ class CachedCatalog(TenantCatalog):
         self._memo = memo
 
     async def _remember(self, key: Hashable, load: Callable[[], Awaitable[Any]]) -> Any:
-        try:
-            return self._memo[key]
-        except KeyError:
-            pass
-        value = await load()
-        if len(self._memo) >= MAX_MEMO_ENTRIES:
-            self._memo.clear()
-        self._memo[key] = value
-        return value
+        return await _remembered(self._memo, key, load)
 
     async def list_cache_limits(self) -> dict[str, CacheHints]:
         # One read per revision for all four lists: the upstreams' hints change only with a new revision.
@@ -252,6 +266,43 @@ class CachedCatalog(TenantCatalog):
             ("prompt", name), lambda: TenantCatalog.get_prompt(self, name)
         )
         return prompt
+
+
+async def _remembered(memo: dict[Hashable, Any], key: Hashable, load: Callable[[], Awaitable[Any]]) -> Any:
+    try:
+        return memo[key]
+    except KeyError:
+        pass
+    value = await load()
+    if len(memo) >= MAX_MEMO_ENTRIES:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
+class CachedServerCatalog(CachedCatalog, ServerCatalog):
+    """``ServerCatalog`` whose lists, definitions, members and digests are remembered in the tenant's memo under the
+    server's own keys (the server is part of the tenant's revision: a change to it starts a new memo)."""
+
+    def __init__(
+        self, tenant: Tenant, server: Server, memo: dict[Hashable, Any], granted: frozenset[str] | None = None
+    ) -> None:
+        ServerCatalog.__init__(self, tenant, server, granted)
+        self._memo = memo
+        self._server_key = ("server", server.pk)
+
+    async def _remember(self, key: Hashable, load: Callable[[], Awaitable[Any]]) -> Any:
+        return await _remembered(self._memo, (self._server_key, key), load)
+
+    async def _among(self, kind: ItemKind) -> frozenset[str] | None:
+        members: frozenset[str] = await self._remember(("members", kind), lambda: ServerCatalog._among(self, kind))
+        return members
+
+    async def list_digest(self, kind: str) -> str:
+        digest: str = await self._remember(
+            ("digest", kind, self.granted), lambda: ServerCatalog.list_digest(self, kind)
+        )
+        return digest
 
 
 tenant_cache = TenantCache()

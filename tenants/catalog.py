@@ -1,12 +1,16 @@
-"""``TenantCatalog``: one tenant's tools, resources and prompts as the protocol's ``Catalog`` seam.
+"""``TenantCatalog``: one tenant's tools, resources and prompts as the protocol's ``Catalog`` seam; ``ServerCatalog``:
+the part of it one of the tenant's servers selects.
 
 It turns rows into wire-shaped dicts (optional fields left out when empty) and runs the backends.
 """
 
 from __future__ import annotations
 
+import hashlib
 from functools import lru_cache
 from typing import Any, TypeVar
+
+import orjson
 
 from mcp_core.caching import CacheHints
 from mcp_core.catalog import Page, PromptDefinition, ToolDefinition
@@ -17,7 +21,8 @@ from mcp_core.uritemplate import UriTemplate
 from mcp_infra.telemetry import spans
 from tenants import selectors
 from tenants.backends import prompt_render, resource_read, template_read, tool_continues_as_task, tool_invoke
-from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool
+from tenants.models import Prompt, Resource, ResourceTemplate, Server, Tenant, Tool
+from tenants.selection import ItemKind, Selection, aserver_members, selection_of
 
 JSONObject = dict[str, Any]
 EntryT = TypeVar("EntryT", Tool, Prompt)
@@ -105,6 +110,10 @@ class TenantCatalog:
         self.tenant = tenant
         self.granted = granted
 
+    async def _among(self, kind: ItemKind) -> frozenset[str] | None:
+        """The keys of the items of ``kind`` this catalog serves; None: every item of the tenant."""
+        return None
+
     def _own(self, handle: object, model: type[EntryT], wire: JSONObject) -> EntryT:
         """``handle`` as this tenant's ``model`` row. Raises ValueError for anything else: a definition found through
         another tenant's catalog never runs here."""
@@ -123,12 +132,17 @@ class TenantCatalog:
         return await selectors.aupstream_list_cache_hints(tenant=self.tenant)
 
     async def list_tools(self, *, after: str | None, limit: int) -> Page:
-        found = await selectors.atool_list(tenant=self.tenant, after=after, limit=limit, granted=self.granted)
+        found = await selectors.atool_list(
+            tenant=self.tenant, after=after, limit=limit, granted=self.granted, among=await self._among("tools")
+        )
         last = found.items[-1].name if found.items else None
         limits = await self.list_cache_limits()
         return Page([tool_wire(t) for t in found.items], found.has_more, last, limits.get("tools"))
 
     async def get_tool(self, name: str) -> ToolDefinition | None:
+        among = await self._among("tools")
+        if among is not None and name not in among:
+            return None
         tool = await selectors.atool_get(tenant=self.tenant, name=name)
         if tool is None or not selectors.tool_visible(tool, self.granted):
             return None
@@ -149,7 +163,8 @@ class TenantCatalog:
     # ---- resources ---------------------------------------------------------------------------------
 
     async def list_resources(self, *, after: str | None, limit: int) -> Page:
-        found = await selectors.aresource_list(tenant=self.tenant, after=after, limit=limit)
+        among = await self._among("resources")
+        found = await selectors.aresource_list(tenant=self.tenant, after=after, limit=limit, among=among)
         last = found.items[-1].uri if found.items else None
         limits = await self.list_cache_limits()
         return Page([resource_wire(r) for r in found.items], found.has_more, last, limits.get("resources"))
@@ -159,18 +174,27 @@ class TenantCatalog:
         a URI that cannot be stored, so could name nothing)."""
         if not storable(uri):
             return None
-        resource = await selectors.aresource_get(tenant=self.tenant, uri=uri)
+        resources = await self._among("resources")
+        resource = (
+            await selectors.aresource_get(tenant=self.tenant, uri=uri)
+            if resources is None or uri in resources
+            else None
+        )
         if resource is not None:
             proxied = await resource_read(resource, ctx)
             return proxied if proxied is not None else resource_contents(resource)
+        templates = await self._among("templates")
         for template in await selectors.aresource_templates_all(tenant=self.tenant):
+            if templates is not None and template.uri_template not in templates:
+                continue
             variables = _parsed(template.uri_template).match(uri)
             if variables is not None:
                 return await template_read(template, uri, variables, ctx)
         return None
 
     async def list_resource_templates(self, *, after: str | None, limit: int) -> Page:
-        found = await selectors.aresource_template_list(tenant=self.tenant, after=after, limit=limit)
+        among = await self._among("templates")
+        found = await selectors.aresource_template_list(tenant=self.tenant, after=after, limit=limit, among=among)
         last = found.items[-1].name if found.items else None
         limits = await self.list_cache_limits()
         wires = [resource_template_wire(t) for t in found.items]
@@ -179,12 +203,16 @@ class TenantCatalog:
     # ---- prompts -----------------------------------------------------------------------------------
 
     async def list_prompts(self, *, after: str | None, limit: int) -> Page:
-        found = await selectors.aprompt_list(tenant=self.tenant, after=after, limit=limit)
+        among = await self._among("prompts")
+        found = await selectors.aprompt_list(tenant=self.tenant, after=after, limit=limit, among=among)
         last = found.items[-1].name if found.items else None
         limits = await self.list_cache_limits()
         return Page([prompt_wire(p) for p in found.items], found.has_more, last, limits.get("prompts"))
 
     async def get_prompt(self, name: str) -> PromptDefinition | None:
+        among = await self._among("prompts")
+        if among is not None and name not in among:
+            return None
         prompt = await selectors.aprompt_get(tenant=self.tenant, name=name)
         if prompt is None:
             return None
@@ -204,14 +232,22 @@ class TenantCatalog:
         """
         completions: Any
         if ref.get("type") == "ref/prompt":
-            prompt = await selectors.aprompt_get(tenant=self.tenant, name=str(ref.get("name")))
+            name = str(ref.get("name"))
+            prompts = await self._among("prompts")
+            prompt = (
+                await selectors.aprompt_get(tenant=self.tenant, name=name)
+                if prompts is None or name in prompts
+                else None
+            )
             if prompt is None:
                 return None
             completions = prompt.completions
         elif ref.get("type") == "ref/resource":
-            template = await selectors.aresource_template_by_uri_template(
-                tenant=self.tenant, uri_template=str(ref.get("uri"))
-            )
+            uri_template = str(ref.get("uri"))
+            templates = await self._among("templates")
+            if templates is not None and uri_template not in templates:
+                return None
+            template = await selectors.aresource_template_by_uri_template(tenant=self.tenant, uri_template=uri_template)
             if template is None:
                 return None
             completions = template.completions
@@ -219,3 +255,54 @@ class TenantCatalog:
             return None
         candidates = completions.get(str(argument.get("name")), []) if isinstance(completions, dict) else []
         return _prefixed([str(c) for c in candidates], str(argument.get("value", "")))
+
+
+# Items per page when a server's whole list is read for its digest.
+DIGEST_PAGE = 500
+
+
+class ServerCatalog(TenantCatalog):
+    """The part of a tenant's catalog that one of its servers selects (``tenants.selection``), as one caller sees it:
+    items outside the selection are neither listed nor found, as if the tenant had none."""
+
+    def __init__(self, tenant: Tenant, server: Server, granted: frozenset[str] | None = None) -> None:
+        super().__init__(tenant, granted)
+        self.server = server
+        self._selection: Selection | None = None
+
+    @property
+    def selection(self) -> Selection:
+        if self._selection is None:
+            self._selection = selection_of(self.server)
+        return self._selection
+
+    async def _among(self, kind: ItemKind) -> frozenset[str] | None:
+        return await aserver_members(tenant=self.tenant, selection=self.selection, kind=kind)
+
+    async def serves_resource(self, uri: str) -> bool:
+        """Whether a read of ``uri`` reaches this server's items (a selected resource, or a selected template's
+        match): only then do its subscribers hear that the resource changed."""
+        if uri in (await self._among("resources") or ()):
+            return True
+        templates = await self._among("templates") or frozenset()
+        return any(_parsed(template).match(uri) is not None for template in templates)
+
+    async def list_digest(self, kind: str) -> str:
+        """A digest of everything the server lists of ``kind`` (``tools``, ``resources`` with the templates, or
+        ``prompts``, as catalog changes name them): a changed digest is a changed list for its clients."""
+        readers = {
+            "tools": (self.list_tools,),
+            "resources": (self.list_resources, self.list_resource_templates),
+            "prompts": (self.list_prompts,),
+        }.get(kind, ())
+        digest = hashlib.sha256()
+        for read in readers:
+            after: str | None = None
+            while True:
+                page = await read(after=after, limit=DIGEST_PAGE)
+                digest.update(orjson.dumps(page.items, option=orjson.OPT_SORT_KEYS))
+                if not page.has_more or page.last_key is None:
+                    break
+                after = page.last_key
+            digest.update(b"\x00")
+        return digest.hexdigest()

@@ -50,7 +50,15 @@ def tenant_changed(*, tenant_id: int) -> None:
     _publish_on_commit(tenant_id, {"type": "tenant.changed"})
 
 
-def _publish_on_commit(tenant_id: int, message: dict[str, Any]) -> None:
+def server_changed(*, tenant_id: int) -> None:
+    """After commit, tell listeners one of the tenant's servers changed (its selection, identity or scopes): caches
+    and stream access hear ``tenant.changed``, streams a change of every list (each server's stream notifies its
+    client only if its own lists changed)."""
+    kinds = [{"type": "catalog.changed", "kind": kind} for kind in CATALOG_KINDS]
+    _publish_on_commit(tenant_id, {"type": "tenant.changed"}, *kinds)
+
+
+def _publish_on_commit(tenant_id: int, *messages: dict[str, Any]) -> None:
     group = catalog_group(tenant_id)
     # The durable half, in the writing transaction: caches that miss the nudge still see a new revision.
     Tenant.objects.filter(pk=tenant_id).update(revision=F("revision") + 1)
@@ -59,7 +67,8 @@ def _publish_on_commit(tenant_id: int, message: dict[str, Any]) -> None:
         revision_check.committed_here(tenant_id)
         tenant_cache.forget(tenant_id)
         # Receivers route by group (one channel per process hears many groups), so the message names it.
-        _publish(group, {**message, "group": group})
+        for message in messages:
+            _publish(group, {**message, "group": group})
 
     transaction.on_commit(after_commit)
 

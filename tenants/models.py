@@ -30,6 +30,12 @@ scope_list_validator = RegexValidator(
 )
 
 
+# A tag of a catalog item: what a server's selection may choose items by ("tag:<tag>").
+TAG_PATTERN = r"^[A-Za-z0-9_.\-]{1,64}$"
+MAX_TAGS = 32
+TAGS_HELP = "Labels a server's selection may choose this item by, e.g. read-only, billing (letters, digits, _ . -)."
+
+
 def default_input_schema() -> dict[str, Any]:
     return {"type": "object"}
 
@@ -175,6 +181,7 @@ class Tool(models.Model):
         help_text="OAuth scopes, separated by spaces, a token needs besides mcp:tools to see and call this tool "
         "(on tenants that require authorization), e.g. billing:write.",
     )
+    tags = models.JSONField(default=list, blank=True, help_text=TAGS_HELP)
     # Set on items mirrored from an upstream MCP server (see the Upstream block at the end of this module).
     upstream = models.ForeignKey(
         "Upstream", null=True, blank=True, on_delete=models.CASCADE, related_name="tools", editable=False
@@ -204,6 +211,7 @@ class Resource(models.Model):
     text = models.TextField(null=True, blank=True)  # noqa: DJ001
     blob = models.TextField(null=True, blank=True, help_text="Base64-encoded binary content.")  # noqa: DJ001
     annotations = models.JSONField(null=True, blank=True)
+    tags = models.JSONField(default=list, blank=True, help_text=TAGS_HELP)
     # Set on items mirrored from an upstream MCP server (see the Upstream block at the end of this module).
     upstream = models.ForeignKey(
         "Upstream", null=True, blank=True, on_delete=models.CASCADE, related_name="resources", editable=False
@@ -243,6 +251,7 @@ class ResourceTemplate(models.Model):
         help_text='static: {"text": "... {variable} ..."}; python: {"function": "<registered name>"}',
     )
     completions = models.JSONField(default=dict, blank=True, help_text='{"variable": ["value", ...]}')
+    tags = models.JSONField(default=list, blank=True, help_text=TAGS_HELP)
     # Set on items mirrored from an upstream MCP server (see the Upstream block at the end of this module).
     upstream = models.ForeignKey(
         "Upstream", null=True, blank=True, on_delete=models.CASCADE, related_name="resource_templates", editable=False
@@ -277,6 +286,7 @@ class Prompt(models.Model):
     config = models.JSONField(
         default=dict, blank=True, help_text='static: {}; python: {"function": "<registered name>"}'
     )
+    tags = models.JSONField(default=list, blank=True, help_text=TAGS_HELP)
     # Set on items mirrored from an upstream MCP server (see the Upstream block at the end of this module).
     upstream = models.ForeignKey(
         "Upstream", null=True, blank=True, on_delete=models.CASCADE, related_name="prompts", editable=False
@@ -290,6 +300,47 @@ class Prompt(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# ---- servers within a tenant --------------------------------------------------------------------------------
+# The tenant's default server (/t/<slug>/mcp) serves its whole catalog; each Server is a curated selection of it at
+# /t/<slug>/s/<server>/mcp (tenants.servers owns the selection's rules and the writes).
+
+# A server's slug is a path segment of its URL; these would read as a tenant endpoint's own name.
+RESERVED_SERVER_SLUGS = frozenset({"mcp", "sse", "messages"})
+
+
+class Server(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="servers")
+    slug = models.SlugField(max_length=63, help_text="Appears in the server's URL /t/<tenant>/s/<slug>/mcp.")
+    title = models.CharField(
+        max_length=200, blank=True, help_text="Shown to clients as the server's title. Empty: the tenant's name."
+    )
+    instructions = models.TextField(blank=True, help_text="Sent to clients as this server's instructions.")
+    selection = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='What the server serves: items by key ("tools:search", "resources:docs://readme", '
+        '"templates:docs://{page}", "prompts:triage"), by source ("upstream:<id>", "openapi:<id>") or by tag '
+        '("tag:read-only").',
+    )
+    required_scopes = models.CharField(
+        max_length=500,
+        blank=True,
+        validators=[scope_list_validator],
+        help_text="OAuth scopes, separated by spaces, every request to this server needs (on tenants that require "
+        "authorization), on top of those of the tools it calls.",
+    )
+    enabled = models.BooleanField(default=True, help_text="A disabled server's URL answers 404.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["tenant_id", "slug"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "slug"], name="tenants_server_unique_slug")]
+
+    def __str__(self) -> str:
+        return self.slug
 
 
 # ---- secrets ----------------------------------------------------------------------------------------------

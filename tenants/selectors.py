@@ -15,7 +15,17 @@ from django.db.models import Model, QuerySet
 
 from mcp_core.caching import CacheHints, narrowest
 from mcp_core.text import storable
-from tenants.models import NAME_PATTERN, Membership, Prompt, Resource, ResourceTemplate, Tenant, Tool, Upstream
+from tenants.models import (
+    NAME_PATTERN,
+    Membership,
+    Prompt,
+    Resource,
+    ResourceTemplate,
+    Server,
+    Tenant,
+    Tool,
+    Upstream,
+)
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -96,8 +106,14 @@ def _enabled_tools(tenant: Tenant | None) -> QuerySet[Tool]:
     return tools if tenant is None else tools.filter(tenant_id=tenant.pk)
 
 
-def _tools(tenant: Tenant, after: str | None, limit: int) -> QuerySet[Tool]:
-    return _after(_enabled_tools(tenant), "name", after, limit)
+def _among(queryset: QuerySet[T], key: str, among: frozenset[str] | None) -> QuerySet[T]:
+    """``queryset`` narrowed to the rows whose ``key`` is in ``among`` (a server's selection; None: every row). An
+    empty ``among`` runs no query."""
+    return queryset if among is None else queryset.filter(**{f"{key}__in": sorted(among)})
+
+
+def _tools(tenant: Tenant, after: str | None, limit: int, among: frozenset[str] | None = None) -> QuerySet[Tool]:
+    return _after(_among(_enabled_tools(tenant), "name", among), "name", after, limit)
 
 
 def tool_visible(tool: Tool, granted: frozenset[str] | None) -> bool:
@@ -111,16 +127,22 @@ def tool_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[Tool]:
 
 
 async def atool_list(
-    *, tenant: Tenant, after: str | None, limit: int, granted: frozenset[str] | None = None
+    *,
+    tenant: Tenant,
+    after: str | None,
+    limit: int,
+    granted: frozenset[str] | None = None,
+    among: frozenset[str] | None = None,
 ) -> Slice[Tool]:
-    """Enabled tools named after ``after`` that a caller holding ``granted`` scopes may use (all when None).
+    """Enabled tools named after ``after`` that a caller holding ``granted`` scopes may use (all when None), among
+    the names ``among`` (a server's selection; None: all).
 
     Hidden tools are skipped without shortening the page: batches continue after the last row read until the
     page is full or the catalog ends (one query when nothing is hidden).
     """
     visible: list[Tool] = []
     while True:
-        batch = [tool async for tool in _tools(tenant, after, limit)]
+        batch = [tool async for tool in _tools(tenant, after, limit, among)]
         visible.extend(tool for tool in batch if tool_visible(tool, granted))
         if len(visible) > limit or len(batch) <= limit:
             return _slice(visible, limit)
@@ -147,10 +169,12 @@ def tool_scope_vocabulary(*, tenant: Tenant | None) -> set[str]:
 # ---- resources and templates -------------------------------------------------------------------------
 
 
-def _resources(tenant: Tenant, after: str | None, limit: int) -> QuerySet[Resource]:
+def _resources(
+    tenant: Tenant, after: str | None, limit: int, among: frozenset[str] | None = None
+) -> QuerySet[Resource]:
     # Contents stay in the database until a read asks for them.
     listed = Resource.objects.filter(tenant_id=tenant.pk).defer("text", "blob")
-    return _after(listed, "uri", after, limit)
+    return _after(_among(listed, "uri", among), "uri", after, limit)
 
 
 def resource_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[Resource]:
@@ -158,8 +182,11 @@ def resource_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[Res
     return _slice(list(_resources(tenant, after, limit)), limit)
 
 
-async def aresource_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[Resource]:
-    return _slice([resource async for resource in _resources(tenant, after, limit)], limit)
+async def aresource_list(
+    *, tenant: Tenant, after: str | None, limit: int, among: frozenset[str] | None = None
+) -> Slice[Resource]:
+    """Resources with a URI after ``after``, by URI, among the URIs ``among`` (None: all)."""
+    return _slice([resource async for resource in _resources(tenant, after, limit, among)], limit)
 
 
 def resource_get(*, tenant: Tenant, uri: str) -> Resource | None:
@@ -171,8 +198,11 @@ async def aresource_get(*, tenant: Tenant, uri: str) -> Resource | None:
     return await found.afirst() if storable(uri) else None
 
 
-def _templates(tenant: Tenant, after: str | None, limit: int) -> QuerySet[ResourceTemplate]:
-    return _after(ResourceTemplate.objects.filter(tenant_id=tenant.pk), "name", after, limit)
+def _templates(
+    tenant: Tenant, after: str | None, limit: int, among: frozenset[str] | None = None
+) -> QuerySet[ResourceTemplate]:
+    templates = _among(ResourceTemplate.objects.filter(tenant_id=tenant.pk), "uri_template", among)
+    return _after(templates, "name", after, limit)
 
 
 def resource_template_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[ResourceTemplate]:
@@ -180,8 +210,12 @@ def resource_template_list(*, tenant: Tenant, after: str | None, limit: int) -> 
     return _slice(list(_templates(tenant, after, limit)), limit)
 
 
-async def aresource_template_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[ResourceTemplate]:
-    return _slice([template async for template in _templates(tenant, after, limit)], limit)
+async def aresource_template_list(
+    *, tenant: Tenant, after: str | None, limit: int, among: frozenset[str] | None = None
+) -> Slice[ResourceTemplate]:
+    """Resource templates named after ``after``, by name, among those whose URI template is in ``among`` (None:
+    all)."""
+    return _slice([template async for template in _templates(tenant, after, limit, among)], limit)
 
 
 def resource_templates_all(*, tenant: Tenant) -> list[ResourceTemplate]:
@@ -207,8 +241,8 @@ async def aresource_template_by_uri_template(*, tenant: Tenant, uri_template: st
 # ---- prompts -----------------------------------------------------------------------------------------
 
 
-def _prompts(tenant: Tenant, after: str | None, limit: int) -> QuerySet[Prompt]:
-    return _after(Prompt.objects.filter(tenant_id=tenant.pk), "name", after, limit)
+def _prompts(tenant: Tenant, after: str | None, limit: int, among: frozenset[str] | None = None) -> QuerySet[Prompt]:
+    return _after(_among(Prompt.objects.filter(tenant_id=tenant.pk), "name", among), "name", after, limit)
 
 
 def prompt_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[Prompt]:
@@ -216,8 +250,11 @@ def prompt_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[Promp
     return _slice(list(_prompts(tenant, after, limit)), limit)
 
 
-async def aprompt_list(*, tenant: Tenant, after: str | None, limit: int) -> Slice[Prompt]:
-    return _slice([prompt async for prompt in _prompts(tenant, after, limit)], limit)
+async def aprompt_list(
+    *, tenant: Tenant, after: str | None, limit: int, among: frozenset[str] | None = None
+) -> Slice[Prompt]:
+    """Prompts named after ``after``, by name, among the names ``among`` (None: all)."""
+    return _slice([prompt async for prompt in _prompts(tenant, after, limit, among)], limit)
 
 
 def prompt_get(*, tenant: Tenant, name: str) -> Prompt | None:
@@ -247,3 +284,26 @@ async def aupstream_list_cache_hints(*, tenant: Tenant) -> dict[str, CacheHints]
             hints = CacheHints(ttl_ms=value["ttlMs"], scope=value["cacheScope"])
             found[key] = narrowest(found[key], hints) if key in found else hints
     return found
+
+
+# ---- servers -------------------------------------------------------------------------------------------------
+
+
+async def aservers_servable(*, tenant: Tenant) -> dict[str, Server]:
+    """The tenant's enabled servers by slug (one query)."""
+    return {server.slug: server async for server in Server.objects.filter(tenant_id=tenant.pk, enabled=True)}
+
+
+def server_get_servable(*, tenant: Tenant, slug: str) -> Server | None:
+    """The tenant's enabled server called ``slug``, or None (without a query for what cannot be a slug)."""
+    if not _possible_slug(slug):
+        return None
+    return Server.objects.filter(tenant_id=tenant.pk, slug=slug, enabled=True).first()
+
+
+def server_scope_vocabulary(*, tenant: Tenant | None) -> set[str]:
+    """Every scope some enabled server requires: of ``tenant``, or of every tenant when None."""
+    servers = Server.objects.filter(enabled=True).exclude(required_scopes="")
+    if tenant is not None:
+        servers = servers.filter(tenant_id=tenant.pk)
+    return {scope for value in servers.values_list("required_scopes", flat=True).distinct() for scope in value.split()}

@@ -87,17 +87,21 @@ TOOL_FIELDS = frozenset(
         "task_support",
         "enabled",
         "required_scopes",
+        "tags",
     }
 )
 # What a tool's source writes besides: ``withheld`` (a held change of an upstream or OpenAPI source waits).
 TOOL_SOURCE_FIELDS = TOOL_FIELDS | {"withheld"}
-RESOURCE_FIELDS = frozenset({"uri", "name", "title", "description", "mime_type", "text", "blob", "annotations"})
+RESOURCE_FIELDS = frozenset({"uri", "name", "title", "description", "mime_type", "text", "blob", "annotations", "tags"})
 TEMPLATE_FIELDS = frozenset(
-    {"name", "uri_template", "title", "description", "mime_type", "backend", "config", "completions"}
+    {"name", "uri_template", "title", "description", "mime_type", "backend", "config", "completions", "tags"}
 )
-PROMPT_FIELDS = frozenset({"name", "title", "description", "arguments", "completions", "messages", "backend", "config"})
+PROMPT_FIELDS = frozenset(
+    {"name", "title", "description", "arguments", "completions", "messages", "backend", "config", "tags"}
+)
 
-# Fields that appear in list results: changing one of them changes the list clients see.
+# Fields that appear in list results, or choose which servers list the item (tags): changing one of them changes a
+# list clients see.
 TOOL_LISTED = TOOL_SOURCE_FIELDS - {"backend", "config"}
 RESOURCE_LISTED = RESOURCE_FIELDS - {"text", "blob"}
 RESOURCE_CONTENT = frozenset({"text", "blob", "mime_type"})
@@ -312,6 +316,7 @@ def tool_create(
     task_support: str = TaskSupport.FORBIDDEN,
     enabled: bool = True,
     required_scopes: str = "",
+    tags: list[str] | None = None,
     upstream: Upstream | None = None,
     withheld: str = "",
 ) -> Tool:
@@ -330,6 +335,7 @@ def tool_create(
         task_support=task_support,
         enabled=enabled,
         required_scopes=required_scopes,
+        tags=list(tags or []),
         upstream=upstream,
         withheld=withheld,
     )
@@ -372,6 +378,7 @@ def resource_create(
     description: str = "",
     mime_type: str = "",
     annotations: JSONObject | None = None,
+    tags: list[str] | None = None,
     upstream: Upstream | None = None,
 ) -> Resource:
     """Add a concrete resource with exactly one of ``text`` or base64 ``blob``. Raises ``ValidationError``."""
@@ -385,6 +392,7 @@ def resource_create(
         text=text,
         blob=blob,
         annotations=annotations,
+        tags=list(tags or []),
         upstream=upstream,
     )
     return _create(resource, resource_validate, "resources")
@@ -428,6 +436,7 @@ def resource_template_create(
     description: str = "",
     mime_type: str = "",
     completions: dict[str, list[str]] | None = None,
+    tags: list[str] | None = None,
     upstream: Upstream | None = None,
 ) -> ResourceTemplate:
     """Add a resource template. Raises ``ValidationError``."""
@@ -441,6 +450,7 @@ def resource_template_create(
         backend=backend,
         config=config,
         completions={} if completions is None else completions,
+        tags=list(tags or []),
         upstream=upstream,
     )
     return _create(template, resource_template_validate, "resources")
@@ -486,6 +496,7 @@ def prompt_create(
     completions: dict[str, list[str]] | None = None,
     backend: str = Backend.STATIC,
     config: JSONObject | None = None,
+    tags: list[str] | None = None,
     upstream: Upstream | None = None,
 ) -> Prompt:
     """Add a prompt: ``static`` with messages that may use ``{{argument}}`` placeholders, or ``python`` with
@@ -500,6 +511,7 @@ def prompt_create(
         messages=[] if messages is None else messages,
         backend=backend,
         config={} if config is None else config,
+        tags=list(tags or []),
         upstream=upstream,
     )
     return _create(prompt, prompt_validate, "prompts")

@@ -26,6 +26,7 @@ from mcp_core.uritemplate import UriTemplate
 from tenants.backends.base import Errors
 from tenants.backends.plugs import BACKENDS
 from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool
+from tenants.selection import tag_errors
 
 TOOL_ANNOTATION_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 PROMPT_ARGUMENT_KEYS = frozenset({"name", "title", "description", "required"})
@@ -59,6 +60,11 @@ def _collect(instance: models.Model, checks: Callable[[Errors], None], *, keys_c
         _add(errors, "__all__", TOO_DEEP)
     if errors:
         raise ValidationError(errors)
+
+
+def _tags(errors: Errors, tags: Any) -> None:
+    for message in tag_errors(tags):
+        _add(errors, "tags", message)
 
 
 def _add(errors: Errors, field: str, message: str) -> None:
@@ -203,6 +209,7 @@ def tool_validate(tool: Tool, *, keys_checked: bool = False) -> None:
             _add(errors, "annotations", message)
         for message in _icon_errors(tool.icons):
             _add(errors, "icons", message)
+        _tags(errors, tool.tags)
         backend = BACKENDS.get(tool.backend)  # an unknown one is the model's own error, on "backend"
         if backend is not None:
             _merge(errors, backend.tool_config_errors(tool, found=errors))
@@ -245,6 +252,7 @@ def resource_validate(resource: Resource) -> None:
                 _add(errors, "blob", "The blob must be base64-encoded.")
         for message in _resource_annotation_errors(resource.annotations):
             _add(errors, "annotations", message)
+        _tags(errors, resource.tags)
 
     _collect(resource, checks)
 
@@ -276,6 +284,7 @@ def resource_template_validate(template: ResourceTemplate) -> None:
         if "uri_template" not in errors:
             for message in _completion_errors(template.completions, variables, "a template variable"):
                 _add(errors, "completions", message)
+        _tags(errors, template.tags)
 
     _collect(template, checks)
 
@@ -316,5 +325,6 @@ def prompt_validate(prompt: Prompt) -> None:
         backend = BACKENDS.get(prompt.backend)
         if backend is not None:
             _merge(errors, backend.prompt_config_errors(prompt, argument_names=names))
+        _tags(errors, prompt.tags)
 
     _collect(prompt, checks)

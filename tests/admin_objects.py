@@ -28,6 +28,7 @@ from tenants.models import (
     Resource,
     ResourceTemplate,
     Secret,
+    Server,
     Tenant,
     Tool,
 )
@@ -112,6 +113,14 @@ def _template(tenant: Tenant) -> ResourceTemplate:
 @makes(Prompt)
 def _prompt(tenant: Tenant) -> Prompt:
     return PromptFactory(tenant=tenant, name=f"{tenant.slug}-prompt")
+
+
+@makes(Server)
+def _server(tenant: Tenant) -> Server:
+    from tenants.servers import server_create
+
+    found = Server.objects.filter(tenant=tenant, slug=f"{tenant.slug}-server").first()
+    return found or server_create(tenant=tenant, slug=f"{tenant.slug}-server", title=f"{tenant.slug} server")
 
 
 @makes(Secret)

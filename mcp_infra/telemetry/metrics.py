@@ -31,19 +31,23 @@ KNOWN_METHODS: frozenset[str] = frozenset(
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 TASK_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
 
+# ``server``: the tenant's named server a request went to ("" for its default server). Bounded like the tenant: an
+# admin creates servers, a client cannot invent one (an unknown server's URL is refused before any request runs).
 REQUESTS = Counter(
-    "mcp_requests", "JSON-RPC requests answered, by tenant, method and outcome.", ["tenant", "method", "outcome"]
+    "mcp_requests",
+    "JSON-RPC requests answered, by tenant, server, method and outcome.",
+    ["tenant", "server", "method", "outcome"],
 )
 REQUEST_DURATION = Histogram(
     "mcp_request_duration_seconds",
     "Time from a JSON-RPC request's dispatch to its outcome.",
-    ["tenant", "method"],
+    ["tenant", "server", "method"],
     buckets=LATENCY_BUCKETS,
 )
 TOOL_CALLS = Counter(
     "mcp_tool_calls",
-    "tools/call requests in both protocol eras, by tenant, tool and outcome.",
-    ["tenant", "tool", "outcome"],
+    "tools/call requests in both protocol eras, by tenant, server, tool and outcome.",
+    ["tenant", "server", "tool", "outcome"],
 )
 OPEN_STREAMS = Gauge(
     "mcp_open_streams",

@@ -46,7 +46,7 @@ from mcp_infra.telemetry import metrics
 logger = logging.getLogger(__name__)
 
 # What a key of the tally starts with: which metrics its counts go to.
-REQUEST = "request"  # then tenant, method label, outcome, tool label (tools/call only, else None)
+REQUEST = "request"  # then tenant, server, method label, outcome, tool label (tools/call only, else None)
 UPSTREAM = "upstream"  # then tenant, upstream label, operation, outcome
 HTTP_TOOL = "http_tool"  # then tenant, outcome
 Key = tuple[str | None, ...]
@@ -93,9 +93,12 @@ class RequestTally:
         # child forked then would find that lock taken forever.
         os.register_at_fork(before=self._before_fork, after_in_parent=self._after_fork, after_in_child=self._forked)
 
-    def record(self, *, tenant: str, method: str, outcome: str, tool: str | None, duration: float) -> None:
-        """Count one request (labels already bounded: ``metrics.method_label``, ``metrics.tool_labels``)."""
-        self._add((REQUEST, tenant, method, outcome, tool), duration)
+    def record(
+        self, *, tenant: str, method: str, outcome: str, tool: str | None, duration: float, server: str = ""
+    ) -> None:
+        """Count one request (labels already bounded: ``metrics.method_label``, ``metrics.tool_labels``) to the
+        tenant's server ``server`` ("" its default server)."""
+        self._add((REQUEST, tenant, server, method, outcome, tool), duration)
 
     def record_upstream(self, *, tenant: str, upstream: str, operation: str, outcome: str, duration: float) -> None:
         """Count one call proxied to an upstream server (``upstream`` already bounded: ``metrics.upstream_labels``)."""
@@ -136,9 +139,9 @@ class RequestTally:
         self.fold_logged()
 
     def _publish(self, pending: dict[Key, list[float]]) -> int:
-        requests: dict[tuple[str, str, str], float] = {}
-        tools: dict[tuple[str, str, str], float] = {}
-        durations: dict[tuple[str, str], list[float]] = {}
+        requests: dict[tuple[str, str, str, str], float] = {}
+        tools: dict[tuple[str, str, str, str], float] = {}
+        durations: dict[tuple[str, str, str], list[float]] = {}
         folded = 0.0
         for key, entry in pending.items():
             count = sum(entry[:-1])
@@ -148,13 +151,13 @@ class RequestTally:
                 counter.labels(*key[1:]).inc(count)
                 histogram_add(histogram.labels(*key[1:-1]), entry[:-1], entry[-1])
                 continue
-            _, tenant, method, outcome, tool = cast(tuple[str, str, str, str, str | None], key)
-            requests[tenant, method, outcome] = requests.get((tenant, method, outcome), 0.0) + count
+            _, tenant, server, method, outcome, tool = cast(tuple[str, str, str, str, str, str | None], key)
+            requests[tenant, server, method, outcome] = requests.get((tenant, server, method, outcome), 0.0) + count
             if tool is not None:
-                tools[tenant, tool, outcome] = tools.get((tenant, tool, outcome), 0.0) + count
-            summed = durations.get((tenant, method))
+                tools[tenant, server, tool, outcome] = tools.get((tenant, server, tool, outcome), 0.0) + count
+            summed = durations.get((tenant, server, method))
             if summed is None:
-                durations[tenant, method] = list(entry)
+                durations[tenant, server, method] = list(entry)
             else:
                 for index, value in enumerate(entry):
                     summed[index] += value
@@ -162,8 +165,8 @@ class RequestTally:
             metrics.REQUESTS.labels(*labels).inc(count)
         for labels, count in tools.items():
             metrics.TOOL_CALLS.labels(*labels).inc(count)
-        for (tenant, method), entry in durations.items():
-            histogram_add(metrics.REQUEST_DURATION.labels(tenant, method), entry[:-1], entry[-1])
+        for (tenant, server, method), entry in durations.items():
+            histogram_add(metrics.REQUEST_DURATION.labels(tenant, server, method), entry[:-1], entry[-1])
         return int(folded)
 
     def fold_logged(self) -> None:

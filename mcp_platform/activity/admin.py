@@ -1,8 +1,9 @@
 """The activity log in the admin: read-only, tenant-scoped, filtered by time, kind, outcome, what a call called, what
 kind of object an admin change changed, which upstream a token exchange was for, what a person's connection is for,
-principal and client (each filter sorted by name), an admin change shown as its fields before and after, a token
-exchange as issued or refused, a connection's event with the admin who disconnected it or the refresh's error,
-exported as CSV or JSON Lines with the filters in force, and the usage dashboard built from the same rows."""
+principal, client and the server a call went to (each filter sorted by name), an admin change shown as its fields
+before and after, a token exchange as issued or refused, a connection's event with the admin who disconnected it or
+the refresh's error, exported as CSV or JSON Lines with the filters in force, and the usage dashboard built from the
+same rows."""
 
 from __future__ import annotations
 
@@ -140,6 +141,36 @@ class CallTargetFilter(admin.SimpleListFilter):
         return queryset if value is None else queryset.filter(kind=ActivityRecord.Kind.CALL, target=value)
 
 
+# The server filter's value for calls to a tenant's default server (whose stored server is "").
+DEFAULT_SERVER = "-"
+DEFAULT_SERVER_LABEL = "(default server)"
+
+
+def server_value(server: str) -> str:
+    """A call's stored server as the server filter's value (``DEFAULT_SERVER`` for the default one)."""
+    return server or DEFAULT_SERVER
+
+
+class ServerFilter(admin.SimpleListFilter):
+    """Calls by the tenant's server they went to: a named server by its slug, or the default server."""
+
+    title = "server"
+    parameter_name = "server"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        calls = model_admin.get_queryset(request).filter(kind=ActivityRecord.Kind.CALL)
+        values = [value for (value,) in _most_frequent(calls, "server")]
+        if values == [""]:
+            return []  # only the default server: nothing to tell apart
+        return _sorted([(server_value(v), v or DEFAULT_SERVER_LABEL) for v in values])
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value is None:
+            return queryset
+        return queryset.filter(kind=ActivityRecord.Kind.CALL, server="" if value == DEFAULT_SERVER else value)
+
+
 BULK = "bulk:"
 
 
@@ -257,6 +288,7 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
         "method",
         PrincipalFilter,
         ClientFilter,
+        ServerFilter,
         "tenant",
     )
     search_fields = ("target", "request_id", "client_name", "principal")
@@ -275,6 +307,7 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
         "client_version",
         "protocol_version",
         "transport",
+        "server_shown",
         "request_id",
         "duration_ms",
         "outcome",
@@ -352,6 +385,10 @@ class ActivityRecordAdmin(PrincipalsNamed, TenantScopedAdmin):
             if obj.error_code is not None
             else obj.get_outcome_display()
         )
+
+    @admin.display(description="server", ordering="server")
+    def server_shown(self, obj: ActivityRecord) -> str:
+        return obj.server or DEFAULT_SERVER_LABEL
 
     @admin.display(description="duration (ms)", ordering="duration_ms")
     def duration(self, obj: ActivityRecord) -> str:

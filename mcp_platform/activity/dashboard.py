@@ -1,6 +1,6 @@
 """The usage dashboard page of the admin: one tenant's figures (or, for platform staff, every tenant's) over the
-last hour, day, week or 30 days: calls over time on a time axis, and per tool, client and upstream, each linked to
-the activity log filtered to it."""
+last hour, day, week or 30 days, for all its servers or one: calls over time on a time axis, and per tool, client,
+server and upstream, each linked to the activity log filtered to it."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ from django.utils import timezone
 from django.utils.http import urlencode
 
 from mcp_platform.activity import charts
+from mcp_platform.activity.admin import DEFAULT_SERVER, server_value
 from mcp_platform.activity.models import ActivityRecord
 from mcp_platform.activity.usage import WINDOWS, Bucket, upstream_calls, usage_summary
 from tenants.admin.policy import ADMINISTERING, admin_scope
 from tenants.admin.scoping import scoped_choices
-from tenants.models import Tenant
+from tenants.models import Server, Tenant
 
 
 def usage_page(request: HttpRequest, model_admin: Any) -> HttpResponse:
@@ -44,6 +45,13 @@ def usage_page(request: HttpRequest, model_admin: Any) -> HttpResponse:
         tenant_ids: frozenset[int] | None = frozenset({chosen.pk})
     else:
         tenant_ids = None if scope.everything else scope.tenant_ids()
+    # One of the chosen tenant's servers ("-": its default one), or all of them ("").
+    servers = list(Server.objects.filter(tenant=chosen).order_by("slug")) if chosen is not None else []
+    server = request.GET.get("server", "")
+    if server not in (DEFAULT_SERVER, *(s.slug for s in servers)):
+        server = ""
+    if server:
+        calls = calls.filter(server="" if server == DEFAULT_SERVER else server)
     upstreams = upstream_calls(tenant_ids=tenant_ids, with_tenant=chosen is None)
     summary = usage_summary(calls, window, now, upstreams)
 
@@ -51,6 +59,8 @@ def usage_page(request: HttpRequest, model_admin: Any) -> HttpResponse:
     base = {"kind__exact": ActivityRecord.Kind.CALL.value}
     if chosen is not None:
         base["tenant__id__exact"] = str(chosen.pk)
+    if server:
+        base["server"] = server
 
     def log_of(**params: str) -> str:
         """The activity log filtered to these calls (the dashboard's tenant, calls only)."""
@@ -69,6 +79,9 @@ def usage_page(request: HttpRequest, model_admin: Any) -> HttpResponse:
         "title": "Usage" + (f" of {chosen.name}" if chosen else " across tenants"),
         "tenants": tenants,
         "chosen": chosen,
+        "servers": servers,
+        "server": server,
+        "default_server": DEFAULT_SERVER,
         "everything": scope.everything,
         "window": window,
         "window_label": label,
@@ -92,6 +105,9 @@ def usage_page(request: HttpRequest, model_admin: Any) -> HttpResponse:
         "timeline": charts.timeline(summary["timeline"], window, bucket_log),
         "tools": charts.rows(summary["tools"], lambda usage: log_of(period=window, target=usage.value)),
         "clients": charts.rows(summary["clients"], lambda usage: log_of(period=window, client=usage.value)),
+        "server_rows": charts.rows(
+            summary["servers"], lambda usage: log_of(period=window, server=server_value(usage.value))
+        ),
         "upstreams": charts.rows(summary["upstreams"], lambda usage: upstream_pages[usage.value]),
     }
     return TemplateResponse(request, "admin/activity/usage.html", context)

@@ -107,6 +107,7 @@ def tool_run_record(run: ToolRun) -> CallRecord:
         # The writer keeps them only where the tenant opted in, redacted against the tool's schema.
         arguments=run.arguments if isinstance(run.arguments, dict) else None,
         headers=None,
+        server=str(origin.get("server", "")),
     )
     return CallRecord(
         info=info, duration_s=max(0.0, (finished - started).total_seconds()), outcome=outcome, error_code=code

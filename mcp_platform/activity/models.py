@@ -50,6 +50,8 @@ class ActivityRecord(models.Model):
     target = models.CharField(max_length=512, blank=True)
     protocol_version = models.CharField(max_length=16, blank=True)
     transport = models.CharField(max_length=16, blank=True)
+    # The slug of the tenant's named server a call went to ("" for its default server).
+    server = models.CharField(max_length=63, blank=True, default="")
     request_id = models.CharField(max_length=128, blank=True)
     duration_ms = models.FloatField(null=True, blank=True)
     outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.OK)

@@ -5,7 +5,7 @@ A buffered ``CallRecord`` keeps its ``CallInfo``, the request's headers and its 
 more than writing its row does. A tuple of strings and numbers is left alone by the collector after its first
 pass. Arguments are held only where the tenant opted in to keeping them (``CallInfo.arguments`` is None otherwise).
 
-The columns that repeat from call to call (principal to transport: ``Middle``) are held once per distinct set, not
+The columns that repeat from call to call (principal to server: ``Middle``) are held once per distinct set, not
 once per call: the method, tool name, version and client strings of a request are fresh objects (parsed from its
 body and headers), and a second's worth of them kept alive until the writer runs scattered the request path's own
 short-lived objects over more memory. Shared, a buffered call holds four objects instead of nine.
@@ -17,8 +17,8 @@ from typing import Any, Final
 
 from mcp_platform.observe.calls import CallRecord
 
-# (principal, client_id, client_name, client_version, method, target, protocol_version, transport)
-Middle = tuple[str, str, str, str, str, str, str, str]
+# (principal, client_id, client_name, client_version, method, target, protocol_version, transport, server)
+Middle = tuple[str, str, str, str, str, str, str, str, str]
 METHOD: Final = 4
 TARGET: Final = 5
 
@@ -50,6 +50,7 @@ def call_row(record: CallRecord) -> CallRow:
         info.target or "",
         info.protocol_version,
         info.transport,
+        info.server,
     )
     middle = _SHARED.get(key)
     if middle is None:

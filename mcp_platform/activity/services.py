@@ -138,6 +138,7 @@ CALL_COLUMNS = (
     "target",
     "protocol_version",
     "transport",
+    "server",
     "request_id",
     "duration_ms",
     "outcome",
@@ -157,10 +158,19 @@ def _limit(field: str) -> int:
 
 # The text columns' lengths (principal to request_id), read from the model once: ``_values`` and
 # ``call_copy_line`` cut to them.
-_TEXT_COLUMNS = CALL_COLUMNS[3:12]
-(_PRINCIPAL, _CLIENT_ID, _CLIENT_NAME, _CLIENT_VERSION, _METHOD, _TARGET, _VERSION, _TRANSPORT, _REQUEST_ID) = (
-    _limit(field) for field in _TEXT_COLUMNS
-)
+_TEXT_COLUMNS = CALL_COLUMNS[3:13]
+(
+    _PRINCIPAL,
+    _CLIENT_ID,
+    _CLIENT_NAME,
+    _CLIENT_VERSION,
+    _METHOD,
+    _TARGET,
+    _VERSION,
+    _TRANSPORT,
+    _SERVER,
+    _REQUEST_ID,
+) = (_limit(field) for field in _TEXT_COLUMNS)
 
 
 def _values(row: CallRow, details: Any, at: Any) -> tuple[Any, ...]:
@@ -192,16 +202,26 @@ def _copy_field(value: Any) -> str:
 
 
 # Per process, each made once: a second's text (a call's time up to its microseconds), and the columns that repeat
-# from call to call (principal to transport), cut (``_values``) and as COPY text. Bounded: a full cache starts again.
+# from call to call (principal to server), cut (``_values``) and as COPY text. Bounded: a full cache starts again.
 _SECONDS: dict[int, str] = {}
 _CUT_MIDDLES: dict[Middle, tuple[str, ...]] = {}
 _MIDDLES: dict[Middle, str] = {}
-_MIDDLE_LIMITS = (_PRINCIPAL, _CLIENT_ID, _CLIENT_NAME, _CLIENT_VERSION, _METHOD, _TARGET, _VERSION, _TRANSPORT)
+_MIDDLE_LIMITS = (
+    _PRINCIPAL,
+    _CLIENT_ID,
+    _CLIENT_NAME,
+    _CLIENT_VERSION,
+    _METHOD,
+    _TARGET,
+    _VERSION,
+    _TRANSPORT,
+    _SERVER,
+)
 _MIDDLES_MAX = 4096
 
 
 def _cut_middle(key: Middle) -> tuple[str, ...]:
-    """The repeating columns of a call (principal to transport), each cut as ``_text`` cuts it."""
+    """The repeating columns of a call (principal to server), each cut as ``_text`` cuts it."""
     middle = _CUT_MIDDLES.get(key)
     if middle is None:
         if len(_CUT_MIDDLES) >= _MIDDLES_MAX:

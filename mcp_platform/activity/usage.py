@@ -1,5 +1,5 @@
-"""Usage figures from activity rows: calls, errors and p50/p95 latency per tool, per client and per upstream, and
-calls over time.
+"""Usage figures from activity rows: calls, errors and p50/p95 latency per tool, per client, per server and per
+upstream, and calls over time.
 
 Percentiles are computed by PostgreSQL (``percentile_cont``, or over 30 days from a histogram it counts); other
 databases (SQLite, embedded) get them from the durations in Python, which suits their small logs.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
@@ -41,6 +41,8 @@ WINDOWS: dict[str, tuple[str, dt.timedelta, Any, dt.timedelta]] = {
     "30d": ("Last 30 days", dt.timedelta(days=30), TruncDay, dt.timedelta(days=1)),
 }
 TOP = 20
+# How the figures name a tenant's default server (a call's stored server is "").
+DEFAULT_SERVER_NAME = "(default server)"
 
 
 class Percentiles(Aggregate):
@@ -271,6 +273,10 @@ def usage_summary(
         # A month of calls is too many to sort per group on every page view: approximate percentiles there.
         "tools": usage_by(calls, "target", exact=window != "30d"),
         "clients": usage_by(calls, "client_name", exact=window != "30d"),
+        "servers": [
+            replace(usage, name=usage.value or DEFAULT_SERVER_NAME)
+            for usage in usage_by(calls, "server", exact=window != "30d")
+        ],
         "upstreams": usage_by_upstream(calls, upstreams or [], exact=window != "30d"),
         "timeline": timeline,
     }

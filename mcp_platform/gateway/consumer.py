@@ -1,5 +1,5 @@
-"""The MCP endpoint ``/t/<tenant>/mcp`` (Streamable HTTP) as a Channels consumer: routing, the POST of either era
-to its handler, the stateless era's POST, and a session's DELETE.
+"""The MCP endpoint ``/t/<tenant>/mcp`` (Streamable HTTP; ``/t/<tenant>/s/<server>/mcp`` for a named server) as a
+Channels consumer: routing, the POST of either era to its handler, the stateless era's POST, and a session's DELETE.
 
 Written on ``AsyncConsumer`` so a disconnect or a channel-layer message is handled while a response
 streams: each HTTP request is served by its own asyncio task, and each JSON-RPC request by another.
@@ -26,9 +26,10 @@ from mcp_platform.gateway.base import GatewayConsumer
 from mcp_platform.gateway.handshake import scope_headers
 from mcp_platform.gateway.handshake_post import HandshakePostMixin
 from mcp_platform.gateway.listen import serve_listen
-from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
+from mcp_platform.gateway.middleware import SERVER_SCOPE_KEY, TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.responses import header_list, send_empty, send_error
+from mcp_platform.gateway.server_lists import ServerLists
 from mcp_platform.gateway.session_cache import session_cache
 from mcp_platform.gateway.session_get import SessionGetMixin
 from mcp_platform.gateway.stateless import serve_stateless, stateless_tasks
@@ -38,7 +39,7 @@ from mcp_platform.oauth.resource import principal_label, request_caller
 from mcp_platform.oauth.throttling import asgi_client_address
 from mcp_platform.quotas.check import oauth_client_id, rate_limits_check_requests
 from tenants.identity import server_identity
-from tenants.models import Tenant
+from tenants.models import Server, Tenant
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +92,8 @@ class McpConsumer(HandshakePostMixin, SessionGetMixin, GatewayConsumer):
     async def _route(self) -> None:
         self.headers = scope_headers(self.scope)
         self.tenant: Tenant = self.scope[TENANT_SCOPE_KEY]
+        # The tenant's named server the request is to (None: its default server).
+        self.server: Server | None = self.scope.get(SERVER_SCOPE_KEY)
         # Who is calling, as tasks, sessions and sealed request states record it, and what the token grants.
         self.principal = principal_label(self.scope)
         self.client_address = asgi_client_address(self.scope)
@@ -121,7 +124,12 @@ class McpConsumer(HandshakePostMixin, SessionGetMixin, GatewayConsumer):
         if not mcp_http.valid_session_id(session_id):
             raise TransportError("Bad Request: malformed Mcp-Session-Id")
         session = await session_cache.get(tenant_id=self.tenant.id, principal=self.principal, session_id=session_id)
-        if session is None or session.transport != LegacySession.Transport.STREAMABLE_HTTP:
+        if (
+            session is None
+            or session.transport != LegacySession.Transport.STREAMABLE_HTTP
+            # A session belongs to the server it was opened on: another server's URL does not find it.
+            or session.server != self.server_slug
+        ):
             raise TransportError("Session not found", http_status=404)
         header = self.headers.get("mcp-protocol-version", DEFAULT_HEADERLESS_VERSION)
         if not header_version_acceptable(header, session.protocol_version):
@@ -161,7 +169,7 @@ class McpConsumer(HandshakePostMixin, SessionGetMixin, GatewayConsumer):
         await serve_stateless(
             send=self.send,
             tenant=self.tenant,
-            server=server_identity(self.tenant),
+            server=server_identity(self.tenant, self.server),
             headers=self.headers,
             request=message,
             principal=self.principal,
@@ -169,7 +177,12 @@ class McpConsumer(HandshakePostMixin, SessionGetMixin, GatewayConsumer):
             granted=self.granted,
             client_id=self.client_id,
             caller=self.caller,
+            named_server=self.server,
         )
+
+    @property
+    def server_slug(self) -> str:
+        return self.server.slug if self.server is not None else ""
 
     async def _listen(self, request: jsonrpc.Request) -> None:
         """2026-07-28 ``subscriptions/listen``: envelope errors as JSON with the request's id, else the stream."""
@@ -177,7 +190,11 @@ class McpConsumer(HandshakePostMixin, SessionGetMixin, GatewayConsumer):
             envelope = open_envelope(method=request.method, params=request.params, headers=self.headers)
             subscription = parse_listen(request.params, request.id, envelope.client_capabilities)
             await rate_limits_check_requests(
-                tenant=self.tenant, client_id=self.client_id, client_address=self.client_address, requests=[request]
+                tenant=self.tenant,
+                client_id=self.client_id,
+                client_address=self.client_address,
+                requests=[request],
+                server=self.server,
             )
         except McpError as exc:
             await send_error(self.send, exc, request.id)
@@ -192,6 +209,7 @@ class McpConsumer(HandshakePostMixin, SessionGetMixin, GatewayConsumer):
             tenant_id=self.tenant.id,
             tasks=tasks,
             access=StreamAccess.of(self.scope),
+            lists=ServerLists.of(self.tenant, self.server),
         )
 
     # --- DELETE ------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from mcp_platform.quotas.check import rate_limits_check_requests
 from tenants.cache import tenant_cache
 from tenants.connections.acting import Caller
 from tenants.identity import server_identity
-from tenants.models import Tenant
+from tenants.models import Server, Tenant
 
 
 def scope_headers(scope: dict[str, Any]) -> dict[str, str]:
@@ -74,7 +74,9 @@ def session_env(
     client_address: str,
     granted: frozenset[str] | None,
     caller: Caller,
+    named_server: Server | None = None,
 ) -> Env:
+    """A request's ``Env`` on ``session``, opened on the tenant's server ``named_server`` (None: its default one)."""
     params = request.params or {}
     meta = params.get("_meta")
     # 2025-11-25 tasks belong to the principal and the session that started them.
@@ -93,13 +95,14 @@ def session_env(
                 transport=HTTP_SSE if session.transport == LegacySession.Transport.HTTP_SSE else STREAMABLE_HTTP,
                 request_id=str(request.id),
                 base_url=caller.base_url,
+                server=session.server,
             ),
         )
     return Env(
         version=session.protocol_version,
-        catalog=tenant_cache.catalog(tenant, granted),
+        catalog=tenant_cache.catalog(tenant, granted, named_server),
         outbound=SinkOutbound(sink=sink, tenant_id=tenant.id, session_id=session.id),
-        server=server_identity(tenant),
+        server=server_identity(tenant, named_server),
         client_capabilities=session.client_capabilities,
         log_level=session.log_level or None,
         page_size=platform_settings.PAGE_SIZE,
@@ -138,14 +141,16 @@ async def rate_limits_admit(
     client_address: str,
     requests: list[jsonrpc.Request],
     observe: Callable[[jsonrpc.Request], CallInfo],
+    server: Server | None = None,
 ) -> bool:
-    """Count a POST's requests against the tenant's rate limits before any runs, so that a refusal is the whole
-    response (429, ``Retry-After``, the JSON-RPC error with the request's id); False when it was refused. Every
+    """Count a POST's requests against the tenant's rate limits (and its server ``server``'s) before any runs, so
+    that a refusal is the whole response (429, ``Retry-After``, the JSON-RPC error with the request's id); False
+    when it was refused. Every
     request of a refused POST is reported to the observation hooks as refused (``observe`` makes its
     ``CallInfo``): none of them runs, and the activity log and metrics count refusals as the stateless era does."""
     try:
         await rate_limits_check_requests(
-            tenant=tenant, client_id=client_id, client_address=client_address, requests=requests
+            tenant=tenant, client_id=client_id, client_address=client_address, requests=requests, server=server
         )
     except RateLimited as exc:
         if hooks_registered():

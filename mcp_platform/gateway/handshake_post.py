@@ -22,7 +22,7 @@ from mcp_platform.gateway.streams import PostStream, keep_running, run_request, 
 from mcp_platform.observe.calls import STREAMABLE_HTTP, CallInfo
 from tenants.connections.acting import Caller
 from tenants.identity import server_identity
-from tenants.models import Tenant
+from tenants.models import Server, Tenant
 
 
 class HandshakePostMixin:
@@ -31,6 +31,7 @@ class HandshakePostMixin:
     send: Send
     headers: dict[str, str]
     tenant: Tenant
+    server: Server | None
     principal: str
     client_address: str
     client_id: str
@@ -45,6 +46,9 @@ class HandshakePostMixin:
 
         async def _session(self, *, required: bool = True) -> LegacySession | None: ...
 
+        @property
+        def server_slug(self) -> str: ...
+
     async def _post_handshake(self, messages: list[Any], is_batch: bool) -> None:
         """Admit the POST's requests, act on the client's messages, and answer the requests on one stream."""
         session = await self._session(required=False)
@@ -58,6 +62,7 @@ class HandshakePostMixin:
             client_address=self.client_address,
             requests=requests,
             observe=lambda request: self._call_info(request, session),
+            server=self.server,
         ):
             return
         if session is None:
@@ -121,6 +126,7 @@ class HandshakePostMixin:
             client_address=self.client_address,
             granted=self.granted,
             caller=self.caller,
+            named_server=self.server,
         )
 
     def _runs_start(self, session: LegacySession, stream: PostStream, requests: list[jsonrpc.Request]) -> None:
@@ -155,6 +161,7 @@ class HandshakePostMixin:
             transport=STREAMABLE_HTTP,
             headers=self.headers,
             keep_arguments=self.tenant.activity_record_arguments,
+            server=self.server_slug,
         )
 
     async def _post_without_session(self, messages: list[Any]) -> None:
@@ -179,9 +186,10 @@ class HandshakePostMixin:
             protocol_version=version,
             client_capabilities=capabilities,
             client_info=client_info,
+            server=self.server_slug,
         )
         await session_cache.remember(session)
-        result = initialize_result(server_identity(self.tenant), version, tasks=True)
+        result = initialize_result(server_identity(self.tenant, self.server), version, tasks=True)
         await send_json(
             self.send,
             200,

@@ -1,4 +1,5 @@
-"""The 2024-11-05 HTTP+SSE transport for old clients: ``GET /t/<tenant>/sse`` and ``POST …/messages``.
+"""The 2024-11-05 HTTP+SSE transport for old clients: ``GET /t/<tenant>/sse`` and ``POST …/messages`` (under
+``/t/<tenant>/s/<server>/`` for a named server).
 
 The GET stream's first event names the endpoint to POST to; every response and server message of the
 session then travels on that stream, whichever process handled the POST.
@@ -18,17 +19,18 @@ from mcp_core import jsonrpc, sse
 from mcp_core.errors import InvalidRequest, McpError, TransportError, error_to_wire
 from mcp_core.features.lifecycle import initialize_result, parse_initialize
 from mcp_core.session import SessionState, SessionStateError
-from mcp_infra.addresses import base_url_from_scope
+from mcp_infra.addresses import MESSAGES, base_url_from_scope, endpoint_url
 from mcp_infra.messaging import groups
 from mcp_infra.messaging.mailbox import Inbox
 from mcp_platform.gateway import sessions
 from mcp_platform.gateway.base import GatewayConsumer
 from mcp_platform.gateway.drain import ending_on_drain
 from mcp_platform.gateway.handshake import deliver_client_messages, rate_limits_admit, scope_headers, session_env
-from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY, granted_scopes
+from mcp_platform.gateway.middleware import SERVER_SCOPE_KEY, TENANT_SCOPE_KEY, granted_scopes
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.observing import call_info
 from mcp_platform.gateway.responses import send_body, send_chunk, send_empty, send_error, start_sse, wire_error
+from mcp_platform.gateway.server_lists import ServerLists
 from mcp_platform.gateway.session_cache import session_cache
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from mcp_platform.gateway.streams import SessionSink, start_run
@@ -38,7 +40,7 @@ from mcp_platform.observe.calls import HTTP_SSE, CallInfo
 from mcp_platform.quotas.check import oauth_client_id
 from tenants.events import catalog_group
 from tenants.identity import server_identity
-from tenants.models import Tenant
+from tenants.models import Server, Tenant
 
 logger = logging.getLogger(__name__)
 
@@ -79,19 +81,26 @@ class LegacySseConsumer(SessionStreamMixin, GatewayConsumer):
             await send_error(self.send, TransportError("Not Acceptable: text/event-stream", http_status=406))
             return
         tenant = self.tenant = self.scope[TENANT_SCOPE_KEY]
+        server: Server | None = self.scope.get(SERVER_SCOPE_KEY)
+        server_slug = server.slug if server is not None else ""
         self.session = await sessions.legacy_session_create(
             tenant_id=tenant.pk,
             principal=principal_label(self.scope),
             transport=LegacySession.Transport.HTTP_SSE,
             state=SessionState.NEW,
+            server=server_slug,
         )
         inbox = Inbox()
         await inbox.join(groups.session_group(tenant.pk, self.session.pk), catalog_group(tenant.pk))
         try:
+            self._lists = ServerLists.of(tenant, server)
+            if self._lists is not None:
+                await self._lists.start()
             # Ends last when the process drains: it carries the answers of the requests this process still runs.
             with ending_on_drain(inbox, last=True):
                 await start_sse(self.send)
-                endpoint = f"/t/{tenant.slug}/messages?session_id={self.session.pk}"
+                messages = endpoint_url("", tenant.slug, MESSAGES, server_slug)
+                endpoint = f"{messages}?session_id={self.session.pk}"
                 await send_chunk(self.send, sse.event(endpoint, event="endpoint"))
                 await self._pump(inbox)
         finally:
@@ -149,12 +158,14 @@ class LegacyMessagesConsumer(GatewayConsumer):
         if not mcp_http.is_json_content_type(scope_headers(self.scope).get("content-type")):
             raise TransportError("Unsupported Media Type: Content-Type must be application/json", http_status=415)
         tenant: Tenant = self.scope[TENANT_SCOPE_KEY]
+        server: Server | None = self.scope.get(SERVER_SCOPE_KEY)
+        server_slug = server.slug if server is not None else ""
         principal = principal_label(self.scope)
         session_id = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("session_id", [""])[0]
         session = None
         if mcp_http.valid_session_id(session_id):
             session = await session_cache.get(tenant_id=tenant.pk, principal=principal, session_id=session_id)
-        if session is None or session.transport != LegacySession.Transport.HTTP_SSE:
+        if session is None or session.transport != LegacySession.Transport.HTTP_SSE or session.server != server_slug:
             raise TransportError("Session not found", http_status=404)
         messages, _ = jsonrpc.decode(self._body, allow_batch=False)
         requests = [m for m in messages if isinstance(m, jsonrpc.Request)]
@@ -171,6 +182,7 @@ class LegacyMessagesConsumer(GatewayConsumer):
                 transport=HTTP_SSE,
                 headers=scope_headers(self.scope),
                 keep_arguments=tenant.activity_record_arguments,
+                server=server_slug,
             )
 
         # Counted before the 202, so a refusal is this POST's answer (429, Retry-After), not an event on the stream.
@@ -181,13 +193,14 @@ class LegacyMessagesConsumer(GatewayConsumer):
             client_address=asgi_client_address(self.scope),
             requests=requests,
             observe=info_of,
+            server=server,
         ):
             return
         await send_body(self.send, 202, b"Accepted", content_type="text/plain")
         sink = SessionSink(tenant_id=tenant.pk, session_id=session.pk)
         for message in messages:
             if isinstance(message, jsonrpc.Request) and message.method == "initialize":
-                await self._initialize(tenant, session, sink, message)
+                await self._initialize(tenant, server, session, sink, message)
             elif isinstance(message, jsonrpc.Request):
                 if session.state == SessionState.NEW.value:
                     error = error_to_wire(InvalidRequest("The session is not initialized"))[1]
@@ -202,6 +215,7 @@ class LegacyMessagesConsumer(GatewayConsumer):
                     client_address=asgi_client_address(self.scope),
                     granted=granted_scopes(self.scope),
                     caller=request_caller(self.scope, base_url=base_url_from_scope(self.scope)),
+                    named_server=server,
                 )
                 info = info_of(message)
                 start_run(request=message, env=env, sink=sink, tenant_id=tenant.pk, session_id=session.pk, info=info)
@@ -209,7 +223,12 @@ class LegacyMessagesConsumer(GatewayConsumer):
                 await deliver_client_messages(tenant_id=tenant.pk, session=session, messages=[message])
 
     async def _initialize(
-        self, tenant: Tenant, session: LegacySession, sink: SessionSink, request: jsonrpc.Request
+        self,
+        tenant: Tenant,
+        server: Server | None,
+        session: LegacySession,
+        sink: SessionSink,
+        request: jsonrpc.Request,
     ) -> None:
         try:
             version, capabilities, client_info = parse_initialize(request.params)
@@ -230,5 +249,5 @@ class LegacyMessagesConsumer(GatewayConsumer):
             logger.exception("legacy initialize failed")
             await sink.message(jsonrpc.encode_error(request.id, wire_error(exc)[1]))
             return
-        result = initialize_result(server_identity(tenant), version, tasks=True)
+        result = initialize_result(server_identity(tenant, server), version, tasks=True)
         await sink.message(jsonrpc.encode_result(request.id, result))

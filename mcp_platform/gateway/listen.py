@@ -22,6 +22,7 @@ from mcp_infra.messaging import groups
 from mcp_infra.messaging.mailbox import Inbox
 from mcp_platform.gateway.drain import SERVER_DRAINING, ending_on_drain
 from mcp_platform.gateway.responses import Send, send_chunk, start_sse
+from mcp_platform.gateway.server_lists import ServerLists
 from mcp_platform.gateway.stream_access import StreamAccess
 from tenants.events import catalog_group
 
@@ -74,15 +75,24 @@ class ListenStream:
 
 
 async def serve_listen(
-    *, send: Send, subscription: Subscription, tenant_id: int, tasks: TaskStore, access: StreamAccess
+    *,
+    send: Send,
+    subscription: Subscription,
+    tenant_id: int,
+    tasks: TaskStore,
+    access: StreamAccess,
+    lists: ServerLists | None = None,
 ) -> None:
     """Join the tenant's catalog group and the groups of the caller's tasks it asked about, acknowledge, send those
     tasks as they are now, and stay until cancelled, no longer ``access.allowed()``, or the process drains. Joining
-    comes first so a change committed right after the acknowledgement is not missed."""
+    comes first so a change committed right after the acknowledgement is not missed. On a named server, ``lists``
+    passes on only the changes of the server's own lists and resources."""
     task_groups = {groups.task_group(tenant_id, task_id): task_id for task_id in subscription.task_ids}
     inbox = Inbox()
     await inbox.join(catalog_group(tenant_id), *task_groups)
     try:
+        if lists is not None:
+            await lists.start()
         with ending_on_drain(inbox):
             current = {task_id: await tasks.get(task_id) for task_id in subscription.task_ids}
             followed = [task_id for task_id, task in current.items() if task is not None]
@@ -98,9 +108,12 @@ async def serve_listen(
                 if message is None:
                     await stream.keep_alive()
                 elif message.get("type") == "catalog.changed":
-                    await stream.catalog_changed(message)
+                    if lists is None or await lists.changed(str(message.get("kind", ""))):
+                        await stream.catalog_changed(message)
                 elif message.get("type") == "resource.updated":
-                    await stream.resource_updated(message)
+                    uri = message.get("uri")
+                    if lists is None or (isinstance(uri, str) and await lists.serves_resource(uri)):
+                        await stream.resource_updated(message)
                 elif message.get("kind") == "status" and message.get("group") in task_groups:
                     await stream.task_changed(await tasks.get(task_groups[message["group"]]))
     finally:

@@ -1,10 +1,11 @@
-"""ASGI middleware in front of the MCP endpoints: the tenant (404), Host and Origin (403), body limit (413),
-bearer token (401/403).
+"""ASGI middleware in front of the MCP endpoints: the tenant and server (404), Host and Origin (403), body limit
+(413), bearer token (401/403).
 
 Channels offers none of these for plain HTTP. Only paths under ``/t/`` are guarded here; Django guards the
-rest. The tenant is resolved once, here, and handed on in ``scope["mcp.tenant"]``; a tenant that requires
-authorization also gets the caller's ``Principal`` in ``scope["mcp.principal"]``, and the ``Authorization``
-header is dropped from the scope once checked, so no later code can pass the client's token on.
+rest. The tenant is resolved once, here, and handed on in ``scope["mcp.tenant"]``, and so is the named server of a
+path under ``/t/<tenant>/s/<server>/`` in ``scope["mcp.server"]`` (None for the tenant's default server); a tenant
+that requires authorization also gets the caller's ``Principal`` in ``scope["mcp.principal"]``, and the
+``Authorization`` header is dropped from the scope once checked, so no later code can pass the client's token on.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from mcp_infra import addresses
 from mcp_infra.conf import platform_settings
 from mcp_platform.gateway.responses import DATABASE_UNREACHABLE, send_error, send_json
 from mcp_platform.oauth import resource
-from mcp_platform.oauth.scopes import arequired_scopes
+from mcp_platform.oauth.scopes import SCOPES, arequired_scopes
 from tenants.cache import tenant_cache
 
 Scope = dict[str, Any]
@@ -31,12 +32,8 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def _tenant_slug(path: str) -> str | None:
-    parts = path.split("/")
-    return parts[2] if len(parts) > 2 and parts[1] == "t" and parts[2] else None
-
-
 TENANT_SCOPE_KEY = "mcp.tenant"
+SERVER_SCOPE_KEY = "mcp.server"
 
 
 # A client sends the same Host on every request: the answer is remembered per value (and per setting, so a test
@@ -92,13 +89,17 @@ class GatewayMiddleware:
         if not _host_allowed(_header(scope, b"host"), tuple(allowed_hosts)):
             await reject(403, "Forbidden: Host not allowed")
             return None
-        slug = _tenant_slug(scope["path"])
+        slug, server_slug = addresses.path_tenant_and_server(scope["path"])
         tenant = await tenant_cache.servable(slug) if slug else None
         if tenant is None:
             await reject(404, "Unknown tenant")
             return None
-        # Resolved once here; the consumers read it from the scope.
-        scope = {**scope, TENANT_SCOPE_KEY: tenant}
+        server = await tenant_cache.server(tenant, server_slug) if server_slug else None
+        if server_slug and server is None:
+            await reject(404, "Unknown server")
+            return None
+        # Resolved once here; the consumers read them from the scope.
+        scope = {**scope, TENANT_SCOPE_KEY: tenant, SERVER_SCOPE_KEY: server}
         origin = _header(scope, b"origin")
         if not mcp_http.origin_allowed(origin, allowed_hosts=allowed_hosts, allowed_origins=tenant.allowed_origins):
             await reject(403, "Forbidden: Origin not allowed")
@@ -110,6 +111,8 @@ class GatewayMiddleware:
                 authorization=_header(scope, b"authorization"),
                 base_url=addresses.base_url_from_scope(scope),
                 endpoint=addresses.endpoint_of(scope["path"]),
+                server=server_slug,
+                scopes=SCOPES if server is None else frozenset({*SCOPES, *server.required_scopes.split()}),
             )
             if isinstance(outcome, resource.Challenge):
                 message = "Unauthorized" if outcome.status == 401 else "Forbidden"
@@ -137,7 +140,7 @@ class GatewayMiddleware:
                 break
         principal = scope.get(resource.PRINCIPAL_SCOPE_KEY)
         if isinstance(principal, resource.Principal):
-            missing = await arequired_scopes(bytes(body), tenant=tenant) - principal.scopes
+            missing = await arequired_scopes(bytes(body), tenant=tenant, server=server) - principal.scopes
             if missing:
                 # Name everything the client needs, not only what is missing, so a client that asks
                 # for exactly this set keeps what it already had.
@@ -145,6 +148,7 @@ class GatewayMiddleware:
                     base_url=addresses.base_url_from_scope(scope),
                     slug=tenant.slug,
                     endpoint=addresses.endpoint_of(scope["path"]),
+                    server=server_slug,
                     error="insufficient_scope",
                     description=f"This request needs {' '.join(sorted(missing))}.",
                     scopes=principal.scopes | missing,

@@ -14,6 +14,9 @@ class LegacySession(models.Model):
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="legacy_sessions")
     # Whom the session acts for (``oauth.resource.principal_label``): only that principal's requests find it.
     principal = models.CharField(max_length=200, default="anonymous")
+    # The slug of the tenant's named server the session was opened on ("" for its default server): only that
+    # server's URL finds it.
+    server = models.CharField(max_length=63, blank=True, default="")
     transport = models.CharField(max_length=16, choices=Transport.choices, default=Transport.STREAMABLE_HTTP)
     state = models.CharField(max_length=16)
     protocol_version = models.CharField(max_length=16, blank=True)

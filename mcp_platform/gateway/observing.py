@@ -51,8 +51,10 @@ def call_info(
     transport: str,
     headers: Mapping[str, str] | None,
     keep_arguments: bool,
+    server: str = "",
 ) -> CallInfo:
-    """What is known as ``request`` starts; ``principal`` is the caller's label. The arguments are kept only when
+    """What is known as ``request`` starts; ``principal`` is the caller's label, ``server`` the slug of the tenant's
+    named server the request went to ("" for its default server). The arguments are kept only when
     ``keep_arguments`` (the tenant records them in its activity log): a call's info may be held for a while."""
     params = request.params or {}
     key = _TARGET_KEYS.get(request.method)
@@ -79,4 +81,5 @@ def call_info(
         started_at=time.time(),
         arguments=arguments if isinstance(arguments, dict) else None,
         headers=headers,
+        server=server,
     )

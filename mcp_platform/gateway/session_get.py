@@ -18,9 +18,10 @@ from mcp_platform.gateway.control import session_control
 from mcp_platform.gateway.drain import ending_on_drain
 from mcp_platform.gateway.models import LegacySession
 from mcp_platform.gateway.responses import Send, header_list, send_chunk, start_sse
+from mcp_platform.gateway.server_lists import ServerLists
 from mcp_platform.gateway.session_streams import SessionStreamMixin
 from tenants.events import catalog_group
-from tenants.models import Tenant
+from tenants.models import Server, Tenant
 
 
 class SessionGetMixin(SessionStreamMixin):
@@ -29,6 +30,7 @@ class SessionGetMixin(SessionStreamMixin):
     send: Send
     headers: dict[str, str]
     tenant: Tenant
+    server: Server | None
     _sse_open: bool
     _inbox: Inbox
     _stream_id: str
@@ -147,6 +149,9 @@ class SessionGetMixin(SessionStreamMixin):
             raise TransportError("Conflict: this session already has an open GET stream", http_status=409)
         try:
             await self._inbox.join(catalog_group(self.tenant.id), groups.session_group(self.tenant.id, self.session.id))
+            self._lists = ServerLists.of(self.tenant, self.server)
+            if self._lists is not None:
+                await self._lists.start()
             with session_control.watching_close(self.tenant.id, self.session.id, self._session_closed):
                 await self._standalone_stream(stream_id, after)
         finally:

@@ -16,6 +16,7 @@ from mcp_infra.messaging import groups
 from mcp_infra.messaging.mailbox import Inbox, send_to_group
 from mcp_platform.gateway import sessions
 from mcp_platform.gateway.models import LegacySession
+from mcp_platform.gateway.server_lists import ServerLists
 from mcp_platform.gateway.stream_access import StreamAccess
 
 # A message on the session's group that is a notification for its client (``session_notify``).
@@ -33,12 +34,15 @@ class SessionStreamMixin:
     """For a consumer holding a session's stream: drain its ``Inbox`` into ``_push`` until ``_closed`` is true.
 
     Subclasses write a server message (``_push``), act on the session's own signals (``mailbox_message``), keep
-    the connection alive when nothing happens (``_idle``) and end the response (``_close_stream``).
+    the connection alive when nothing happens (``_idle``) and end the response (``_close_stream``). A stream of a
+    named server sets ``_lists`` (and starts it once it joined the catalog group): only changes of its own lists and
+    resources reach its client.
     """
 
     scope: dict[str, Any]
     session: LegacySession
     _closed: bool
+    _lists: ServerLists | None = None
 
     async def _close_stream(self) -> None:
         raise NotImplementedError
@@ -57,13 +61,16 @@ class SessionStreamMixin:
         await self._close_stream()
 
     async def catalog_changed(self, message: dict[str, Any]) -> None:
-        method = LIST_CHANGED.get(message.get("kind", ""))
-        if method is not None:
+        kind = message.get("kind", "")
+        method = LIST_CHANGED.get(kind)
+        if method is not None and (self._lists is None or await self._lists.changed(kind)):
             await self._push(method, {})
 
     async def resource_updated(self, message: dict[str, Any]) -> None:
         uri = message.get("uri")
-        if isinstance(uri, str) and uri in await sessions.legacy_session_subscriptions(session_id=self.session.pk):
+        if not isinstance(uri, str) or (self._lists is not None and not await self._lists.serves_resource(uri)):
+            return
+        if uri in await sessions.legacy_session_subscriptions(session_id=self.session.pk):
             await self._push(RESOURCE_UPDATED, {"uri": uri})
 
     async def session_message(self, message: dict[str, Any]) -> None:

@@ -44,13 +44,16 @@ async def legacy_session_create(
     protocol_version: str = "",
     client_capabilities: dict[str, Any] | None = None,
     client_info: dict[str, Any] | None = None,
+    server: str = "",
 ) -> LegacySession:
-    """Store a new session: one statement holding everything its requests need."""
+    """Store a new session on the tenant's server ``server`` ("" its default one): one statement holding everything
+    its requests need."""
     now = timezone.now()
     session = LegacySession(
         id=new_token(),
         tenant_id=tenant_id,
         principal=principal,
+        server=server,
         transport=transport,
         state=state.value,
         protocol_version=protocol_version,

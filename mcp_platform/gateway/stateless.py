@@ -41,7 +41,7 @@ from mcp_platform.observe.calls import STREAMABLE_HTTP, observed_call
 from mcp_platform.quotas.check import rate_limits_check
 from tenants.cache import tenant_cache
 from tenants.connections.acting import Caller
-from tenants.models import Tenant
+from tenants.models import Server, Tenant
 
 logger = logging.getLogger(__name__)
 
@@ -174,6 +174,7 @@ def stateless_env(
     granted: frozenset[str] | None,
     caller: Caller,
     request_id: str = "",
+    named_server: Server | None = None,
 ) -> Env:
     client_info = envelope.client_info or {}
     origin = RunOrigin(
@@ -182,10 +183,11 @@ def stateless_env(
         transport=STREAMABLE_HTTP,
         request_id=request_id,
         base_url=caller.base_url,
+        server=named_server.slug if named_server is not None else "",
     )
     return Env(
         version=envelope.version,
-        catalog=tenant_cache.catalog(tenant, granted),
+        catalog=tenant_cache.catalog(tenant, granted, named_server),
         outbound=stream,
         server=server,
         client_capabilities=envelope.client_capabilities,
@@ -214,10 +216,12 @@ async def serve_stateless(
     granted: frozenset[str] | None,
     client_id: str,
     caller: Caller,
+    named_server: Server | None = None,
 ) -> None:
     """Answer one stateless request for ``principal`` (``principal_label``: ``anonymous`` on a public tenant), who
     holds ``granted`` scopes (None on a public tenant) and calls from ``client_address`` through the OAuth client
-    ``client_id`` ("" on a public tenant); every error goes out with the request's id, its HTTP status and headers."""
+    ``client_id`` ("" on a public tenant), to the tenant's server ``named_server`` (None: its default server); every
+    error goes out with the request's id, its HTTP status and headers."""
     stream = RequestStream(send)
     try:
         envelope = open_envelope(method=request.method, params=request.params, headers=headers)
@@ -232,6 +236,7 @@ async def serve_stateless(
             granted=granted,
             caller=caller,
             request_id=str(request.id),
+            named_server=named_server,
         )
         info = call_info(
             tenant_id=tenant.id,
@@ -243,10 +248,17 @@ async def serve_stateless(
             transport=STREAMABLE_HTTP,
             headers=headers,
             keep_arguments=tenant.activity_record_arguments,
+            server=named_server.slug if named_server is not None else "",
         )
         async with observed_call(info) as call:
             # Inside the observation: a refusal is recorded as one.
-            await rate_limits_check(tenant=tenant, request=request, client_id=client_id, client_address=client_address)
+            await rate_limits_check(
+                tenant=tenant,
+                request=request,
+                client_id=client_id,
+                client_address=client_address,
+                server=named_server,
+            )
             result = await dispatch(request.method, request.params, env)
             call.succeed(result)
         await stream.finish(jsonrpc.encode_result(request.id, result), 200)

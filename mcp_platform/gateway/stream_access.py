@@ -1,9 +1,10 @@
 """Whether the caller of an open stream may still hear it, asked again while the stream lives.
 
 The middleware checks a request once, when it arrives; a stream outlives that check. Before each event and at
-each keep-alive a stream asks ``StreamAccess.allowed``: the tenant must still be servable (suspension), and on a
-tenant that requires authorization the caller must still hold the grant the stream was opened with. A stream no
-longer allowed ends; the client reconnects and meets the middleware.
+each keep-alive a stream asks ``StreamAccess.allowed``: the tenant must still be servable (suspension), so must
+the named server the stream is on (disabled, deleted), and on a tenant that requires authorization the caller
+must still hold the grant the stream was opened with. A stream no longer allowed ends; the client reconnects and
+meets the middleware.
 
 The grant, not the one access token: an access token expires (an hour) long before a client is done with its
 stream, and a client renews it on its next request (a refresh, or a new authorization after a 401) while the
@@ -21,19 +22,20 @@ import logging
 import uuid
 from typing import Any
 
-from mcp_platform.gateway.middleware import TENANT_SCOPE_KEY
+from mcp_platform.gateway.middleware import SERVER_SCOPE_KEY, TENANT_SCOPE_KEY
 from mcp_platform.oauth import resource
 from tenants.cache import tenant_cache
-from tenants.models import Tenant
+from tenants.models import Server, Tenant
 
 logger = logging.getLogger(__name__)
 
 
 class StreamAccess:
-    """The tenant and principal a stream was opened for, checked again on demand."""
+    """The tenant (and named server) and principal a stream was opened for, checked again on demand."""
 
-    def __init__(self, *, tenant: Tenant, principal: resource.Principal | None) -> None:
+    def __init__(self, *, tenant: Tenant, principal: resource.Principal | None, server: Server | None = None) -> None:
         self._tenant = tenant
+        self._server_slug = server.slug if server is not None else ""
         self._principal = principal
         # The refresh-token family of the stream's token, remembered from a look while the token existed: a
         # rotation deletes the old access token, and the family is how the stream then finds its grant.
@@ -46,6 +48,7 @@ class StreamAccess:
         return cls(
             tenant=scope[TENANT_SCOPE_KEY],
             principal=principal if isinstance(principal, resource.Principal) else None,
+            server=scope.get(SERVER_SCOPE_KEY),
         )
 
     async def allowed(self) -> bool:
@@ -54,6 +57,8 @@ class StreamAccess:
         try:
             tenant = await tenant_cache.servable(self._tenant.slug)
             if tenant is None or tenant.pk != self._tenant.pk:
+                return False
+            if self._server_slug and await tenant_cache.server(tenant, self._server_slug) is None:
                 return False
             if not tenant.requires_authorization:
                 return True

@@ -100,3 +100,5 @@ class RunOrigin(NamedTuple):
     request_id: str = ""
     # The platform's address as the client reached it: where links the run's questions carry point.
     base_url: str = ""
+    # The tenant's named server the request went to ("" for its default server).
+    server: str = ""

@@ -18,18 +18,23 @@ from oauth2_provider.models import AbstractApplication, get_access_token_model
 from mcp_platform.oauth.models import TenantApplication
 from mcp_platform.oauth.scopes import SCOPES, ordered
 from tenants.models import Tenant
-from tenants.selectors import tool_scope_vocabulary
+from tenants.selectors import server_scope_vocabulary, tool_scope_vocabulary
 
 
 def checked_scopes(tenant: Tenant, scopes: list[str]) -> str:
-    """``scopes`` as stored: each a platform scope or one a tool of ``tenant`` requires. Raises ``ValidationError``."""
+    """``scopes`` as stored: each a platform scope or one a tool or server of ``tenant`` requires. Raises
+    ``ValidationError``."""
     if not scopes:
         raise ValidationError({"allowed_scopes": ["Allow the client at least one scope."]})
-    known = {*SCOPES, *tool_scope_vocabulary(tenant=tenant)}
+    known = {*SCOPES, *tool_scope_vocabulary(tenant=tenant), *server_scope_vocabulary(tenant=tenant)}
     unknown = sorted(set(scopes) - known)
     if unknown:
         raise ValidationError(
-            {"allowed_scopes": [f"{' '.join(unknown)}: neither a platform scope nor one a tool of {tenant} requires."]}
+            {
+                "allowed_scopes": [
+                    f"{' '.join(unknown)}: neither a platform scope nor one a tool or server of {tenant} requires."
+                ]
+            }
         )
     return " ".join(ordered(scopes))
 

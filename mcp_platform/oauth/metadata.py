@@ -12,33 +12,44 @@ from oauth2_provider.views import ConnectDiscoveryInfoView, OAuthProtectedResour
 
 from mcp_infra.addresses import base_url_from_request, endpoint_url
 from mcp_platform.oauth.scopes import SCOPES, ordered
-from tenants.models import Tenant
-from tenants.selectors import tenant_get_servable, tool_scope_vocabulary
+from tenants.identity import server_identity
+from tenants.models import Server, Tenant
+from tenants.selectors import server_get_servable, tenant_get_servable, tool_scope_vocabulary
 
 
 class TenantResourceMetadataView(OAuthProtectedResourceMetadataView):
-    """``/.well-known/oauth-protected-resource/t/<tenant>/<endpoint>`` (``mcp``, ``sse``, ``messages``): DOT's
-    document with ``resource`` = that endpoint's URL (RFC 9728 §3.3) and ``scopes_supported`` = the platform's MCP
-    scopes plus those the tenant's tools require."""
+    """``/.well-known/oauth-protected-resource/t/<tenant>/<endpoint>`` (``mcp``, ``sse``, ``messages``), and
+    ``…/t/<tenant>/s/<server>/<endpoint>`` for one of the tenant's named servers: DOT's document with ``resource`` =
+    that endpoint's URL (RFC 9728 §3.3) and ``scopes_supported`` = the platform's MCP scopes plus those the tenant's
+    tools require (and, for a named server, those it requires of every request)."""
 
     tenant: Tenant
+    server: Server | None
 
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         tenant = tenant_get_servable(slug=kwargs["tenant"])
         if tenant is None:
             raise Http404("No such tenant.")
+        server_slug = kwargs.get("server", "")
+        self.server = server_get_servable(tenant=tenant, slug=server_slug) if server_slug else None
+        if server_slug and self.server is None:
+            raise Http404("No such server.")
         self.tenant = tenant
-        self.resource = endpoint_url(base_url_from_request(request), tenant.slug, kwargs["endpoint"])
+        base_url = base_url_from_request(request)
+        self.resource = endpoint_url(base_url, tenant.slug, kwargs["endpoint"], server_slug)
         return super().get(request, *args, **kwargs)
 
     def get_resource(self, request: HttpRequest) -> str:
         return self.resource
 
     def get_resource_name(self) -> str:
-        return self.tenant.name
+        if self.server is None:
+            return self.tenant.name
+        return str(server_identity(self.tenant, self.server).title)
 
     def get_scopes_supported(self) -> list[str]:
-        return ordered({*SCOPES, *tool_scope_vocabulary(tenant=self.tenant)})
+        own = self.server.required_scopes.split() if self.server is not None else []
+        return ordered({*SCOPES, *tool_scope_vocabulary(tenant=self.tenant), *own})
 
 
 # Introspection answers confidential clients only (``introspection``): not "none", whatever the token endpoint takes.

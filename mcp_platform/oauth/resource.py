@@ -21,11 +21,7 @@ from oauth2_provider.models import AbstractApplication, get_access_token_model, 
 from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.www_authenticate import build_bearer_challenge
 
-from mcp_infra.addresses import (
-    MCP,
-    accepted_audiences,
-    metadata_url,
-)
+from mcp_infra.addresses import DEFAULT_SERVER, MCP, accepted_audiences, metadata_url
 from mcp_platform.oauth.scopes import SCOPES, ordered
 from tenants.connections.acting import Caller
 from tenants.models import Tenant
@@ -60,18 +56,21 @@ def challenge(
     base_url: str,
     slug: str,
     endpoint: str = MCP,
+    server: str = DEFAULT_SERVER,
     error: str | None = None,
     description: str | None = None,
     scopes: tuple[str, ...] | frozenset[str] = SCOPES,
 ) -> Challenge:
     """401 without a usable token; 403 with ``insufficient_scope``. ``scope`` lists what the request needs;
-    ``resource_metadata`` the metadata of the ``endpoint`` the request went to."""
+    ``resource_metadata`` the metadata of the ``endpoint`` (of the tenant's server ``server``) the request went
+    to."""
     details: dict[str, str] = {}
     if error:
         details["error"] = error
     if description:
         details["error_description"] = description
-    value = build_bearer_challenge(None, details or None, resource_metadata_url=metadata_url(base_url, slug, endpoint))
+    metadata = metadata_url(base_url, slug, endpoint, server)
+    value = build_bearer_challenge(None, details or None, resource_metadata_url=metadata)
     value += f',scope="{" ".join(ordered(scopes))}"'
     return Challenge(403 if error == "insufficient_scope" else 401, value)
 
@@ -141,19 +140,27 @@ async def agrant_alive(*, tenant: Tenant, family: uuid.UUID) -> bool:
 
 
 async def aauthenticate(
-    *, tenant: Tenant, authorization: str | None, base_url: str, endpoint: str = MCP
+    *,
+    tenant: Tenant,
+    authorization: str | None,
+    base_url: str,
+    endpoint: str = MCP,
+    server: str = DEFAULT_SERVER,
+    scopes: tuple[str, ...] | frozenset[str] = SCOPES,
 ) -> Principal | Challenge:
-    """Check the bearer token of a request to ``tenant``'s ``endpoint`` in one query.
+    """Check the bearer token of a request to ``endpoint`` of ``tenant``'s server ``server`` ("" the default one)
+    in one query.
 
-    Valid means: known, not expired, its one audience is one ``accepted_audiences`` lists, and either its user
+    Valid means: known, not expired, its one audience is one ``accepted_audiences`` lists (so a token for one of
+    the tenant's servers is no token for another, nor for its default server), and either its user
     is active and still a member of the tenant (through a client allowed for this tenant), or it has no user and
     was issued by client credentials to a machine client bound to this tenant. Anything else is ``invalid_token``
     (a missing token gets a challenge without an error code, RFC 6750 §3.1). A used token's ``updated`` is moved
-    forward (to the minute): it is the "last used" of the connected-apps page.
+    forward (to the minute): it is the "last used" of the connected-apps page. A challenge names ``scopes``.
     """
     token = bearer_token(authorization)
     if token is None:
-        return challenge(base_url=base_url, slug=tenant.slug, endpoint=endpoint)
+        return challenge(base_url=base_url, slug=tenant.slug, endpoint=endpoint, server=server, scopes=scopes)
     checksum = hashlib.sha256(token.encode()).hexdigest()
     row = (
         await get_access_token_model()
@@ -162,7 +169,7 @@ async def aauthenticate(
         .only("id", "user_id", "scope", "resource", "updated", "application__client_id", "application__tenant_id")
         .afirst()
     )
-    audiences = accepted_audiences(base_url, tenant.slug, endpoint)
+    audiences = accepted_audiences(base_url, tenant.slug, endpoint, server)
     if (
         row is None
         or row.application is None
@@ -173,6 +180,8 @@ async def aauthenticate(
             base_url=base_url,
             slug=tenant.slug,
             endpoint=endpoint,
+            server=server,
+            scopes=scopes,
             error="invalid_token",
             description="The access token is invalid, expired, or not for this endpoint.",
         )

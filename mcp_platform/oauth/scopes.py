@@ -1,5 +1,6 @@
 """Which OAuth scopes an MCP request needs: ``mcp:tools``, ``mcp:resources``, ``mcp:prompts``, plus what a tool
-called requires of its own (``Tool.required_scopes``, set by the tenant's admin).
+called requires of its own (``Tool.required_scopes``, set by the tenant's admin), plus, on a named server, what the
+server requires of every request (``Server.required_scopes``).
 
 Lifecycle and plumbing (``initialize``, ``ping``, ``server/discover``, notifications, responses) need only
 a valid token. A batch needs the union of its messages' scopes.
@@ -13,7 +14,7 @@ from typing import Any
 import orjson
 
 from tenants.cache import tenant_cache
-from tenants.models import Tenant, Tool
+from tenants.models import Server, Tenant, Tool
 
 TOOLS = "mcp:tools"
 RESOURCES = "mcp:resources"
@@ -57,12 +58,15 @@ def required_scopes(body: bytes) -> frozenset[str]:
     return _platform_scopes(_messages(body))
 
 
-async def arequired_scopes(body: bytes, *, tenant: Tenant) -> frozenset[str]:
-    """``required_scopes`` plus the scopes of every enabled tool ``body`` calls, read through the tenant cache
-    (no query while the tenant's catalog is cached)."""
+async def arequired_scopes(body: bytes, *, tenant: Tenant, server: Server | None = None) -> frozenset[str]:
+    """``required_scopes`` plus the scopes of every enabled tool ``body`` calls (among those ``server`` serves, when
+    the request is to one of the tenant's named servers) and that server's own, read through the tenant cache (no
+    query while the tenant's catalog is cached)."""
     messages = _messages(body)
     needed = set(_platform_scopes(messages))
-    catalog = tenant_cache.catalog(tenant)
+    if server is not None:
+        needed.update(server.required_scopes.split())
+    catalog = tenant_cache.catalog(tenant, server=server)
     for message in messages:
         params = message.get("params")
         if message["method"] == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str):

@@ -25,7 +25,7 @@ from oauthlib.oauth2.rfc6749 import errors, utils
 from oauthlib.oauth2.rfc6749.grant_types.base import GrantTypeBase
 from oauthlib.oauth2.rfc6749.tokens import TokenBase
 
-from mcp_infra.addresses import ENDPOINTS, base_url_from_headers, endpoint_url
+from mcp_infra.addresses import base_url_from_headers, is_tenant_endpoint
 from mcp_platform.oauth.codes import checksum
 from mcp_platform.oauth.models import ExchangedToken, TenantApplication
 from mcp_platform.oauth.scopes import ordered
@@ -172,12 +172,16 @@ class TokenExchangeGrant(GrantTypeBase):
             )
         tenant = tenant_get_servable(slug=client.tenant.slug) if client.tenant is not None else None
         base_url = base_url_from_headers(request.headers)
-        endpoints = {endpoint_url(base_url, tenant.slug, e) for e in ENDPOINTS} if tenant is not None else set()
         resource = subject.resource
         application = subject.application
         if (
             tenant is None
-            or not (isinstance(resource, list) and len(resource) == 1 and resource[0] in endpoints)
+            or not (
+                isinstance(resource, list)
+                and len(resource) == 1
+                and isinstance(resource[0], str)
+                and is_tenant_endpoint(resource[0], base_url, tenant.slug)
+            )
             or application is None
             or application.tenant_id not in (None, client.tenant_id)
         ):

@@ -35,6 +35,12 @@ urlpatterns = [
         TenantResourceMetadataView.as_view(),
         name="tenant-resource-metadata",
     ),
+    re_path(
+        r"^\.well-known/oauth-protected-resource/t/(?P<tenant>[-a-zA-Z0-9_]+)/s/(?P<server>[-a-zA-Z0-9_]+)"
+        r"/(?P<endpoint>mcp|sse|messages)$",
+        TenantResourceMetadataView.as_view(),
+        name="server-resource-metadata",
+    ),
     path("oauth/authorize/", TenantAuthorizationView.as_view(), name="authorize"),
     path("oauth/token/", AtomicTokenView.as_view(), name="token"),
     path("oauth/revoke/", RevocationView.as_view(), name="revoke-token"),

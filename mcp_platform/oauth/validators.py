@@ -1,10 +1,11 @@
 """The platform's django-oauth-toolkit policy hooks: which scopes exist and may be granted, and where a machine
 client's token may be used.
 
-``PlatformScopes`` (``SCOPES_BACKEND_CLASS``): the platform's scopes plus those the tenant's tools require; a
-client whose admin granted it a list (``allowed_scopes``) gets at most that list. ``PlatformOAuth2Validator``
-(``OAUTH2_VALIDATOR_CLASS``): a client-credentials token is for the endpoint of the tenant its client is bound
-to, named or not in the request (RFC 8707), any other resource is ``invalid_target``; a machine client asking
+``PlatformScopes`` (``SCOPES_BACKEND_CLASS``): the platform's scopes plus those the tenant's tools and servers
+require; a client whose admin granted it a list (``allowed_scopes``) gets at most that list.
+``PlatformOAuth2Validator`` (``OAUTH2_VALIDATOR_CLASS``): a client-credentials token is for an endpoint of the tenant
+its client is bound to (its default server's when the request names none, RFC 8707), any other resource is
+``invalid_target``; a machine client asking
 for more scopes than it was allowed gets the allowed part. Token exchange (``token_exchange``) is open to the
 clients an admin allowed it (``TenantApplication.may_exchange_tokens``). A code or refresh token is honoured only for an
 active person who is still a member of a servable tenant, its row locked while it is validated (the token
@@ -23,11 +24,12 @@ from oauth2_provider.scopes import SettingsScopes, get_scopes_backend
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error, InvalidRequestError
 
-from mcp_infra.addresses import ENDPOINTS, base_url_from_headers, endpoint_url, tenant_slug_of
+from mcp_infra.addresses import base_url_from_headers, endpoint_url, tenant_slug_of
+from mcp_platform.oauth.audience import resource_target
 from mcp_platform.oauth.codes import authorization_code_consumed, authorization_code_replayed, checksum
 from mcp_platform.oauth.token_exchange import GRANT_TYPE as TOKEN_EXCHANGE
 from tenants.models import Tenant
-from tenants.selectors import membership_get, tenant_get_servable, tool_scope_vocabulary
+from tenants.selectors import membership_get, server_scope_vocabulary, tenant_get_servable, tool_scope_vocabulary
 
 # RFC 7636 §4.2: BASE64URL(SHA256(verifier)) without padding is 43 characters; anything else can never verify.
 S256_CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")
@@ -81,23 +83,26 @@ def _allowed(application: Any) -> list[str]:
 
 class PlatformScopes(SettingsScopes):
     def get_all_scopes(self) -> dict[str, str]:
-        """Every scope with its description for the consent page, tool scopes of all tenants included."""
+        """Every scope with its description for the consent page, tool and server scopes of all tenants included."""
         described = dict(oauth2_settings.SCOPES)
         for scope in sorted(tool_scope_vocabulary(tenant=None)):
             described.setdefault(scope, f"Use this workspace's tools that require “{scope}”")
+        for scope in sorted(server_scope_vocabulary(tenant=None)):
+            described.setdefault(scope, f"Use this workspace's servers that require “{scope}”")
         return described
 
     def get_available_scopes(
         self, application: Any = None, request: Any = None, *args: Any, **kwargs: Any
     ) -> list[str]:
-        """Without a request (discovery documents): the platform's scopes. For a grant: those plus the tool
-        scopes of its tenant, narrowed to the client's ``allowed_scopes`` when the admin set them."""
+        """Without a request (discovery documents): the platform's scopes. For a grant: those plus the tool and
+        server scopes of its tenant, narrowed to the client's ``allowed_scopes`` when the admin set them."""
         available = list(oauth2_settings._SCOPES)
         if request is None:
             return available
         tenant = _tenant_of(application, request)
         if tenant is not None:
-            available += sorted(tool_scope_vocabulary(tenant=tenant) - set(available))
+            own = tool_scope_vocabulary(tenant=tenant) | server_scope_vocabulary(tenant=tenant)
+            available += sorted(own - set(available))
         allowed = _allowed(application)
         return [scope for scope in available if scope in allowed] if allowed else available
 
@@ -136,7 +141,8 @@ class PlatformOAuth2Validator(OAuth2Validator):
         return allowed
 
     def _check_and_set_request_resource(self, request: Any) -> None:
-        """DOT's RFC 8707 handling; a client-credentials token gets its tenant's endpoint as its one audience.
+        """DOT's RFC 8707 handling; a client-credentials token gets one endpoint of its tenant (of its default server
+        or of an enabled named server) as its one audience: the one named, else the default server's.
 
         Raises ``CustomOAuth2Error`` (``invalid_target``) for any other resource, or when the client is bound
         to no servable tenant.
@@ -152,11 +158,14 @@ class PlatformOAuth2Validator(OAuth2Validator):
             )
         base_url = base_url_from_headers(request.headers)
         audience = endpoint_url(base_url, tenant.slug)
-        endpoints = [[endpoint_url(base_url, tenant.slug, e)] for e in ENDPOINTS]
-        if request.resource and request.resource not in endpoints:
-            raise CustomOAuth2Error(
-                error="invalid_target", description=f"This client's tokens are for {audience} only."
-            )
+        if request.resource:
+            named = request.resource if isinstance(request.resource, list) else [request.resource]
+            target = resource_target(named[0], base_url) if len(named) == 1 and isinstance(named[0], str) else None
+            if target is None or target[0].pk != tenant.pk:
+                raise CustomOAuth2Error(
+                    error="invalid_target",
+                    description=f"This client's tokens are for the endpoints of {tenant.slug} ({audience}) only.",
+                )
         request.resource = request.resource or [audience]
 
     def save_authorization_code(self, client_id: str, code: Any, request: Any, *args: Any, **kwargs: Any) -> None:

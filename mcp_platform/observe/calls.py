@@ -35,7 +35,8 @@ class CallInfo(NamedTuple):
     """What is known when a request starts. ``target`` is the tool name, resource URI or prompt name (None for
     other methods); ``principal`` the user id ("" for a machine client or anonymous caller); ``client_id`` the
     OAuth client id ("" when anonymous); ``headers`` the request's headers, names lower-cased; ``arguments`` the
-    call's arguments where the tenant keeps them in its activity log, else None."""
+    call's arguments where the tenant keeps them in its activity log, else None; ``server`` the slug of the tenant's
+    named server the request went to ("" for its default server)."""
 
     tenant_id: int
     tenant_slug: str
@@ -52,6 +53,7 @@ class CallInfo(NamedTuple):
     started_at: float
     arguments: dict[str, Any] | None
     headers: Mapping[str, str] | None
+    server: str = ""
 
 
 class CallRecord(NamedTuple):

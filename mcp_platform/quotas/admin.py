@@ -41,7 +41,7 @@ class RateLimitForm(ServiceValidatedForm):
 
     class Meta:
         model = RateLimit
-        fields = ("tenant", "scope", "client_id", "tool_name", "rate", "period", "burst")
+        fields = ("tenant", "scope", "client_id", "tool_name", "server", "rate", "period", "burst")
 
 
 @admin.register(RateLimit)
@@ -49,6 +49,7 @@ class RateLimitAdmin(TenantFixedAdmin):
     form = RateLimitForm
     shown = ("tenant", *services.RATE_LIMIT_FIELDS)
     fields_for_service = services.RATE_LIMIT_FIELDS
+    list_select_related = ("tenant", "server")  # type: ignore[assignment]
     list_display = ("scope", "subject", "allowance", "tenant")
     list_filter = ("scope", "tenant")
     search_fields = ("client_id", "tool_name")
@@ -59,6 +60,8 @@ class RateLimitAdmin(TenantFixedAdmin):
             return limit.client_id or "every client without its own limit"
         if limit.scope == RateLimit.Scope.TOOL:
             return limit.tool_name or "every tool without its own limit"
+        if limit.scope == RateLimit.Scope.SERVER:
+            return f"requests to the server {limit.server}"
         return "all requests"
 
     @admin.display(description="Allowance")

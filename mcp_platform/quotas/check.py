@@ -21,7 +21,7 @@ from mcp_platform.oauth.resource import PRINCIPAL_SCOPE_KEY, Principal
 from mcp_platform.oauth.throttling import client_groups
 from mcp_platform.quotas.buckets import BucketStore, MemoryBuckets, RedisBuckets
 from mcp_platform.quotas.selectors import LimitConfig, alimit_config
-from tenants.models import NAME_PATTERN, Tenant
+from tenants.models import NAME_PATTERN, Server, Tenant
 
 KEY_PREFIX = "mcp:ratelimit"
 TOOL_NAME = re.compile(NAME_PATTERN)
@@ -84,9 +84,12 @@ def rate_limit_client(*, client_id: str, client_address: str) -> tuple[str, bool
     return client_groups(client_address)[0], True
 
 
-async def rate_limits_check(*, tenant: Tenant, request: jsonrpc.Request, client_id: str, client_address: str) -> None:
-    """Count one request by ``client_id`` (an OAuth client id; "" on a public tenant) from ``client_address``
-    against the tenant's limits. Raises ``RateLimited`` when a limit refuses it."""
+async def rate_limits_check(
+    *, tenant: Tenant, request: jsonrpc.Request, client_id: str, client_address: str, server: Server | None = None
+) -> None:
+    """Count one request by ``client_id`` (an OAuth client id; "" on a public tenant) from ``client_address`` to the
+    tenant's server ``server`` (None: its default server) against the tenant's limits. Raises ``RateLimited`` when a
+    limit refuses it."""
     config = await limit_configs.get(tenant)
     if config.empty:
         return
@@ -96,7 +99,10 @@ async def rate_limits_check(*, tenant: Tenant, request: jsonrpc.Request, client_
     # A name outside the tool-name rule names no tool (the call fails as unknown) and gets no bucket: buckets are
     # keyed by the name, and a client must not be able to make the store keep keys of any length it likes.
     tool = name if isinstance(name, str) and TOOL_NAME.fullmatch(name) else None
-    refusal = await bucket_store().take(config.buckets(client=client, client_is_address=is_address, tool=tool))
+    buckets = config.buckets(
+        client=client, client_is_address=is_address, tool=tool, server_id=server.pk if server is not None else None
+    )
+    refusal = await bucket_store().take(buckets)
     if refusal is None:
         return
     metrics.RATE_LIMITED.labels(tenant=tenant.slug, limit=refusal.limit).inc()
@@ -106,9 +112,16 @@ async def rate_limits_check(*, tenant: Tenant, request: jsonrpc.Request, client_
 
 
 async def rate_limits_check_requests(
-    *, tenant: Tenant, client_id: str, client_address: str, requests: Iterable[jsonrpc.Request]
+    *,
+    tenant: Tenant,
+    client_id: str,
+    client_address: str,
+    requests: Iterable[jsonrpc.Request],
+    server: Server | None = None,
 ) -> None:
     """``rate_limits_check`` for each request of a POST, in order (a batch refused part-way keeps what the requests
     before the refused one took). Raises ``RateLimited``."""
     for request in requests:
-        await rate_limits_check(tenant=tenant, request=request, client_id=client_id, client_address=client_address)
+        await rate_limits_check(
+            tenant=tenant, request=request, client_id=client_id, client_address=client_address, server=server
+        )

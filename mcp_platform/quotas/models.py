@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from tenants.models import Tenant, name_validator
+from tenants.models import Server, Tenant, name_validator
 
 
 class Period(models.IntegerChoices):
@@ -29,13 +29,15 @@ class RateLimit(models.Model):
     ``tenant``: one bucket for every request to the tenant. ``client``: a bucket per client (the OAuth client id,
     or on a public tenant the client's address); with ``client_id`` set, the limit of that one client instead of
     the default. ``tool``: a bucket per tool for ``tools/call`` (all callers together); with ``tool_name`` set, the
-    limit of that one tool instead of the default.
+    limit of that one tool instead of the default. ``server``: one bucket for every request to one of the tenant's
+    named servers (``server``), on top of the others.
     """
 
     class Scope(models.TextChoices):
         TENANT = "tenant", "Tenant (all requests)"
         CLIENT = "client", "Client (each client)"
         TOOL = "tool", "Tool (each tool's calls)"
+        SERVER = "server", "Server (all requests to one server)"
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="rate_limits")
     scope = models.CharField(max_length=16, choices=Scope.choices)
@@ -51,6 +53,14 @@ class RateLimit(models.Model):
         validators=[name_validator],
         help_text="Tool scope only: one tool's name; empty applies to every tool without a limit of its own.",
     )
+    server = models.ForeignKey(
+        Server,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="rate_limits",
+        help_text="Server scope only: the server whose requests the limit counts.",
+    )
     rate = models.PositiveIntegerField(help_text="Requests allowed per period, on average.")
     period = models.PositiveIntegerField(choices=Period.choices, default=Period.MINUTE)
     burst = models.PositiveIntegerField(help_text="Requests allowed at once (the bucket's size); at least 1.")
@@ -61,12 +71,17 @@ class RateLimit(models.Model):
         ordering = ("tenant", "scope", "client_id", "tool_name")
         constraints = [
             models.UniqueConstraint(
-                fields=("tenant", "scope", "client_id", "tool_name"), name="quotas_ratelimit_one_per_subject"
-            )
+                fields=("tenant", "scope", "client_id", "tool_name"),
+                condition=~models.Q(scope="server"),
+                name="quotas_ratelimit_one_per_subject",
+            ),
+            models.UniqueConstraint(
+                fields=("server",), condition=models.Q(scope="server"), name="quotas_ratelimit_one_per_server"
+            ),
         ]
 
     def __str__(self) -> str:
-        subject = self.client_id or self.tool_name or "default"
+        subject = self.client_id or self.tool_name or (str(self.server) if self.server_id else "") or "default"
         return f"{self.get_scope_display()}: {subject}, {self.rate} {self.get_period_display()}"
 
 

@@ -29,16 +29,26 @@ class LimitConfig:
     clients: dict[str, Allowance] = field(default_factory=dict)
     tool_default: Allowance | None = None
     tools: dict[str, Allowance] = field(default_factory=dict)
+    # By server id: the limit of all requests to that named server.
+    servers: dict[int, Allowance] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
         return not (
-            self.ceiling or self.tenant or self.client_default or self.clients or self.tool_default or self.tools
+            self.ceiling
+            or self.tenant
+            or self.client_default
+            or self.clients
+            or self.tool_default
+            or self.tools
+            or self.servers
         )
 
-    def buckets(self, *, client: str, client_is_address: bool, tool: str | None) -> list[Bucket]:
+    def buckets(
+        self, *, client: str, client_is_address: bool, tool: str | None, server_id: int | None = None
+    ) -> list[Bucket]:
         """The buckets of one request by ``client`` (an OAuth client id, or an address on a public tenant), calling
-        ``tool`` when it is a ``tools/call``."""
+        ``tool`` when it is a ``tools/call``, to the named server ``server_id`` (None: the default server)."""
         prefix = f"{{{self.tenant_id}}}"
         found: list[Bucket] = []
         if self.ceiling is not None:
@@ -54,6 +64,10 @@ class LimitConfig:
             allowance = self.tools.get(tool, self.tool_default)
             if allowance is not None:
                 found.append(Bucket(f"{prefix}:tool:{tool}", "tool", allowance.rate, allowance.burst))
+        if server_id is not None:
+            allowance = self.servers.get(server_id)
+            if allowance is not None:
+                found.append(Bucket(f"{prefix}:server:{server_id}", "server", allowance.rate, allowance.burst))
         return found
 
 
@@ -65,6 +79,7 @@ async def alimit_config(*, tenant_id: int) -> LimitConfig:
     tool_default: Allowance | None = None
     clients: dict[str, Allowance] = {}
     tools: dict[str, Allowance] = {}
+    servers: dict[int, Allowance] = {}
     async for row in RateLimit.objects.filter(tenant_id=tenant_id):
         allowance = Allowance.of(row)
         if row.scope == RateLimit.Scope.TENANT:
@@ -77,6 +92,8 @@ async def alimit_config(*, tenant_id: int) -> LimitConfig:
             tools[row.tool_name] = allowance
         elif row.scope == RateLimit.Scope.TOOL:
             tool_default = allowance
+        elif row.scope == RateLimit.Scope.SERVER and row.server_id is not None:
+            servers[row.server_id] = allowance
     return LimitConfig(
         tenant_id=tenant_id,
         ceiling=Allowance.of(ceiling) if ceiling is not None else None,
@@ -85,4 +102,5 @@ async def alimit_config(*, tenant_id: int) -> LimitConfig:
         clients=clients,
         tool_default=tool_default,
         tools=tools,
+        servers=servers,
     )

@@ -14,9 +14,9 @@ from django.db import transaction
 from mcp_platform.quotas.models import MAX_BURST, MAX_RATE, RateCeiling, RateLimit
 from tenants.events import tenant_changed
 from tenants.history.revisions import catalog_revision, note_added, note_change, note_deleted
-from tenants.models import Tenant
+from tenants.models import Server, Tenant
 
-RATE_LIMIT_FIELDS = ("scope", "client_id", "tool_name", "rate", "period", "burst")
+RATE_LIMIT_FIELDS = ("scope", "client_id", "tool_name", "server", "rate", "period", "burst")
 CEILING_FIELDS = ("rate", "period", "burst")
 
 
@@ -40,6 +40,12 @@ def rate_limit_validate(*, limit: RateLimit, ceiling: RateCeiling | None) -> Non
         errors["client_id"] = "Only a client limit names a client."
     if limit.tool_name and limit.scope != RateLimit.Scope.TOOL:
         errors["tool_name"] = "Only a tool limit names a tool."
+    if limit.server_id is not None and limit.scope != RateLimit.Scope.SERVER:
+        errors["server"] = "Only a server limit names a server."
+    elif limit.scope == RateLimit.Scope.SERVER and limit.server_id is None:
+        errors["server"] = "Choose the server whose requests this limit counts."
+    elif limit.server is not None and limit.server.tenant_id != limit.tenant_id:
+        errors["server"] = "Choose one of this tenant's servers."
     # Compared as requests per second: a limit per hour may be generous per minute and still be within it.
     within_rate = ceiling is None or limit.rate * ceiling.period <= ceiling.rate * limit.period
     if ceiling is not None and not within_rate and "rate" not in errors and "period" not in errors:
@@ -66,10 +72,19 @@ def rate_limit_create(
     burst: int,
     client_id: str = "",
     tool_name: str = "",
+    server: Server | None = None,
 ) -> RateLimit:
-    """Add a limit to the tenant's endpoint. Raises ``ValidationError``."""
+    """Add a limit to the tenant's endpoint (``server``: of a server scope, the named server it limits). Raises
+    ``ValidationError``."""
     limit = RateLimit(
-        tenant=tenant, scope=scope, client_id=client_id, tool_name=tool_name, rate=rate, period=period, burst=burst
+        tenant=tenant,
+        scope=scope,
+        client_id=client_id,
+        tool_name=tool_name,
+        server=server,
+        rate=rate,
+        period=period,
+        burst=burst,
     )
     with catalog_revision():
         rate_limit_validate(limit=limit, ceiling=_ceiling_of(tenant.pk))

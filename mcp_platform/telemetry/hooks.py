@@ -22,8 +22,9 @@ QUEUE_CAPACITY = 10_000
 
 
 class MetricsHook:
-    """Counts and times every JSON-RPC request; tools/call also per tool (label bounded per tenant). The counts go
-    to this process's tally (``telemetry.tally``), which folds them into the metrics files off the request path."""
+    """Counts and times every JSON-RPC request by tenant and server; tools/call also per tool (label bounded per
+    tenant). The counts go to this process's tally (``telemetry.tally``), which folds them into the metrics files
+    off the request path."""
 
     def started(self, info: CallInfo) -> object:
         return None
@@ -36,7 +37,12 @@ class MetricsHook:
         if method == "tools/call" and info.target is not None:
             tool = metrics.tool_labels.label(info.tenant_id, info.target)
         request_tally.record(
-            tenant=info.tenant_slug, method=method, outcome=record.outcome, tool=tool, duration=record.duration_s
+            tenant=info.tenant_slug,
+            server=info.server,
+            method=method,
+            outcome=record.outcome,
+            tool=tool,
+            duration=record.duration_s,
         )
 
 
@@ -63,6 +69,7 @@ class RequestLogHook:
         fields: dict[str, Any] = {
             "request_id": info.request_id,
             "tenant": info.tenant_slug,
+            "server": info.server,
             "principal": info.principal,
             "client_id": info.client_id,
             "method": metrics.method_label(info.method),

@@ -18,6 +18,7 @@
   (tools, resources, templates, prompts), ``secrets``, ``python_functions`` (the grants, and the function select of
   the catalog forms), ``openapi`` (OpenAPI sources and their import page), ``upstreams`` (upstream MCP servers),
   ``connections`` (members' own connections and keys, and disconnecting them).
+  ``servers`` (the tenant's named servers and their selection editor).
 
 Importing the package (Django's admin autodiscovery does) registers every area's admin classes on the platform's
 site, once; no other app registers or replaces them.
@@ -31,5 +32,6 @@ from tenants.admin import (  # noqa: F401
     openapi,
     python_functions,
     secrets,
+    servers,
     upstreams,
 )

@@ -33,9 +33,9 @@ class CatalogEntryAdmin(ServiceBackedAdmin):
 
 # What an admin may change on a tool that came from a source (the rest is the source's and shown read-only): an
 # upstream's mirror keeps a changed name, title, description and enabled flag; an OpenAPI re-import rewrites the
-# name, texts, schemas, annotations and request; neither touches task support or scopes. Icons are shown as the
-# source left them (their fields would need the whole tool form).
-SOURCE_KEEPS = ("task_support", "required_scopes")
+# name, texts, schemas, annotations and request; neither touches task support, scopes or tags. Icons are shown as
+# the source left them (their fields would need the whole tool form).
+SOURCE_KEEPS = ("task_support", "required_scopes", "tags")
 UPSTREAM_OVERRIDES = ("name", "title", "description", "enabled", *SOURCE_KEEPS)
 OPENAPI_OVERRIDES = ("enabled", *SOURCE_KEEPS)
 SOURCE_SHOWN = (
@@ -121,7 +121,7 @@ class ToolAdmin(SchemaEditorAdmin, CatalogEntryAdmin):
             )
             return [
                 (None, {"fields": ("tenant", source, "name", "title", "description")}),
-                ("Serving", {"fields": ("enabled", "task_support", "required_scopes")}),
+                ("Serving", {"fields": ("enabled", "task_support", "required_scopes", "tags")}),
                 ("From its source", {"fields": SOURCE_SHOWN, "description": described}),
                 *dates(obj),
             ]
@@ -133,7 +133,7 @@ class ToolAdmin(SchemaEditorAdmin, CatalogEntryAdmin):
             ("Arguments and result", {"fields": ("input_schema", "output_schema")}),
             ("Annotations", {"fields": details[:-1]}),
             ("Icons", {"fields": details[-1:]}),
-            ("Serving", {"fields": ("task_support", "enabled", "required_scopes")}),
+            ("Serving", {"fields": ("task_support", "enabled", "required_scopes", "tags")}),
             # Closed on the add page (a new tool rarely needs it), open on a tool's page, where it may hold something.
             ("Advanced (JSON)", {"fields": ("config", "annotations", "icons"), "classes": advanced}),
             *dates(obj),
@@ -163,7 +163,7 @@ class ResourceAdmin(CatalogEntryAdmin):
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         return [
-            (None, {"fields": ("tenant", "uri", "name", "title", "description", "mime_type")}),
+            (None, {"fields": ("tenant", "uri", "name", "title", "description", "mime_type", "tags")}),
             ("Content", {"fields": ("text", *ResourceContentForm.content_fields)}),
             ("Annotations", {"fields": ("annotations",)}),
             # Base64 pasted by hand; closed on the add page, open on a resource's page, where it may hold something.
@@ -201,7 +201,10 @@ class ResourceTemplateAdmin(CatalogEntryAdmin):
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         return [
-            (None, {"fields": ("tenant", "name", "title", "description", "uri_template", "mime_type", "backend")}),
+            (
+                None,
+                {"fields": ("tenant", "name", "title", "description", "uri_template", "mime_type", "tags", "backend")},
+            ),
             *section_fieldsets(self.form, ResourceTemplate),
             ("Completions", {"fields": ("completions",)}),
             ("Advanced (JSON)", {"fields": ("config",), "classes": ("collapse",) if obj is None else ()}),
@@ -237,7 +240,7 @@ class PromptAdmin(CatalogEntryAdmin):
             "classes": ("backend-section", "backend-section-static"),
         }
         return [
-            (None, {"fields": ("tenant", "name", "title", "description", "backend")}),
+            (None, {"fields": ("tenant", "name", "title", "description", "tags", "backend")}),
             *section_fieldsets(self.form, Prompt),
             ("Arguments", {"fields": PromptDetailsForm.details_fields}),
             ("Messages", messages),

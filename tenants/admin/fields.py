@@ -1,6 +1,7 @@
 """Form fields of the catalog admin that keep what people type: optional JSON shown empty rather than ``null``,
-text stored with the newlines typed (browsers send CRLF), help texts shown as written (``/t/<slug>/mcp``); and
-JSON boxes that refuse nesting no definition needs before it reaches a recursive parser or schema check."""
+text stored with the newlines typed (browsers send CRLF), help texts shown as written (``/t/<slug>/mcp``), tags
+typed as a list of words; and JSON boxes that refuse nesting no definition needs before it reaches a recursive
+parser or schema check."""
 
 from __future__ import annotations
 
@@ -93,10 +94,38 @@ class DefaultedIntegerField(forms.IntegerField):
         return self.default if cleaned is None else cleaned
 
 
+class TagsField(forms.Field):
+    """A catalog item's tags (a JSON list) typed as words separated by commas or spaces: "read-only, billing". Each
+    tag once, in the order typed; whether each is a tag is the services' rule (``tenants.selection.tag_errors``)."""
+
+    widget = forms.TextInput(attrs={"size": 60, "placeholder": "e.g. read-only, billing"})
+
+    def __init__(self, *args: Any, encoder: Any = None, decoder: Any = None, **kwargs: Any) -> None:
+        # A JSON model field offers its encoder and decoder: words need neither.
+        super().__init__(*args, **kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return ", ".join(str(tag) for tag in value)
+        return "" if value is None else value
+
+    def to_python(self, value: Any) -> list[str]:
+        if isinstance(value, list):
+            return [str(tag) for tag in value]
+        words = str(value or "").replace(",", " ").split()
+        return list(dict.fromkeys(words))
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        return self.to_python(initial) != self.to_python(data)
+
+
 def as_typed(db_field: models.Field[Any, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     """``formfield`` arguments for ``db_field`` with the fields above, and its help text escaped (the admin
     renders help texts as HTML, where ``<slug>`` would vanish as an unknown tag)."""
-    if isinstance(db_field, models.JSONField):
+    if isinstance(db_field, models.JSONField) and db_field.name == "tags":
+        kwargs.setdefault("form_class", TagsField)
+        kwargs.setdefault("required", False)
+    elif isinstance(db_field, models.JSONField):
         kwargs.setdefault("form_class", OptionalJSONField)
     elif isinstance(db_field, models.TextField):
         kwargs.setdefault("form_class", TypedTextField)

@@ -1,6 +1,7 @@
 """What the tenant's admin page shows besides its form: the endpoint URL, configuration to copy for common clients
-and SDKs, the catalog at a glance (with links to each list, filtered to the tenant), and the invitations waiting for
-an answer (resent and revoked through the invitation admin's views)."""
+and SDKs, the same for each of its named servers (also shown on the server's own page), the catalog at a glance
+(with links to each list, filtered to the tenant), and the invitations waiting for an answer (resent and revoked
+through the invitation admin's views)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from django.urls import NoReverseMatch, reverse
 
 from mcp_infra.addresses import MCP, SSE, base_url_from_request, endpoint_url
 from tenants import people
-from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool
+from tenants.models import Prompt, Resource, ResourceTemplate, Server, Tenant, Tool
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -41,6 +42,19 @@ class PendingInvitation:
     expires_at: datetime
     resend_url: str | None  # None: the person may not resend or revoke it (an owner's invitation, for an admin)
     revoke_url: str | None
+
+
+@dataclass(frozen=True)
+class ServerConnect:
+    """One named server as its tenant's page shows it: where it is, how clients connect, where it is edited."""
+
+    slug: str
+    title: str
+    enabled: bool
+    endpoint_url: str
+    legacy_endpoint_url: str
+    snippets: list[Snippet]
+    change_url: str
 
 
 @dataclass(frozen=True)
@@ -130,8 +144,11 @@ def _token_snippet(endpoint: str, token_url: str) -> str:
     )
 
 
-def connection_snippets(*, slug: str, endpoint: str, token_url: str | None = None) -> list[Snippet]:
-    """How each common client or SDK is pointed at ``endpoint`` (the server is named after the tenant).
+def connection_snippets(
+    *, slug: str, endpoint: str, token_url: str | None = None, key_prefix: str = ""
+) -> list[Snippet]:
+    """How each common client or SDK is pointed at ``endpoint`` (the server is named ``slug`` in the clients'
+    configuration); each snippet's key starts with ``key_prefix`` (several servers' snippets on one page).
 
     With ``token_url`` (a tenant that requires authorization) the SDK and curl snippets send a bearer token from
     the ``MCP_TOKEN`` environment variable, and a first snippet gets one for a machine client at ``token_url``.
@@ -145,7 +162,7 @@ def connection_snippets(*, slug: str, endpoint: str, token_url: str | None = Non
     first = (
         [Snippet("token", "Access token", "in a terminal", _token_snippet(endpoint, token_url))] if token_url else []
     )
-    return [
+    snippets = [
         *first,
         Snippet("claude-code", "Claude Code", "in a terminal", f"claude mcp add --transport http {slug} {endpoint}"),
         Snippet("cursor", "Cursor", "~/.cursor/mcp.json", as_json({"mcpServers": {slug: {"url": endpoint}}})),
@@ -166,6 +183,33 @@ def connection_snippets(*, slug: str, endpoint: str, token_url: str | None = Non
         ),
         Snippet("curl", "curl", "in a terminal (2026-07-28, one request)", _curl_snippet(endpoint, token=token)),
     ]
+    if not key_prefix:
+        return snippets
+    return [Snippet(f"{key_prefix}{s.key}", s.client, s.where, s.text) for s in snippets]
+
+
+def _token_url(request: HttpRequest, tenant: Tenant) -> str | None:
+    return base_url_from_request(request) + reverse("oauth2_provider:token") if tenant.requires_authorization else None
+
+
+def server_connect(request: HttpRequest, tenant: Tenant, server: Server) -> ServerConnect:
+    """``server``'s URLs and client configuration (clients know it as ``<tenant>-<server>``)."""
+    base = base_url_from_request(request)
+    endpoint = endpoint_url(base, tenant.slug, MCP, server.slug)
+    return ServerConnect(
+        slug=server.slug,
+        title=server.title,
+        enabled=server.enabled,
+        endpoint_url=endpoint,
+        legacy_endpoint_url=endpoint_url(base, tenant.slug, SSE, server.slug),
+        snippets=connection_snippets(
+            slug=f"{tenant.slug}-{server.slug}",
+            endpoint=endpoint,
+            token_url=_token_url(request, tenant),
+            key_prefix=f"server-{server.slug}-",
+        ),
+        change_url=reverse("admin:tenants_server_change", args=[server.pk]),
+    )
 
 
 def _kind(model: type[Model], label: str, tenant: Tenant, name_field: str) -> CatalogKind:
@@ -221,11 +265,13 @@ def _url_or_none(name: str) -> str | None:
 def tenant_page_context(request: HttpRequest, tenant: Tenant) -> dict[str, Any]:
     base = base_url_from_request(request)
     endpoint = endpoint_url(base, tenant.slug, MCP)
-    token_url = base + reverse("oauth2_provider:token") if tenant.requires_authorization else None
+    token_url = _token_url(request, tenant)
     return {
         "endpoint_url": endpoint,
         "legacy_endpoint_url": endpoint_url(base, tenant.slug, SSE),
         "snippets": connection_snippets(slug=tenant.slug, endpoint=endpoint, token_url=token_url),
+        "servers": [server_connect(request, tenant, server) for server in tenant.servers.order_by("slug")],
+        "server_add_url": reverse("admin:tenants_server_add") + f"?tenant={tenant.pk}",
         "requires_authorization": tenant.requires_authorization,
         "machine_client_add_url": _url_or_none("admin:oauth_machineclient_add"),
         "catalog": catalog_glance(tenant),

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tenants', '0017_personal_credentials'),
+        ('tenants', '0018_servers'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -244,3 +244,31 @@ def test_platform_staff_see_usage_across_tenants(client: Client, ours: Tenant, t
     assert page.context["summary"]["totals"]["calls"] == 2
     only = client.get(reverse("admin:activity_activityrecord_usage"), {"tenant": theirs.pk})
     assert [u.name for u in only.context["summary"]["tools"]] == ["globex_tool"]
+
+
+def test_the_log_and_the_dashboard_tell_a_tenants_servers_apart(admin_client: Client, ours: Tenant) -> None:
+    from tenants.servers import server_create
+
+    server_create(tenant=ours, slug="reader", title="Reader")
+    row(ours, "search", server="reader")
+    row(ours, "search", server="reader", outcome="error")
+    row(ours, "delete_all")
+    log = admin_client.get(reverse(CHANGELIST), {"kind__exact": "call"})
+    assert filter_choices(log, "server") == [("-", "(default server)"), ("reader", "reader")]
+    on_reader = admin_client.get(reverse(CHANGELIST), {"server": "reader"})
+    on_default = admin_client.get(reverse(CHANGELIST), {"server": "-"})
+    assert listed(on_reader) == ["search", "search"] and listed(on_default) == ["delete_all"]
+
+    usage = reverse("admin:activity_activityrecord_usage")
+    everything = admin_client.get(usage, {"window": "24h"})
+    per_server = {r.usage.name: (r.usage.calls, r.usage.errors) for r in everything.context["server_rows"]}
+    assert per_server == {"reader": (2, 1), "(default server)": (1, 0)}
+    hrefs = {r.usage.name: r.href for r in everything.context["server_rows"]}
+    assert listed(admin_client.get(hrefs["(default server)"])) == ["delete_all"]
+    reader = admin_client.get(usage, {"window": "24h", "server": "reader"})
+    assert reader.context["summary"]["totals"] == {"calls": 2, "errors": 1}
+    assert 'option value="reader" selected' in reader.content.decode()
+    default = admin_client.get(usage, {"window": "24h", "server": "-"})
+    assert [u.name for u in default.context["summary"]["tools"]] == ["delete_all"]
+    unknown = admin_client.get(usage, {"window": "24h", "server": "nobody"})
+    assert unknown.context["summary"]["totals"]["calls"] == 3, "a server the tenant has not is no filter"

@@ -38,7 +38,17 @@ def test_calls_with_the_same_repeating_columns_share_one_held_copy_of_them() -> 
     one, two = call_row(first), call_row(second)
 
     assert one[MIDDLE] is two[MIDDLE]
-    assert one[MIDDLE] == ("17", "app-1", "Claude", "1.2", "tools/call", "weather", "2026-07-28", "streamable-http")
+    assert one[MIDDLE] == (
+        "17",
+        "app-1",
+        "Claude",
+        "1.2",
+        "tools/call",
+        "weather",
+        "2026-07-28",
+        "streamable-http",
+        "",
+    )
     assert (one[REQUEST_ID], two[REQUEST_ID]) == ("1", "2")
 
 

@@ -237,3 +237,19 @@ def test_a_batch_of_calls_is_inserted_in_one_transaction() -> None:
         assert activity_calls_write(rows=[call_row(record(tenant.pk)) for _ in range(3)]) == 3
     assert in_transaction == [True]
     assert ActivityRecord.objects.count() == 3
+
+
+def test_the_server_a_call_went_to_is_stored_beside_its_other_columns() -> None:
+    """On PostgreSQL's COPY path as on the plain insert: the column sits between the transport and the request id."""
+    tenant = tenant_create(slug="acme", name="Acme")
+    plain = record(tenant.pk)
+    on_server = plain._replace(info=plain.info._replace(server="reader", request_id="8"))
+    odd = plain._replace(info=plain.info._replace(server="s\tx" + "r" * 80, request_id="9"))
+    assert activity_calls_write(rows=[call_row(r) for r in (plain, on_server, odd)]) == 3
+    stored = list(ActivityRecord.objects.order_by("id").values_list("server", "transport", "request_id"))
+    transport = plain.info.transport
+    assert stored == [
+        ("", transport, plain.info.request_id),
+        ("reader", transport, "8"),
+        (("s\tx" + "r" * 80)[:63], transport, "9"),
+    ]

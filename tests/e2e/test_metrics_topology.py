@@ -79,7 +79,7 @@ async def scrape_until(http: httpx.AsyncClient, topology: Topology, web: int, do
 
 
 async def test_calls_on_both_web_processes_and_the_workers_runs_add_up_in_one_scrape(topology: Topology) -> None:
-    tool = {"tenant": "conformance", "tool": "test_simple_text", "outcome": "ok"}
+    tool = {"tenant": "conformance", "server": "", "tool": "test_simple_text", "outcome": "ok"}
     task_run = {"task": "mcp_platform.jobs.tasks.tool_run_execute", "state": "SUCCESS"}
     async with raw_http_client() as http:
         with anyio.fail_after(TEST_DEADLINE):
@@ -116,15 +116,21 @@ async def test_calls_on_both_web_processes_and_the_workers_runs_add_up_in_one_sc
                 lambda found: (
                     value(found, "mcp_celery_tasks_total", **task_run) >= 1
                     and value(found, "mcp_tasks", tenant="conformance", status="completed") >= 1
-                    and value(found, "mcp_request_duration_seconds_count", tenant="conformance", method="tools/call")
+                    and value(
+                        found,
+                        "mcp_request_duration_seconds_count",
+                        tenant="conformance",
+                        server="",
+                        method="tools/call",
+                    )
                     >= 5
                 ),
             )
             from_b = await scrape(http, topology, 1)
     assert value(found, "mcp_tool_calls_total", **tool) == 4
     assert value(from_b, "mcp_tool_calls_total", **tool) == 4, "every web process answers for the host"
-    assert value(found, "mcp_tool_calls_total", tenant="conformance", tool="slow_compute", outcome="ok") == 1
-    assert value(found, "mcp_request_duration_seconds_count", tenant="conformance", method="tools/call") == 5
+    assert value(found, "mcp_tool_calls_total", tenant="conformance", server="", tool="slow_compute", outcome="ok") == 1
+    assert value(found, "mcp_request_duration_seconds_count", tenant="conformance", server="", method="tools/call") == 5
     assert value(found, "mcp_celery_task_duration_seconds_count", task=task_run["task"]) >= 1
 
 

@@ -1,4 +1,5 @@
-"""``/t/<tenant>/<endpoint>`` reaches its consumer; anything else reaches Django."""
+"""``/t/<tenant>/<endpoint>`` and ``/t/<tenant>/s/<server>/<endpoint>`` reach their consumer; anything else reaches
+Django."""
 
 from __future__ import annotations
 
@@ -27,6 +28,11 @@ ROUTER = TenantEndpointRouter({"mcp": mcp}, fallback=django)
         ("/t//mcp", django),
         ("/x/acme/mcp", django),
         ("/t/acme/mcp/extra", django),
+        ("/t/acme/s/reader/mcp", mcp),
+        ("/t/acme/s/reader/mcp/", django),
+        ("/t/acme/s//mcp", django),
+        ("/t/acme/x/reader/mcp", django),
+        ("/t/acme/s/reader/other", django),
         ("/admin/", django),
     ],
 )

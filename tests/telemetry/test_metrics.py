@@ -52,12 +52,14 @@ async def handshake_session() -> str:
 @pytest.mark.anyio
 @pytest.mark.django_db(transaction=True)
 async def test_tool_calls_of_both_eras_are_counted_per_tenant_tool_and_outcome(conformance: None) -> None:
-    ok = {"tenant": "conformance", "tool": "test_simple_text", "outcome": "ok"}
-    failed = {"tenant": "conformance", "tool": "test_error_handling", "outcome": "tool_error"}
-    requests = {"tenant": "conformance", "method": "tools/call", "outcome": "ok"}
+    ok = {"tenant": "conformance", "server": "", "tool": "test_simple_text", "outcome": "ok"}
+    failed = {"tenant": "conformance", "server": "", "tool": "test_error_handling", "outcome": "tool_error"}
+    requests = {"tenant": "conformance", "server": "", "method": "tools/call", "outcome": "ok"}
     before = (metric_value("mcp_tool_calls_total", **ok), metric_value("mcp_tool_calls_total", **failed))
     requests_before = metric_value("mcp_requests_total", **requests)
-    histogram_before = metric_value("mcp_request_duration_seconds_count", tenant="conformance", method="tools/call")
+    histogram_before = metric_value(
+        "mcp_request_duration_seconds_count", tenant="conformance", server="", method="tools/call"
+    )
 
     await stateless_call("test_simple_text")
     await stateless_call("test_error_handling", id=2)
@@ -69,7 +71,7 @@ async def test_tool_calls_of_both_eras_are_counted_per_tenant_tool_and_outcome(c
     assert metric_value("mcp_tool_calls_total", **ok) == before[0] + 2
     assert metric_value("mcp_tool_calls_total", **failed) == before[1] + 1
     assert metric_value("mcp_requests_total", **requests) == requests_before + 2
-    histogram = metric_value("mcp_request_duration_seconds_count", tenant="conformance", method="tools/call")
+    histogram = metric_value("mcp_request_duration_seconds_count", tenant="conformance", server="", method="tools/call")
     assert histogram == histogram_before + 3
 
 
@@ -88,9 +90,9 @@ async def scraped(name: str, **labels: str) -> float:
 @pytest.mark.django_db(transaction=True)
 async def test_a_scrape_of_the_process_that_answered_shows_its_requests_at_once(conformance: None) -> None:
     # No fold forced here: /metrics folds this process's tally itself before it reads the files.
-    requests = {"tenant": "conformance", "method": "tools/call", "outcome": "ok"}
-    tool = {"tenant": "conformance", "tool": "test_simple_text", "outcome": "ok"}
-    duration = {"tenant": "conformance", "method": "tools/call"}
+    requests = {"tenant": "conformance", "server": "", "method": "tools/call", "outcome": "ok"}
+    tool = {"tenant": "conformance", "server": "", "tool": "test_simple_text", "outcome": "ok"}
+    duration = {"tenant": "conformance", "server": "", "method": "tools/call"}
     before = [
         await scraped("mcp_requests_total", **requests),
         await scraped("mcp_tool_calls_total", **tool),
@@ -108,7 +110,7 @@ async def test_a_scrape_of_the_process_that_answered_shows_its_requests_at_once(
 async def test_a_scrape_still_answers_when_its_fold_cannot_write(
     conformance: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    requests = {"tenant": "conformance", "method": "tools/call", "outcome": "ok"}
+    requests = {"tenant": "conformance", "server": "", "method": "tools/call", "outcome": "ok"}
     before = await scraped("mcp_requests_total", **requests)
     await stateless_call("test_simple_text")
 
@@ -124,12 +126,17 @@ async def test_a_scrape_still_answers_when_its_fold_cannot_write(
 @pytest.mark.django_db(transaction=True)
 async def test_an_unknown_method_is_counted_under_other_not_under_its_name(conformance: None) -> None:
     session = await handshake_session()
-    labels = {"tenant": "conformance", "method": "_other", "outcome": "error"}
+    labels = {"tenant": "conformance", "server": "", "method": "_other", "outcome": "error"}
     before = metric_value("mcp_requests_total", **labels)
     reply = await request("POST", MCP, body=rpc("made/up-by-a-client", {}), headers={"mcp-session-id": session})
     assert reply.messages()[0]["error"]["code"] == -32601
     assert metric_value("mcp_requests_total", **labels) == before + 1
-    assert metric_value("mcp_requests_total", tenant="conformance", method="made/up-by-a-client", outcome="error") == 0
+    assert (
+        metric_value(
+            "mcp_requests_total", tenant="conformance", server="", method="made/up-by-a-client", outcome="error"
+        )
+        == 0
+    )
 
 
 def test_tool_names_past_the_cap_share_one_label(settings: Any) -> None:
@@ -183,7 +190,7 @@ def test_a_dead_process_open_streams_are_dropped_and_its_counters_kept(tmp_path:
     # What a process killed with SIGKILL leaves: its live gauge file and its counter file.
     mine = os.getpid()
     metrics.OPEN_STREAMS.labels("reaping", "get").inc()
-    metrics.REQUESTS.labels("reaping", "tools/list", "ok").inc()
+    metrics.REQUESTS.labels("reaping", "", "tools/list", "ok").inc()
     try:
         gauge_file = directory / f"gauge_livesum_{dead.pid}.db"
         counter_file = directory / f"counter_{dead.pid}.db"
@@ -194,7 +201,7 @@ def test_a_dead_process_open_streams_are_dropped_and_its_counters_kept(tmp_path:
         assert dead.pid in reap_dead_processes(str(directory))
         assert not gauge_file.exists() and counter_file.exists()
         assert metric_value("mcp_open_streams", tenant="reaping", kind="get") == 1
-        assert metric_value("mcp_requests_total", tenant="reaping", method="tools/list", outcome="ok") >= 2
+        assert metric_value("mcp_requests_total", tenant="reaping", server="", method="tools/list", outcome="ok") >= 2
     finally:
         metrics.OPEN_STREAMS.labels("reaping", "get").dec()
         (directory / f"counter_{dead.pid}.db").unlink(missing_ok=True)

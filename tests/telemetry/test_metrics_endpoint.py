@@ -34,15 +34,15 @@ def with_token(settings: Any) -> None:
 
 
 def test_a_loopback_client_gets_every_metric_in_prometheus_text_format() -> None:
-    metrics.REQUESTS.labels("scraped", "tools/list", "ok").inc()
-    metrics.REQUEST_DURATION.labels("scraped", "tools/list").observe(0.003)
+    metrics.REQUESTS.labels("scraped", "", "tools/list", "ok").inc()
+    metrics.REQUEST_DURATION.labels("scraped", "", "tools/list").observe(0.003)
     response = scrape("127.0.0.1")
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/plain; version=")
     body = response.content.decode()
-    assert 'mcp_requests_total{method="tools/list",outcome="ok",tenant="scraped"}' in body
+    assert 'mcp_requests_total{method="tools/list",outcome="ok",server="",tenant="scraped"}' in body
     assert "# TYPE mcp_request_duration_seconds histogram" in body
-    assert 'mcp_request_duration_seconds_bucket{le="0.005",method="tools/list",tenant="scraped"}' in body
+    assert 'mcp_request_duration_seconds_bucket{le="0.005",method="tools/list",server="",tenant="scraped"}' in body
     assert scrape("::1").status_code == 200
     assert scrape("::ffff:127.0.0.1").status_code == 200
 

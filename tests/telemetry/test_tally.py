@@ -48,17 +48,17 @@ def test_the_fold_writes_the_histogram_observe_would_have_written() -> None:
     reference_histogram = Histogram(
         "mcp_test_reference_duration_seconds",
         "Fed with observe() to compare the fold with.",
-        ["tenant", "method"],
+        ["tenant", "server", "method"],
         buckets=metrics.LATENCY_BUCKETS,
         registry=None,
     )
     tenant = f"guard-{secrets.token_hex(4)}"
     for duration in DURATIONS:
         request_tally.record(tenant=tenant, method="tools/list", outcome="ok", tool=None, duration=duration)
-        reference_histogram.labels(tenant, "tools/list").observe(duration)
+        reference_histogram.labels(tenant, "", "tools/list").observe(duration)
     request_tally.fold()
-    folded = samples_by_suffix("mcp_request_duration_seconds", tenant=tenant, method="tools/list")
-    observed = samples_by_suffix("mcp_test_reference_duration_seconds", tenant=tenant, method="tools/list")
+    folded = samples_by_suffix("mcp_request_duration_seconds", tenant=tenant, server="", method="tools/list")
+    observed = samples_by_suffix("mcp_test_reference_duration_seconds", tenant=tenant, server="", method="tools/list")
     assert folded.keys() == observed.keys()
     assert len([key for key in folded if key[0] == "_bucket"]) == len(metrics.LATENCY_BUCKETS) + 1
     for key, value in observed.items():
@@ -68,14 +68,14 @@ def test_the_fold_writes_the_histogram_observe_would_have_written() -> None:
 
 
 def test_counts_for_other_buckets_than_the_histograms_are_refused() -> None:
-    child = metrics.REQUEST_DURATION.labels("refused", "ping")
+    child = metrics.REQUEST_DURATION.labels("refused", "", "ping")
     with pytest.raises(ValueError):
         histogram_add(child, [1.0] * len(metrics.LATENCY_BUCKETS), 0.5)
 
 
 def test_requests_tools_and_durations_are_folded_per_label_set() -> None:
     tenant = f"folded-{secrets.token_hex(4)}"
-    ok = {"tenant": tenant, "method": "tools/call", "outcome": "ok"}
+    ok = {"tenant": tenant, "server": "", "method": "tools/call", "outcome": "ok"}
     tally = RequestTally(threaded=False)
     for tool, outcome, duration in [("a", "ok", 0.002), ("a", "ok", 0.2), ("b", "ok", 0.02), ("b", "error", 1.0)]:
         tally.record(tenant=tenant, method="tools/call", outcome=outcome, tool=tool, duration=duration)
@@ -85,13 +85,15 @@ def test_requests_tools_and_durations_are_folded_per_label_set() -> None:
     assert tally.fold() == 5
     assert tally.pending() == 0
     assert metric_value("mcp_requests_total", **ok) == 3
-    assert metric_value("mcp_requests_total", tenant=tenant, method="tools/call", outcome="error") == 1
-    assert metric_value("mcp_requests_total", tenant=tenant, method="tools/list", outcome="ok") == 1
-    assert metric_value("mcp_tool_calls_total", tenant=tenant, tool="a", outcome="ok") == 2
-    assert metric_value("mcp_tool_calls_total", tenant=tenant, tool="b", outcome="error") == 1
-    assert metric_value("mcp_request_duration_seconds_count", tenant=tenant, method="tools/call") == 4
+    assert metric_value("mcp_requests_total", tenant=tenant, server="", method="tools/call", outcome="error") == 1
+    assert metric_value("mcp_requests_total", tenant=tenant, server="", method="tools/list", outcome="ok") == 1
+    assert metric_value("mcp_tool_calls_total", tenant=tenant, server="", tool="a", outcome="ok") == 2
+    assert metric_value("mcp_tool_calls_total", tenant=tenant, server="", tool="b", outcome="error") == 1
+    assert metric_value("mcp_request_duration_seconds_count", tenant=tenant, server="", method="tools/call") == 4
     assert math.isclose(
-        metric_value("mcp_request_duration_seconds_sum", tenant=tenant, method="tools/call"), 1.222, rel_tol=1e-12
+        metric_value("mcp_request_duration_seconds_sum", tenant=tenant, server="", method="tools/call"),
+        1.222,
+        rel_tol=1e-12,
     )
 
 
@@ -115,7 +117,7 @@ def test_upstream_calls_and_http_tool_requests_are_folded_to_their_own_metrics()
     assert metric_value("mcp_http_tool_calls_total", tenant=tenant, outcome="2xx") == 1
     assert metric_value("mcp_http_tool_calls_total", tenant=tenant, outcome="error") == 1
     assert metric_value("mcp_http_tool_call_duration_seconds_count", tenant=tenant) == 2
-    assert metric_value("mcp_requests_total", tenant=tenant, method="tools/call", outcome="ok") == 0
+    assert metric_value("mcp_requests_total", tenant=tenant, server="", method="tools/call", outcome="ok") == 0
 
 
 def test_requests_counted_while_folds_run_are_all_folded() -> None:
@@ -144,7 +146,10 @@ def test_requests_counted_while_folds_run_are_all_folded() -> None:
         sys.setswitchinterval(switch)
     tally.fold()
     assert folds > 1
-    assert metric_value("mcp_requests_total", tenant=tenant, method="ping", outcome="ok") == threads * per_thread
+    assert (
+        metric_value("mcp_requests_total", tenant=tenant, server="", method="ping", outcome="ok")
+        == threads * per_thread
+    )
 
 
 EXITING_PROCESS = """
@@ -193,15 +198,19 @@ def test_a_process_that_exits_normally_folds_every_request_it_counted(tmp_path: 
     found = {
         (s.name, tuple(sorted(s.labels.items()))): s.value for family in registry.collect() for s in family.samples
     }
-    assert found["mcp_requests_total", (("method", "tools/call"), ("outcome", "ok"), ("tenant", "leaving"))] == calls
-    assert found["mcp_tool_calls_total", (("outcome", "ok"), ("tenant", "leaving"), ("tool", "echo"))] == calls
-    count = found["mcp_request_duration_seconds_count", (("method", "tools/call"), ("tenant", "leaving"))]
+    requests = (("method", "tools/call"), ("outcome", "ok"), ("server", ""), ("tenant", "leaving"))
+    assert found["mcp_requests_total", requests] == calls
+    tool = (("outcome", "ok"), ("server", ""), ("tenant", "leaving"), ("tool", "echo"))
+    assert found["mcp_tool_calls_total", tool] == calls
+    count = found[
+        "mcp_request_duration_seconds_count", (("method", "tools/call"), ("server", ""), ("tenant", "leaving"))
+    ]
     assert count == calls
 
 
 def test_a_forked_child_starts_with_nothing_to_fold_and_folds_its_own() -> None:
     tenant = f"forking-{secrets.token_hex(4)}"
-    labels = {"tenant": tenant, "method": "tools/list", "outcome": "ok"}
+    labels = {"tenant": tenant, "server": "", "method": "tools/list", "outcome": "ok"}
     tally = RequestTally(threaded=False)
     for _ in range(5):
         tally.record(tenant=tenant, method="tools/list", outcome="ok", tool=None, duration=0.001)
@@ -244,7 +253,7 @@ def test_a_fork_waits_for_a_fold_under_way_so_the_child_can_write_metrics() -> N
             child = os.fork()
             if child == 0:  # the child: never returns into the test run
                 try:
-                    metrics.REQUESTS.labels(tenant, "ping", "child").inc()
+                    metrics.REQUESTS.labels(tenant, "", "ping", "child").inc()
                 finally:
                     os._exit(0)
             deadline = time.monotonic() + 10
@@ -257,4 +266,4 @@ def test_a_fork_waits_for_a_fold_under_way_so_the_child_can_write_metrics() -> N
     finally:
         stop.set()
         folding.join()
-    assert metric_value("mcp_requests_total", tenant=tenant, method="ping", outcome="child") == 20
+    assert metric_value("mcp_requests_total", tenant=tenant, server="", method="ping", outcome="child") == 20

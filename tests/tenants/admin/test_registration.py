@@ -34,6 +34,7 @@ TENANT_ADMINS = {
     "OpenApiSource": "tenants.admin.openapi.OpenApiSourceAdmin",
     "Upstream": "tenants.admin.upstreams.UpstreamAdmin",
     "PersonalCredential": "tenants.admin.connections.PersonalCredentialAdmin",
+    "Server": "tenants.admin.servers.ServerAdmin",
 }
 # Models of the tenants app with no admin page at all, and why: nobody administers them by hand.
 NOT_IN_ADMIN = {

@@ -15,7 +15,7 @@ def index_time_on_sqlite(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('activity', '0004_token_exchanges'),
+        ('activity', '0005_call_server'),
     ]
 
     operations = [
