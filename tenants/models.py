@@ -744,6 +744,8 @@ class OAuthClientRegistration(models.Model):
     key_id = models.CharField(max_length=16, blank=True, editable=False)
     # The scope the upstream's challenge or metadata asked for (MCP upstreams).
     scope = models.TextField(blank=True)
+    # Where the authorization server sends people back (the platform's address when it was registered).
+    redirect_uri = models.CharField(max_length=2048, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

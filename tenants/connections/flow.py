@@ -124,7 +124,7 @@ def _registration_get(tenant_id: int, target: str) -> OAuthClientRegistration | 
 
 
 def _registration_save(
-    tenant_id: int, target: str, server: AuthServer, client_id: str, secret: str | None, scope: str
+    tenant_id: int, target: str, server: AuthServer, client_id: str, secret: str | None, scope: str, redirect: str
 ) -> OAuthClientRegistration:
     with transaction.atomic():
         OAuthClientRegistration.objects.filter(tenant_id=tenant_id, target=target).delete()
@@ -132,6 +132,7 @@ def _registration_save(
             tenant_id=tenant_id, target=target, issuer=server.issuer, server=server.to_json(), client_id=client_id
         )
         row.scope = scope
+        row.redirect_uri = redirect
         if secret:
             row.sealed_secret, row.key_id = personal_seal(secret, binding=("oauth-client", tenant_id, target))
         row.save()
@@ -149,7 +150,10 @@ async def registration(
         server = AuthServer.from_json(row.server)
         same_issuer = not auth.get("issuer") or auth["issuer"] == row.issuer
         same_client = auth.get("client_id", row.client_id) == row.client_id if mode == "manual" else True
-        if same_issuer and same_client:
+        # A client registered (or named by its metadata document) for another address of the platform has another
+        # redirect URI: the authorization server would refuse to send the person back here.
+        same_address = mode == "manual" or row.redirect_uri == redirect_uri(base_url)
+        if same_issuer and same_client and same_address:
             return row, server
     try:
         server, scope = await _discover(tenant_id, item, auth)
@@ -171,7 +175,9 @@ async def registration(
             client_id = client_metadata_url(base_url)
     except OAuthClientError as exc:
         raise ConnectFailed(str(exc)) from None
-    row = await sync_to_async(_registration_save)(tenant_id, target, server, client_id, secret, scope)
+    row = await sync_to_async(_registration_save)(
+        tenant_id, target, server, client_id, secret, scope, redirect_uri(base_url)
+    )
     return row, server
 
 
