@@ -14,9 +14,11 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.db import models
 from django.http import HttpRequest
 from django.utils.functional import cached_property
-from django.utils.html import format_html, format_html_join
+from django.utils.html import escape, format_html, format_html_join
+from django.utils.safestring import SafeString
 
 from tenants import servers
 from tenants.admin.scoping import TenantScopedAdmin
@@ -211,6 +213,12 @@ class ServerAdmin(TenantScopedAdmin):
         "Choose what the server serves: items one by one, everything from a source, or everything with a tag. An "
         "item is served when any choice picks it; a disabled tool never is."
     )
+
+    def formfield_for_dbfield(self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
+        # The admin renders help texts as HTML, where the slug's "/t/<tenant>/s/<slug>/mcp" would lose its words.
+        if db_field.help_text and not isinstance(db_field.help_text, SafeString):
+            kwargs.setdefault("help_text", escape(db_field.help_text))
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         about = ("tenant", "slug", "title", "instructions", "enabled")

@@ -49,6 +49,7 @@ def test_the_editor_offers_the_tenants_catalog_and_stores_what_is_ticked(
     assert choices(add, "upstreams") == [(str(catalog["upstream"].pk), "github")]
     assert choices(add, "tags") == [("read-only", "read-only")]
     assert "globex" not in add.content.decode()
+    assert "URL /t/&lt;tenant&gt;/s/&lt;slug&gt;/mcp." in add.content.decode(), "the slug's help text, escaped"
     posted = with_values(
         form_posted(add.content.decode(), "server_form"),
         slug="reader",
