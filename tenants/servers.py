@@ -1,5 +1,6 @@
 """Writes to servers within a tenant (a curated selection of the tenant's catalog served at its own URL): validated,
-stored, announced after commit like a catalog change. The selection's rules are ``tenants.selection``'s."""
+stored in a ``catalog_revision`` (the history keeps each version), announced after commit like a catalog change. The
+selection's rules are ``tenants.selection``'s."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from tenants.events import server_changed
+from tenants.history.revisions import catalog_revision, note_added, note_change, note_deleted
 from tenants.models import RESERVED_SERVER_SLUGS, OpenApiSource, Server, Tenant, Upstream
 from tenants.selection import OPENAPI, UPSTREAM, selection_errors, selection_parse
 
@@ -73,9 +75,10 @@ def server_create(
         required_scopes=required_scopes,
         enabled=enabled,
     )
-    with transaction.atomic():
+    with catalog_revision():
         server_validate(server)
         _save(server)
+        note_added(server)
         server_changed(tenant_id=tenant.pk)
     return server
 
@@ -92,9 +95,10 @@ def server_update(*, server: Server, data: Mapping[str, Any]) -> Server:
     for field in changed:
         setattr(server, field, data[field])
     try:
-        with transaction.atomic():
+        with catalog_revision():
             server_validate(server)
             _save(server, update_fields=[*sorted(changed), "updated_at"])
+            note_change(server, changed)
             server_changed(tenant_id=server.tenant_id)
     except ValidationError:
         for field in changed:
@@ -104,8 +108,10 @@ def server_update(*, server: Server, data: Mapping[str, Any]) -> Server:
 
 
 def server_delete(*, server: Server) -> None:
-    with transaction.atomic():
+    """Remove the server (its versions stay: it can be recovered)."""
+    with catalog_revision():
         tenant_id = server.tenant_id
+        note_deleted(server)
         server.delete()
         server_changed(tenant_id=tenant_id)
 
@@ -116,7 +122,7 @@ def server_upsert(*, tenant: Tenant, slug: str, **fields: Any) -> tuple[Server, 
     unknown = sorted(set(fields) - (SERVER_FIELDS - {"slug"}))
     if unknown:
         raise ValidationError({field: ["Unknown field."] for field in unknown})
-    with transaction.atomic():
+    with catalog_revision():
         existing = Server.objects.select_for_update().filter(tenant=tenant, slug=slug).first()
         if existing is None:
             return server_create(tenant=tenant, slug=slug, **fields), True

@@ -4,7 +4,8 @@ revision, the admin's history and the activity log see each change as they see a
 What needs the network comes first, outside the transaction: the catalogs of the upstreams the file adds, the
 OpenAPI documents it imports. Then, under a lock on the tenant's row, the plan is made again from the database
 (it must be the plan that was read: ``PlanChanged`` otherwise), carried out (settings; removals; upstreams and
-OpenAPI sources; items; rate limits), and the file's objects are recorded as managed. Any refusal rolls everything
+OpenAPI sources; items; servers, their selections' sources named by id as they are now; rate limits), and the file's
+objects are recorded as managed. Any refusal rolls everything
 back. Upstreams whose connection or items changed are refreshed after the commit, as the admin does.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.core.exceptions import ValidationError
 
+from mcp_platform.catalog_files.checks import UPSTREAM_REFRESHED_FIELDS, items_uncertain, items_unknown
 from mcp_platform.catalog_files.loading import ConfigFileError, LoadedFile, Problem
 from mcp_platform.catalog_files.planning import Change, Proposal, configuration_plan
 from mcp_platform.catalog_files.sections import (
@@ -29,9 +31,11 @@ from mcp_platform.catalog_files.sections import (
     RESOURCES,
     SECTIONS,
     SECTIONS_BY_NAME,
+    SERVERS,
     TOOLS,
     UPSTREAMS,
 )
+from mcp_platform.catalog_files.selections import selection_stored
 from mcp_platform.catalog_files.state import managed_record
 from mcp_platform.quotas import services as quotas
 from tenants import services
@@ -47,17 +51,18 @@ from tenants.federation.services import (
     upstream_update,
 )
 from tenants.history.revisions import catalog_revision
-from tenants.models import Tenant, Upstream
+from tenants.models import Server, Tenant, Upstream
 from tenants.openapi.document import OpenApiDocument, OpenApiError, document_parse
 from tenants.openapi.fetching import document_fetch_once, document_read
 from tenants.openapi.importing import openapi_import, openapi_source_delete
 from tenants.openapi.servers import is_web_url
 from tenants.openapi.translate import ImportOptions, document_translate
+from tenants.servers import server_create, server_delete, server_update
 
 JSONObject = dict[str, Any]
 OPERATION = "configuration file"
 # What an upstream's row takes from the file, and what its items page takes (``upstream_items_update``).
-UPSTREAM_ROW_FIELDS = ("url", "prefix", "auth", "enabled", "session_mode")
+UPSTREAM_ROW_FIELDS = ("url", "prefix", "auth", "enabled", "session_mode", "change_policy", "withhold_incompatible")
 UPSTREAM_ITEM_FIELDS = ("excluded", "overrides")
 # How long a refresh after the apply may wait on an upstream.
 REFRESH_SECONDS = 30.0
@@ -174,10 +179,33 @@ class _Run:
             for change in changes:
                 if change.section == section.name and change.action == "remove":
                     self.step(change, self.remove)
-        for section in (UPSTREAMS, OPENAPI_SOURCES, TOOLS, RESOURCES, RESOURCE_TEMPLATES, PROMPTS, RATE_LIMITS):
+        for section in (
+            UPSTREAMS,
+            OPENAPI_SOURCES,
+            TOOLS,
+            RESOURCES,
+            RESOURCE_TEMPLATES,
+            PROMPTS,
+            SERVERS,
+            RATE_LIMITS,
+        ):
+            if section is SERVERS:
+                self.servers_checked()
             for change in changes:
                 if change.section == section.name and change.action != "remove":
                     self.step(change, self.write)
+
+    def servers_checked(self) -> None:
+        """The items the plan left for now (an upstream the file adds or changes may bring them) must be there, once
+        the sources and items are written; not when an upstream's new address, prefix or credentials are read only at
+        the refresh after the apply."""
+        proposal = self.proposal
+        refreshed = items_uncertain(proposal.desired, proposal.current, fields=UPSTREAM_REFRESHED_FIELDS, added=False)
+        if not proposal.unchecked or refreshed:
+            return
+        problems = items_unknown(tenant=self.tenant, loaded=proposal.loaded, unchecked=proposal.unchecked)
+        if problems:
+            raise ConfigFileError(problems)
 
     def step(self, change: Change, do: Callable[[Change], None]) -> None:
         """Run one change; a refusal (a write raced by another, an upstream's items now taken) ends the apply."""
@@ -244,14 +272,31 @@ class _Run:
             name=fields["name"],
             select=selected,
             actor=self.actor,
+            change_policy=fields["change_policy"],
+            withhold_incompatible=fields["withhold_incompatible"],
         )
         self.record.add(CREATE if change.action == "add" else CHANGE, report.source)
         self.notes.extend(f"OpenAPI source {fields['name']}: {key} skipped: {why}" for key, why in report.skipped)
         self.notes.extend(f"OpenAPI source {fields['name']}: {warning}" for warning in report.warnings)
 
 
-def _limit_values(fields: JSONObject) -> JSONObject:
-    return {**fields, "period": PERIOD_SECONDS[fields["period"]]} if "period" in fields else dict(fields)
+def _limit_values(tenant: Tenant, fields: JSONObject) -> JSONObject:
+    """A limit's fields from the file as the services take them: the period in seconds, the server as its row."""
+    values = dict(fields)
+    if "period" in values:
+        values["period"] = PERIOD_SECONDS[values["period"]]
+    if "server" in values:
+        slug = values["server"]
+        values["server"] = Server.objects.get(tenant=tenant, slug=slug) if slug else None
+    return values
+
+
+def _server_values(tenant: Tenant, fields: JSONObject) -> JSONObject:
+    """A server's fields from the file as the services take them: its selection's sources by id."""
+    values = dict(fields)
+    if "selection" in values:
+        values["selection"] = selection_stored(tenant=tenant, selection=values["selection"])
+    return values
 
 
 CREATORS: dict[str, Callable[[Tenant, JSONObject], Any]] = {
@@ -259,14 +304,16 @@ CREATORS: dict[str, Callable[[Tenant, JSONObject], Any]] = {
     RESOURCES.name: lambda tenant, fields: services.resource_create(tenant=tenant, **fields),
     RESOURCE_TEMPLATES.name: lambda tenant, fields: services.resource_template_create(tenant=tenant, **fields),
     PROMPTS.name: lambda tenant, fields: services.prompt_create(tenant=tenant, **fields),
-    RATE_LIMITS.name: lambda tenant, fields: quotas.rate_limit_create(tenant=tenant, **_limit_values(fields)),
+    SERVERS.name: lambda tenant, fields: server_create(tenant=tenant, **_server_values(tenant, fields)),
+    RATE_LIMITS.name: lambda tenant, fields: quotas.rate_limit_create(tenant=tenant, **_limit_values(tenant, fields)),
 }
 UPDATERS: dict[str, Callable[[Any, JSONObject], Any]] = {
     TOOLS.name: lambda row, data: services.tool_update(tool=row, data=data),
     RESOURCES.name: lambda row, data: services.resource_update(resource=row, data=data),
     RESOURCE_TEMPLATES.name: lambda row, data: services.resource_template_update(template=row, data=data),
     PROMPTS.name: lambda row, data: services.prompt_update(prompt=row, data=data),
-    RATE_LIMITS.name: lambda row, data: quotas.rate_limit_update(limit=row, data=_limit_values(data)),
+    SERVERS.name: lambda row, data: server_update(server=row, data=_server_values(row.tenant, data)),
+    RATE_LIMITS.name: lambda row, data: quotas.rate_limit_update(limit=row, data=_limit_values(row.tenant, data)),
 }
 REMOVERS: dict[str, Callable[[Any], None]] = {
     TOOLS.name: lambda row: services.tool_delete(tool=row),
@@ -275,6 +322,7 @@ REMOVERS: dict[str, Callable[[Any], None]] = {
     PROMPTS.name: lambda row: services.prompt_delete(prompt=row),
     UPSTREAMS.name: lambda row: upstream_delete(upstream=row),
     OPENAPI_SOURCES.name: lambda row: openapi_source_delete(source=row),
+    SERVERS.name: lambda row: server_delete(server=row),
     RATE_LIMITS.name: lambda row: quotas.rate_limit_delete(limit=row),
 }
 

@@ -1,10 +1,12 @@
 """The checks a file passes before its plan is shown: the objects it would write are checked by the validation the
-admin and the services use (the same messages), the names it uses must be free of a source's items, and every secret
-it names must be one the tenant has (a file names secrets, it never holds them)."""
+admin and the services use (the same messages), the names it uses must be free of a source's items, every secret
+it names must be one the tenant has (a file names secrets, it never holds them), and every source, item and server a
+server or a rate limit names must be the tenant's once the file is applied."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +21,24 @@ from mcp_platform.catalog_files.sections import (
     RESOURCE_TEMPLATES,
     RESOURCES,
     SECTIONS,
+    SERVERS,
     TOOLS,
     UPSTREAMS,
     Holder,
     Section,
 )
+from mcp_platform.catalog_files.selections import ITEM_LISTS, openapi_source_named
 from mcp_platform.catalog_files.state import Entry, State
 from mcp_platform.quotas.models import RateCeiling, RateLimit
 from mcp_platform.quotas.services import rate_limit_validate
 from tenants.federation.overrides import overrides_errors
 from tenants.federation.services import upstream_validate
-from tenants.models import Prompt, Resource, ResourceTemplate, Tenant, Tool, Upstream
+from tenants.models import Prompt, Resource, ResourceTemplate, Server, Tenant, Tool, Upstream
 from tenants.openapi.servers import is_web_url
 from tenants.outbound_auth import auth_secret_names
 from tenants.secret_references import secret_names_in, secrets_missing
+from tenants.selection import selection_entries
+from tenants.servers import server_validate
 from tenants.validation import (
     prompt_validate,
     resource_template_validate,
@@ -98,9 +104,44 @@ def _upstream(tenant: Tenant, entry: Entry) -> None:
 
 
 def _rate_limit(tenant: Tenant, entry: Entry) -> None:
-    limit = RateLimit(tenant=tenant, **{**entry.fields, "period": PERIOD_SECONDS[entry.fields["period"]]})
-    rate_limit_validate(limit=limit, ceiling=RateCeiling.objects.filter(tenant=tenant).first())
-    limit.full_clean(exclude=["tenant"], validate_unique=False)
+    # The server a limit names is looked for by ``reference_problems`` (it may be one the file adds): it is checked
+    # here as "named or not".
+    fields = {**entry.fields, "period": PERIOD_SECONDS[entry.fields["period"]]}
+    slug = fields.pop("server")
+    limit = RateLimit(tenant=tenant, **fields)
+    errors: dict[str, list[str]] = {}
+    for check in (
+        lambda: rate_limit_validate(limit=limit, ceiling=RateCeiling.objects.filter(tenant=tenant).first()),
+        lambda: limit.full_clean(exclude=["tenant", "server"], validate_unique=False),
+    ):
+        try:
+            check()
+        except ValidationError as exc:
+            for field, messages in _messages(exc).items():
+                errors.setdefault(field, []).extend(m for m in messages if m not in errors.get(field, []))
+    errors.pop("server", None)
+    if slug and entry.fields["scope"] != RateLimit.Scope.SERVER:
+        errors["server"] = ["Only a server limit names a server."]
+    elif not slug and entry.fields["scope"] == RateLimit.Scope.SERVER:
+        errors["server"] = ["Name the server (its slug) whose requests this limit counts."]
+    if errors:
+        raise ValidationError(errors)
+
+
+def _server(tenant: Tenant, entry: Entry) -> None:
+    # Its sources are looked for by name (``reference_problems``): the rest of its selection is checked here.
+    fields = dict(entry.fields)
+    chosen = fields.pop("selection")
+    server = Server(pk=getattr(entry.row, "pk", None), tenant=tenant, **fields)
+    server._state.adding = entry.row is None
+    server.selection = selection_entries(
+        tools=chosen.get("tools", []),
+        resources=chosen.get("resources", []),
+        templates=chosen.get("resource_templates", []),
+        prompts=chosen.get("prompts", []),
+        tags=chosen.get("tags", []),
+    )
+    server_validate(server)
 
 
 VALIDATORS: dict[str, Callable[[Tenant, Entry], None]] = {
@@ -109,6 +150,7 @@ VALIDATORS: dict[str, Callable[[Tenant, Entry], None]] = {
     RESOURCE_TEMPLATES.name: _template,
     PROMPTS.name: _prompt,
     UPSTREAMS.name: _upstream,
+    SERVERS.name: _server,
     RATE_LIMITS.name: _rate_limit,
 }
 
@@ -258,3 +300,138 @@ def secret_problems(*, tenant: Tenant, loaded: LoadedFile, desired: State) -> li
         for name, path in named
         if name in missing
     ]
+
+
+# ---- what servers and rate limits name --------------------------------------------------------------------------
+
+# An upstream's fields whose change may change which items it brings (the mirror applies them in the apply; a new
+# address, prefix or credentials are read at the refresh after it).
+UPSTREAM_ITEM_FIELDS = frozenset({"url", "prefix", "auth", "enabled", "excluded", "overrides"})
+UPSTREAM_REFRESHED_FIELDS = frozenset({"url", "prefix", "auth", "enabled"})
+# A selection's item lists, with the section of the tenant's own items of each kind and how messages name one.
+ITEM_SECTIONS = {"tools": TOOLS, "resources": RESOURCES, "resource_templates": RESOURCE_TEMPLATES, "prompts": PROMPTS}
+
+
+@dataclass(frozen=True)
+class Unchecked:
+    """An item a server names that the plan could not find, because an upstream the file adds or changes may bring
+    it: the apply looks for it once its sources are written (``items_unknown``)."""
+
+    path: tuple[str | int, ...]
+    kind: str
+    key: str
+
+
+def _after(section: Section, desired: State, current: State, managed: dict[str, set[str]]) -> dict[str, JSONObject]:
+    """The fields of ``section``'s objects once the file is applied, by key: the file's, and the tenant's others but
+    those the file made and no longer lists."""
+    mine = managed.get(section.name, set())
+    kept = {key: entry.fields for key, entry in current.entries(section).items() if key not in mine}
+    return {**kept, **{key: entry.fields for key, entry in desired.entries(section).items()}}
+
+
+def _items_after(
+    tenant: Tenant, desired: State, current: State, managed: dict[str, set[str]], upstreams: set[str]
+) -> dict[str, set[str]]:
+    """The keys a selection may name, per file list, once the file is applied: the tenant's own items, the tools of
+    its OpenAPI sources (as the file lists them), and what the ``upstreams`` that stay mirror now."""
+    known: dict[str, set[str]] = {}
+    for name, (_, model, key) in ITEM_LISTS.items():
+        own = {str(fields[key]) for fields in _after(ITEM_SECTIONS[name], desired, current, managed).values()}
+        mirrored = model._default_manager.filter(tenant=tenant, upstream__name__in=sorted(upstreams))
+        known[name] = own | set(mirrored.values_list(key, flat=True))
+    for fields in _after(OPENAPI_SOURCES, desired, current, managed).values():
+        known["tools"].update(fields.get("tools", []))
+    return known
+
+
+def items_uncertain(
+    desired: State, current: State, *, fields: frozenset[str] = UPSTREAM_ITEM_FIELDS, added: bool = True
+) -> bool:
+    """Whether an upstream the file adds enabled (``added``), or changes in ``fields``, may bring items the tenant has
+    not mirrored yet."""
+    present = current.entries(UPSTREAMS)
+    for key, entry in desired.entries(UPSTREAMS).items():
+        before = present.get(key)
+        if before is None:
+            if added and entry.fields.get("enabled", True):
+                return True
+        elif any(before.fields.get(f) != entry.fields.get(f) for f in fields):
+            return True
+    return False
+
+
+def reference_problems(
+    *, tenant: Tenant, loaded: LoadedFile, desired: State, current: State, managed: dict[str, set[str]]
+) -> tuple[list[Problem], list[Unchecked]]:
+    """Sources and items a server's selection names that the tenant will not have once the file is applied, and
+    servers a rate limit names that it will not have; also the items left for the apply to look for (an upstream the
+    file adds or changes may bring them)."""
+    problems: list[Problem] = []
+    unchecked: list[Unchecked] = []
+    upstreams = set(_after(UPSTREAMS, desired, current, managed))
+    sources = [
+        (location, str(fields["name"]))
+        for location, fields in _after(OPENAPI_SOURCES, desired, current, managed).items()
+    ]
+    kept_upstreams = upstreams & set(current.entries(UPSTREAMS))
+    known = _items_after(tenant, desired, current, managed, kept_upstreams)
+    uncertain = items_uncertain(desired, current)
+    for entry in desired.entries(SERVERS).values():
+        at = (SERVERS.name, entry.index or 0, "selection")
+        given = _given(loaded, at)
+        for name in ITEM_LISTS:
+            for value in entry.fields["selection"].get(name, []):
+                if value in known[name]:
+                    continue
+                path = (*at, name, given.get(name, {}).get(value, 0))
+                if uncertain:
+                    unchecked.append(Unchecked(path, name, value))
+                else:
+                    problems.append(loaded.problem(path, _no_item(name, value)))
+        for value in entry.fields["selection"].get("upstreams", []):
+            if value not in upstreams:
+                path = (*at, "upstreams", given.get("upstreams", {}).get(value, 0))
+                problems.append(loaded.problem(path, f"there is no upstream {value!r} in the file or the tenant"))
+        for value in entry.fields["selection"].get("openapi_sources", []):
+            if openapi_source_named(sources, value) is None:
+                path = (*at, "openapi_sources", given.get("openapi_sources", {}).get(value, 0))
+                shared = sum(1 for _, name in sources if name == value) > 1
+                message = (
+                    f"several OpenAPI sources are named {value!r}: name this one by its location"
+                    if shared
+                    else f"there is no OpenAPI source {value!r} (by name or location) in the file or the tenant"
+                )
+                problems.append(loaded.problem(path, message))
+    servers = set(_after(SERVERS, desired, current, managed))
+    for entry in desired.entries(RATE_LIMITS).values():
+        slug = entry.fields.get("server")
+        if slug and slug not in servers:
+            where = (RATE_LIMITS.name, entry.index or 0, "server")
+            problems.append(loaded.problem(where, f"there is no server {slug!r} in the file or the tenant"))
+    return problems, unchecked
+
+
+def _given(loaded: LoadedFile, at: tuple[str | int, ...]) -> dict[str, dict[str, int]]:
+    """The place of each value in the lists of the server's selection at ``at`` (the file was checked against the
+    schema: the path is there), by list and value: how a problem finds its line."""
+    selection = loaded.data[at[0]][at[1]].get(at[2]) or {}
+    return {
+        name: {value: index for index, value in reversed(list(enumerate(values)))} for name, values in selection.items()
+    }
+
+
+def _no_item(name: str, key: str) -> str:
+    noun = ITEM_SECTIONS[name].noun
+    return f"there is no {noun} {key!r} in the file or the tenant (nor from its sources)"
+
+
+def items_unknown(*, tenant: Tenant, loaded: LoadedFile, unchecked: list[Unchecked]) -> list[Problem]:
+    """Of the items a plan could not find, those the tenant does not have now (in the apply, once its sources and
+    items are written)."""
+    problems = []
+    for item in unchecked:
+        _, model, key = ITEM_LISTS[item.kind]
+        if not model._default_manager.filter(tenant=tenant, **{key: item.key}).exists():
+            problems.append(loaded.problem(item.path, _no_item(item.kind, item.key)))
+    return problems

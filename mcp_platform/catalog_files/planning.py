@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mcp_platform.catalog_files.checks import (
+    Unchecked,
     document_problems,
     imported_name_problems,
     name_problems,
+    reference_problems,
     secret_problems,
     written_problems,
 )
@@ -122,6 +124,8 @@ class Proposal:
     plan: Plan
     # Per section, the file's entries the apply writes (added, or with fields to change).
     written: dict[str, list[Entry]] = field(default_factory=dict)
+    # Items servers name that an upstream the file adds or changes may bring: looked for in the apply.
+    unchecked: list[Unchecked] = field(default_factory=list)
 
 
 def file_check(content: bytes | str) -> LoadedFile:
@@ -201,6 +205,10 @@ def configuration_plan(*, tenant: Tenant, loaded: LoadedFile, files_allowed: boo
     problems += named
     problems += imported_name_problems(tenant=tenant, loaded=loaded, desired=desired, managed=managed)
     problems += secret_problems(tenant=tenant, loaded=loaded, desired=desired)
+    referenced, unchecked = reference_problems(
+        tenant=tenant, loaded=loaded, desired=desired, current=current, managed=managed
+    )
+    problems += referenced
     settings = {f.field: f.after for change in changes if change.section == "settings" for f in change.fields}
     checked = {
         name: [entry for entry in entries if (name, entry.key) not in refused] for name, entries in written.items()
@@ -211,4 +219,4 @@ def configuration_plan(*, tenant: Tenant, loaded: LoadedFile, files_allowed: boo
     if problems:
         raise ConfigFileError(problems)
     plan = Plan(tenant.slug, tuple(changes))
-    return Proposal(tenant, loaded, desired, current, managed, plan, written)
+    return Proposal(tenant, loaded, desired, current, managed, plan, written, unchecked)

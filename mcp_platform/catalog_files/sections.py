@@ -2,9 +2,9 @@
 file's order with the defaults a file may leave out, which of the tenant's rows it holds, and how a row reads.
 
 A section holds the tenant's own objects: an item mirrored from an upstream or imported from an OpenAPI document is
-its source's (the source is in the file, the item is not), and its name is ``held`` against the file's items.
-Servers within a tenant (to come) are one more ``Section`` here and one more property of the JSON Schema
-(``servers``, a list keyed by name), applied through their services in ``applying``.
+its source's (the source is in the file, the item is not), and its name is ``held`` against the file's items. A
+server's selection names sources by name and items by key (``selections``); a server's rate limit names its server by
+slug.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from typing import Any, NamedTuple
 
 from django.db.models import QuerySet
 
+from mcp_platform.catalog_files.selections import selection_normalize, selection_read
 from mcp_platform.quotas.models import Period, RateLimit
-from tenants.models import OpenApiSource, Prompt, Resource, ResourceTemplate, Tenant, Tool, Upstream
+from tenants.models import OpenApiSource, Prompt, Resource, ResourceTemplate, Server, Tenant, Tool, Upstream
 
 JSONObject = dict[str, Any]
 
@@ -142,6 +143,7 @@ TOOL_FIELDS = (
     "task_support",
     "enabled",
     "required_scopes",
+    "tags",
 )
 TOOLS = Section(
     name="tools",
@@ -159,6 +161,7 @@ TOOLS = Section(
         "task_support": "forbidden",
         "enabled": True,
         "required_scopes": "",
+        "tags": [],
     },
     key=lambda fields: str(fields["name"]),
     rows=_own(Tool, "name"),
@@ -166,31 +169,49 @@ TOOLS = Section(
     held=_held(Tool, "name", "tool"),
 )
 
-RESOURCE_FIELDS = ("uri", "name", "title", "description", "mime_type", "text", "blob", "annotations")
+RESOURCE_FIELDS = ("uri", "name", "title", "description", "mime_type", "text", "blob", "annotations", "tags")
 RESOURCES = Section(
     name="resources",
     noun="resource",
     fields=RESOURCE_FIELDS,
-    defaults={"title": "", "description": "", "mime_type": "", "text": None, "blob": None, "annotations": None},
+    defaults={
+        "title": "",
+        "description": "",
+        "mime_type": "",
+        "text": None,
+        "blob": None,
+        "annotations": None,
+        "tags": [],
+    },
     key=lambda fields: str(fields["uri"]),
     rows=_own(Resource, "uri"),
     read=_fields(*RESOURCE_FIELDS),
     held=_held(Resource, "uri", "resource"),
 )
 
-TEMPLATE_FIELDS = ("name", "uri_template", "title", "description", "mime_type", "backend", "config", "completions")
+TEMPLATE_FIELDS = (
+    *("name", "uri_template", "title", "description", "mime_type", "backend", "config", "completions", "tags"),
+)
 RESOURCE_TEMPLATES = Section(
     name="resource_templates",
     noun="resource template",
     fields=TEMPLATE_FIELDS,
-    defaults={"title": "", "description": "", "mime_type": "", "backend": "static", "config": {}, "completions": {}},
+    defaults={
+        "title": "",
+        "description": "",
+        "mime_type": "",
+        "backend": "static",
+        "config": {},
+        "completions": {},
+        "tags": [],
+    },
     key=lambda fields: str(fields["name"]),
     rows=_own(ResourceTemplate, "name"),
     read=_fields(*TEMPLATE_FIELDS),
     held=_held(ResourceTemplate, "name", "resource template"),
 )
 
-PROMPT_FIELDS = ("name", "title", "description", "arguments", "completions", "messages", "backend", "config")
+PROMPT_FIELDS = ("name", "title", "description", "arguments", "completions", "messages", "backend", "config", "tags")
 PROMPTS = Section(
     name="prompts",
     noun="prompt",
@@ -203,6 +224,7 @@ PROMPTS = Section(
         "messages": [],
         "backend": "static",
         "config": {},
+        "tags": [],
     },
     key=lambda fields: str(fields["name"]),
     rows=_own(Prompt, "name"),
@@ -211,12 +233,24 @@ PROMPTS = Section(
 )
 
 # ``session_tools`` is learnt by the platform (the tools an upstream asked questions in), not configured.
-UPSTREAM_FIELDS = ("name", "url", "prefix", "auth", "enabled", "session_mode", "excluded", "overrides")
+UPSTREAM_FIELDS = (
+    *("name", "url", "prefix", "auth", "enabled", "session_mode", "change_policy", "withhold_incompatible"),
+    *("excluded", "overrides"),
+)
+# Changes to its tools' definitions: accepted as they come, or held for an admin's approval (``tenants.pinning``).
+POLICY_DEFAULTS = {"change_policy": "accept", "withhold_incompatible": False}
 UPSTREAMS = Section(
     name="upstreams",
     noun="upstream",
     fields=UPSTREAM_FIELDS,
-    defaults={"auth": None, "enabled": True, "session_mode": "auto", "excluded": [], "overrides": {}},
+    defaults={
+        "auth": None,
+        "enabled": True,
+        "session_mode": "auto",
+        **POLICY_DEFAULTS,
+        "excluded": [],
+        "overrides": {},
+    },
     key=lambda fields: str(fields["name"]),
     rows=lambda tenant: Upstream.objects.filter(tenant=tenant).order_by("name"),
     read=_fields(*UPSTREAM_FIELDS),
@@ -224,8 +258,13 @@ UPSTREAMS = Section(
 )
 
 
+OPENAPI_SOURCE_FIELDS = (
+    *("location", "name", "prefix", "base_url", "secret_name", "client_id", "change_policy", "withhold_incompatible"),
+)
+
+
 def _source_read(source: OpenApiSource) -> JSONObject:
-    fields = _fields("location", "name", "prefix", "base_url", "secret_name", "client_id")(source)
+    fields = _fields(*OPENAPI_SOURCE_FIELDS)(source)
     fields["tools"] = sorted(source.tools.values_list("name", flat=True))  # type: ignore[attr-defined]
     return fields
 
@@ -233,8 +272,8 @@ def _source_read(source: OpenApiSource) -> JSONObject:
 OPENAPI_SOURCES = Section(
     name="openapi_sources",
     noun="OpenAPI source",
-    fields=("location", "name", "prefix", "base_url", "secret_name", "client_id", "tools"),
-    defaults={"prefix": "", "base_url": "", "secret_name": "", "client_id": ""},
+    fields=(*OPENAPI_SOURCE_FIELDS, "tools"),
+    defaults={"prefix": "", "base_url": "", "secret_name": "", "client_id": "", **POLICY_DEFAULTS},
     key=lambda fields: str(fields["location"]),
     rows=lambda tenant: OpenApiSource.objects.filter(tenant=tenant).order_by("location"),
     read=_source_read,
@@ -243,14 +282,37 @@ OPENAPI_SOURCES = Section(
 )
 
 
+SERVER_FIELDS = ("slug", "title", "instructions", "enabled", "required_scopes", "selection")
+
+
+def _server_read(server: Server) -> JSONObject:
+    fields = _fields(*SERVER_FIELDS)(server)
+    fields["selection"] = selection_read(server)
+    return fields
+
+
+SERVERS = Section(
+    name="servers",
+    noun="server",
+    fields=SERVER_FIELDS,
+    defaults={"title": "", "instructions": "", "enabled": True, "required_scopes": "", "selection": {}},
+    key=lambda fields: str(fields["slug"]),
+    rows=lambda tenant: Server.objects.filter(tenant=tenant).order_by("slug"),
+    read=_server_read,
+    held=_nothing_held,
+    normalize=lambda fields: {**fields, "selection": selection_normalize(fields.get("selection"))},
+)
+
+
 def rate_limit_key(fields: Mapping[str, Any]) -> str:
-    """``tool:search``, ``client:abc``, or the scope alone for its default limit."""
-    subject = fields.get("client_id") or fields.get("tool_name") or ""
+    """``tool:search``, ``client:abc``, ``server:reader``, or the scope alone for its default limit."""
+    subject = fields.get("client_id") or fields.get("tool_name") or fields.get("server") or ""
     return f"{fields['scope']}:{subject}" if subject else str(fields["scope"])
 
 
 def _limit_read(limit: RateLimit) -> JSONObject:
     fields = _fields("scope", "client_id", "tool_name", "rate", "period", "burst")(limit)
+    fields["server"] = limit.server.slug if limit.server is not None else ""
     fields["period"] = PERIOD_NAMES.get(limit.period, str(limit.period))
     return fields
 
@@ -258,10 +320,14 @@ def _limit_read(limit: RateLimit) -> JSONObject:
 RATE_LIMITS = Section(
     name="rate_limits",
     noun="rate limit",
-    fields=("scope", "client_id", "tool_name", "rate", "period", "burst"),
-    defaults={"client_id": "", "tool_name": ""},
+    fields=("scope", "client_id", "tool_name", "server", "rate", "period", "burst"),
+    defaults={"client_id": "", "tool_name": "", "server": ""},
     key=rate_limit_key,
-    rows=lambda tenant: RateLimit.objects.filter(tenant=tenant).order_by("scope", "client_id", "tool_name"),
+    rows=lambda tenant: (
+        RateLimit.objects.filter(tenant=tenant)
+        .select_related("server")
+        .order_by("scope", "client_id", "tool_name", "server__slug")
+    ),
     read=_limit_read,
     held=_nothing_held,
 )
@@ -274,6 +340,7 @@ SECTIONS: tuple[Section, ...] = (
     PROMPTS,
     UPSTREAMS,
     OPENAPI_SOURCES,
+    SERVERS,
     RATE_LIMITS,
 )
 SECTIONS_BY_NAME = {section.name: section for section in SECTIONS}

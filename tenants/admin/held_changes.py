@@ -1,7 +1,8 @@
 """The review page of a source's held changes (an upstream's, an OpenAPI source's): each pending change side by side
 (the approved definition served now, the proposed one; a description as marked words, a schema as pretty JSON by
 line), why a schema is incompatible, and Approve / Reject per change and for all. Each decision is audited
-(``admin_changed``, action ``approve`` or ``reject``) and applied by the source's own service."""
+(``admin_changed``, action ``approve`` or ``reject``) and applied by the source's own service, which keeps it as a
+revision of the source's history (linked from the page)."""
 
 from __future__ import annotations
 
@@ -174,12 +175,13 @@ class Decided:
 
 @dataclass(frozen=True)
 class HeldSource:
-    """A source whose held changes the page reviews: how to name it, its tools by item key, where to go back, and
-    its service deciding changes (``decide(seen, approve, actor)``)."""
+    """A source whose held changes the page reviews: how to name it, its tools by item key, where to go back (its
+    page, its history), and its service deciding changes (``decide(seen, approve, actor)``)."""
 
     source: Source
     title: str
     back_url: str
+    history_url: str
     rows: Mapping[str, Tool]
     decide: Callable[[Mapping[str, str], bool, Actor], Decided]
     policy: str
@@ -259,6 +261,7 @@ def upstream_held_source(upstream: Upstream) -> HeldSource:
         source=upstream,
         title=f"upstream {upstream.name}",
         back_url=reverse("admin:tenants_upstream_change", args=[upstream.pk]),
+        history_url=reverse("admin:tenants_upstream_history", args=[upstream.pk]),
         rows=rows,
         decide=decide,
         policy=upstream.get_change_policy_display(),
@@ -276,6 +279,7 @@ def openapi_held_source(source: OpenApiSource) -> HeldSource:
         source=source,
         title=f"OpenAPI source {source.name}",
         back_url=reverse("admin:tenants_openapisource_change", args=[source.pk]),
+        history_url=reverse("admin:tenants_openapisource_history", args=[source.pk]),
         rows=rows,
         decide=decide,
         policy=source.get_change_policy_display(),

@@ -27,10 +27,17 @@ from tenants.federation.connection import CONNECT_TIMEOUT, UpstreamConnection, U
 from tenants.federation.mirror import Listing, MirrorReport, listing_fetch, listing_stored, mirror_apply
 from tenants.federation.overrides import overrides_errors
 from tenants.federation.pool import upstream_pool
-from tenants.history.revisions import catalog_revision, note_added, note_change, note_deleted
+from tenants.history.revisions import (
+    catalog_revision,
+    history_note,
+    history_record,
+    note_added,
+    note_change,
+    note_deleted,
+)
 from tenants.models import ChangePolicy, PendingChange, Tenant, Upstream
 from tenants.outbound_auth import auth_errors
-from tenants.pinning.ledger import pending_changes, pending_reject
+from tenants.pinning.ledger import held_changes_note, pending_changes, pending_reject
 
 logger = logging.getLogger(__name__)
 
@@ -261,8 +268,11 @@ def upstream_changes_decide(
     process drops its cached catalog); a removal deletes the tool. Rejecting keeps the approved definitions (a tool
     withheld for an incompatible schema is served again; a removed one stays withheld) and remembers each proposal,
     so the same one is not raised again (a different one is). No network: the upstream was read at its last refresh.
+
+    A decision is a revision of the catalog's history on the upstream (its mirrored tools have no versions of their
+    own), by ``actor``, saying what was decided.
     """
-    with transaction.atomic():
+    with catalog_revision(user=actor.user_id):
         stored = Upstream.objects.select_for_update().select_related("tenant").get(pk=upstream.pk)
         changes = [c for c in pending_changes(source=stored) if seen.get(c.item_key) == c.digest]
         outcome = ChangesDecided(moved=sorted(set(seen) - {c.item_key for c in changes}))
@@ -287,6 +297,9 @@ def upstream_changes_decide(
                 operation="upstream changes rejected",
                 refreshed=False,
             )
+        if outcome.decided:
+            history_note(held_changes_note(stored, outcome.decided, approved=approve))
+            history_record(stored, always=True)
     return outcome
 
 

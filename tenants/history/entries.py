@@ -3,9 +3,9 @@
 Versioned: the catalog's tools, resources, templates and prompts of the tenant's own (rows mirrored from an upstream
 are not: a refresh would flood the history; what the tenant decides about them, ``Upstream.overrides`` and
 ``excluded``, is versioned with the upstream), upstreams (without their health), OpenAPI sources (one version per
-import, whose tools join the same revision), and the tenant's own settings. Never versioned: secrets, personal
-credentials, memberships, invitations. A later model is one more entry in ``tenants_versioned_register`` (the named
-servers' ``Server``: its fields and the services that write them).
+import, whose tools join the same revision), the tenant's named servers (with their selections), and the tenant's own
+settings. Never versioned: secrets, personal credentials, memberships, invitations. A later model is one more entry
+in ``tenants_versioned_register``.
 """
 
 from __future__ import annotations
@@ -19,24 +19,30 @@ from tenants import services
 from tenants.federation.connection import UpstreamFailure
 from tenants.federation.services import upstream_add, upstream_items_update, upstream_update
 from tenants.history.versioned import JSONObject, Versioned, versioned_register
-from tenants.models import OpenApiSource, Prompt, Resource, ResourceTemplate, Tenant, Tool, Upstream
+from tenants.models import OpenApiSource, Prompt, Resource, ResourceTemplate, Server, Tenant, Tool, Upstream
 from tenants.outbound_auth import auth_secret_names
 from tenants.secret_references import secret_names_in
+from tenants.servers import server_create, server_update
 
 # In the order the history pages show them.
 TOOL_FIELDS = (
     *("name", "title", "description", "enabled", "backend", "config", "input_schema", "output_schema"),
-    *("annotations", "icons", "task_support", "required_scopes", "openapi_source"),
+    *("annotations", "icons", "task_support", "required_scopes", "tags", "openapi_source"),
 )
-RESOURCE_FIELDS = ("uri", "name", "title", "description", "mime_type", "text", "blob", "annotations")
-TEMPLATE_FIELDS = ("name", "uri_template", "title", "description", "mime_type", "backend", "config", "completions")
-PROMPT_FIELDS = ("name", "title", "description", "backend", "config", "arguments", "messages", "completions")
+RESOURCE_FIELDS = ("uri", "name", "title", "description", "mime_type", "text", "blob", "annotations", "tags")
+TEMPLATE_FIELDS = (
+    *("name", "uri_template", "title", "description", "mime_type", "backend", "config", "completions", "tags"),
+)
+PROMPT_FIELDS = ("name", "title", "description", "backend", "config", "arguments", "messages", "completions", "tags")
 UPSTREAM_FIELDS = (
     *("name", "url", "prefix", "enabled", "auth", "session_mode", "session_tools", "excluded", "overrides"),
+    *("change_policy", "withhold_incompatible"),
 )
 OPENAPI_SOURCE_FIELDS = (
-    *("name", "location", "prefix", "base_url", "secret_name", "client_id", "document_sha256", "imported_at"),
+    *("name", "location", "prefix", "base_url", "secret_name", "client_id", "change_policy", "withhold_incompatible"),
+    *("document_sha256", "imported_at"),
 )
+SERVER_FIELDS = ("slug", "title", "instructions", "enabled", "required_scopes", "selection")
 TENANT_FIELDS = (
     *("name", "slug", "status", "instructions", "allowed_origins", "requires_authorization", "cache_ttl_ms"),
     *("cache_scope", "activity_record_arguments", "activity_retention_days", "outbound_allowed_networks"),
@@ -105,6 +111,12 @@ def _upstream_restore(current: Upstream | None, tenant: Tenant, values: JSONObje
     return current
 
 
+def _server_restore(current: Server | None, tenant: Tenant, values: JSONObject) -> Server:
+    if current is None:
+        return server_create(tenant=tenant, **values)
+    return server_update(server=current, data=values)
+
+
 def _tenant_restore(current: Tenant | None, tenant: Tenant, values: JSONObject) -> Tenant:
     return services.tenant_update(tenant=tenant, data=values)
 
@@ -146,4 +158,5 @@ def tenants_versioned_register() -> None:
             recoverable=False,
         )
     )
+    versioned_register(Versioned(Server, SERVER_FIELDS, _server_restore))
     versioned_register(Versioned(Tenant, TENANT_FIELDS, _tenant_restore, tenant_field="", recoverable=False))

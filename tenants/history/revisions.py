@@ -9,6 +9,7 @@ manual mode, and only the rows ``Versioned.keep`` accepts are added (an upstream
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -17,8 +18,9 @@ from typing import Any
 
 import reversion
 from django.contrib.auth import get_user_model
+from django.core import serializers
 from django.db import models
-from reversion.models import Revision
+from reversion.models import Revision, Version
 
 from tenants.history.models import RevisionTenant
 from tenants.history.versioned import Versioned, field_label, versioned_entry
@@ -109,17 +111,30 @@ def history_note(text: str) -> None:
         state.notes.append(text)
 
 
-def history_record(obj: models.Model) -> None:
+def history_record(obj: models.Model, *, always: bool = False) -> None:
     """Add ``obj`` as it is now to the open revision: for writes that send no ``post_save`` (``bulk_create``,
-    ``bulk_update``). Nothing when no revision is open or the row is not versioned."""
+    ``bulk_update``), or (``always``) to keep a decision on the row it is about even when the row itself did not
+    change (an approval of a source's held change, which changes rows the history does not keep). Nothing when no
+    revision is open or the row is not versioned."""
     entry = versioned_entry(type(obj))
     if entry is not None and entry.keep(obj):
-        _add(entry, obj)
+        _add(entry, obj, always=always)
 
 
-def _add(entry: Versioned, obj: models.Model) -> None:
+def _same_as_last(entry: Versioned, obj: models.Model) -> bool:
+    """Whether ``obj`` holds what its last version holds (the fields a version keeps)."""
+    last = Version.objects.get_for_object(obj).only("serialized_data").first()
+    if last is None:
+        return False
+    now = serializers.serialize("json", (obj,), fields=entry.kept_fields)
+    return bool(json.loads(last.serialized_data)[0]["fields"] == json.loads(now)[0]["fields"])
+
+
+def _add(entry: Versioned, obj: models.Model, *, always: bool = False) -> None:
     state = _open.get()
     if state is None or not reversion.is_active():
+        return
+    if entry.saves_unchanged and not always and _same_as_last(entry, obj):
         return
     reversion.add_to_revision(obj)
     tenant_id = entry.tenant_id_of(obj)

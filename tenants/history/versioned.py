@@ -109,7 +109,9 @@ def versioned_register(entry: Versioned) -> None:
     unknown = [name for name in entry.restored_fields if name not in entry.fields]
     if unknown:
         raise ValueError(f"{entry.model._meta.label}: restorable fields not kept in a version: {unknown}")
-    reversion.register(entry.model, fields=entry.kept_fields, ignore_duplicates=entry.saves_unchanged)
+    # A version equal to the last is left out by ``revisions`` itself (``saves_unchanged``), which may also keep one
+    # on purpose (a decision recorded on its source: ``history_record(obj, always=True)``).
+    reversion.register(entry.model, fields=entry.kept_fields)
     _entries[entry.model] = entry
 
 

@@ -16,10 +16,11 @@ from django.utils import timezone
 
 from tenants.bulk_changes import CHANGE, CREATE, DELETE, SYSTEM, Actor, BulkChange, bulk_change_announce
 from tenants.events import catalog_changed
+from tenants.history.revisions import catalog_revision, history_note, history_record
 from tenants.models import OpenApiSource, PendingChange, Tool, Withheld
 from tenants.pinning.compatibility import input_schema_breaks
 from tenants.pinning.definitions import JSONObject, canonical, input_schema_of
-from tenants.pinning.ledger import ChangeLedger, pending_changes, pending_reject
+from tenants.pinning.ledger import ChangeLedger, held_changes_note, pending_changes, pending_reject
 from tenants.validation import tool_validate
 
 ADD, CHANGED, REMOVE = PendingChange.Kind.ADD, PendingChange.Kind.CHANGE, PendingChange.Kind.REMOVE
@@ -113,8 +114,10 @@ def openapi_changes_decide(
     """Approve (``approve``) or reject the pending changes of ``source`` that ``seen`` names, by item key, each with
     the digest of the proposal the admin saw (a change that moved since is left alone). Approving creates, updates or
     deletes the tool as proposed; rejecting keeps the approved tool (served again if it was withheld for an
-    incompatible schema; withheld still if its operation is gone) and the same proposal is not raised again."""
-    with transaction.atomic():
+    incompatible schema; withheld still if its operation is gone) and the same proposal is not raised again.
+    A decision is a revision of the catalog's history (the source and the tools it wrote), by ``actor``, saying what
+    was decided."""
+    with catalog_revision(user=actor.user_id):
         source = OpenApiSource.objects.select_for_update().get(pk=source.pk)
         changes = [c for c in pending_changes(source=source) if seen.get(c.item_key) == c.digest]
         outcome = OpenApiChangesDecided(moved=sorted(set(seen) - {c.item_key for c in changes}))
@@ -143,6 +146,9 @@ def openapi_changes_decide(
                     bulk.add(CHANGE, tool)
         if bulk.items:
             catalog_changed(tenant_id=source.tenant_id, kind="tools")
+        if outcome.decided:
+            history_note(held_changes_note(source, outcome.decided, approved=approve))
+            history_record(source, always=True)
         bulk_change_announce(bulk)
     return outcome
 

@@ -125,6 +125,14 @@ def pending_count(*, source: Source) -> int:
     return pending_changes(source=source).count()
 
 
+def held_changes_note(source: Source, changes: Iterable[PendingChange], *, approved: bool) -> str:
+    """How the history's comment says what was decided: "Approved held changes of upstream notes: echo (changed
+    definition), fresh (new tool)"."""
+    what = f"upstream {source.name}" if isinstance(source, Upstream) else f"OpenAPI source {source.name}"
+    listed = ", ".join(f"{c.item_key.partition(':')[2]} ({c.get_kind_display().lower()})" for c in changes)
+    return f"{'Approved' if approved else 'Rejected'} held changes of {what}: {listed}"
+
+
 def pending_reject(*, changes: Iterable[PendingChange], user_id: int | None) -> list[PendingChange]:
     """Mark ``changes`` rejected by ``user_id``: the approved definitions stay, and the same proposals raise nothing
     again (a different one does). Returns them. The source's own service re-serves what was withheld."""

@@ -1,5 +1,5 @@
 """Fixtures of the configuration-file tests: tenants, a catalog of every kind made through the services, an OpenAPI
-document served on a loopback address, and a snapshot of every row in the database."""
+document served on a loopback address, servers curating them, and a snapshot of every row in the database."""
 
 from __future__ import annotations
 
@@ -19,13 +19,14 @@ from django.test import override_settings
 
 from mcp_platform.quotas import services as quotas
 from tenants import services
-from tenants.federation.services import upstream_add, upstream_items_update
-from tenants.models import Tenant
+from tenants.federation.services import upstream_add, upstream_items_update, upstream_update
+from tenants.models import OpenApiSource, Prompt, Resource, ResourceTemplate, Tenant, Tool, Upstream
 from tenants.openapi.document import document_parse
 from tenants.openapi.fetching import document_fetch_once
 from tenants.openapi.importing import openapi_import
 from tenants.openapi.translate import ImportOptions
 from tenants.secrets import secret_set
+from tenants.servers import server_create
 from tests.e2e.upstreams import UpstreamServer, upstream_server
 from tests.factories import TenantFactory
 
@@ -182,3 +183,36 @@ def sources_make(tenant: Tenant, *, upstream_url: str, document_url: str) -> Non
         name="Pet store",
         select=["GET /pets", "GET /pets/{petId}"],
     )
+
+
+def curated_make(tenant: Tenant, *, document_url: str) -> None:
+    """On top of ``catalog_make`` and ``sources_make``: tags on the tenant's own items, both sources holding changes,
+    a server choosing items by key (a mirrored one too) and by tag with a rate limit of its own, and a disabled one
+    choosing both sources."""
+    services.tool_update(tool=Tool.objects.get(tenant=tenant, name="greet"), data={"tags": ["read-only", "greetings"]})
+    services.resource_update(resource=Resource.objects.get(tenant=tenant, uri="docs://guide"), data={"tags": ["docs"]})
+    page = ResourceTemplate.objects.get(tenant=tenant, name="page")
+    services.resource_template_update(template=page, data={"tags": ["docs"]})
+    services.prompt_update(prompt=Prompt.objects.get(tenant=tenant, name="summarize"), data={"tags": ["read-only"]})
+    notes = Upstream.objects.get(tenant=tenant, name="notes")
+    upstream_update(upstream=notes, data={"change_policy": "hold", "withhold_incompatible": True})
+    content = async_to_sync(document_fetch_once)(document_url, tenant_id=tenant.pk)
+    openapi_import(
+        tenant=tenant,
+        document=document_parse(content, location=document_url),
+        options=ImportOptions(prefix="pets_", secret_name="api-token"),
+        name="Pet store",
+        select=["GET /pets", "GET /pets/{petId}"],
+        change_policy="hold",
+    )
+    source = OpenApiSource.objects.get(tenant=tenant, location=document_url)
+    reader = server_create(
+        tenant=tenant,
+        slug="reader",
+        title="Reader",
+        instructions="Read, never write.",
+        selection=["tools:say_back", "resources:docs://guide", "templates:docs://pages/{slug}", "tag:read-only"],
+        required_scopes="reports:read",
+    )
+    server_create(tenant=tenant, slug="pets", selection=[f"upstream:{notes.pk}", f"openapi:{source.pk}"], enabled=False)
+    quotas.rate_limit_create(tenant=tenant, scope="server", server=reader, rate=10, period=60, burst=5)

@@ -127,7 +127,7 @@ def test_an_apply_is_announced_after_commit_and_recorded_as_an_admin_edit_is(
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (FILE + "servers: []\n", "line 19 (servers): unknown key 'servers'"),
+        (FILE + "server: []\n", "line 19 (server): unknown key 'server'"),
         (FILE.replace("burst: 10", "burst: ten"), "line 18 (rate_limits[0].burst): must be a whole number, not text"),
         (FILE + "version: 1\n", "line 19 (version): the key 'version' is repeated (first on line 1)"),
         (

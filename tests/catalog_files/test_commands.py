@@ -92,7 +92,7 @@ def test_a_bad_file_fails_the_command_with_its_lines_and_changes_nothing(tenant:
     assert str(failed.value).splitlines() == [
         f"{path} cannot be applied; nothing was changed:",
         "line 7 (tools[1].titel): unknown key 'titel': the keys here are name, title, description, backend, config, "
-        "input_schema, output_schema, annotations, icons, task_support, enabled, required_scopes",
+        "input_schema, output_schema, annotations, icons, task_support, enabled, required_scopes, tags",
     ]
     assert database_snapshot() == snapshot
 

@@ -12,11 +12,12 @@ from mcp_platform.catalog_files.exporting import tenant_export
 from mcp_platform.catalog_files.loading import config_load
 from mcp_platform.catalog_files.planning import configuration_plan, file_check
 from mcp_platform.catalog_files.schema import config_schema
+from mcp_platform.quotas.models import RateLimit
 from tenants import services
 from tenants.bulk_changes import Actor
-from tenants.models import Tenant, Tool
+from tenants.models import OpenApiSource, Server, Tenant, Tool, Upstream
 from tenants.secrets import secret_set
-from tests.catalog_files.conftest import DocumentServer, catalog_make, sources_make
+from tests.catalog_files.conftest import DocumentServer, catalog_make, curated_make, sources_make
 from tests.e2e.upstreams import UpstreamServer
 from tests.factories import TenantFactory
 
@@ -39,6 +40,7 @@ def test_export_apply_on_an_empty_tenant_export_gives_the_same_file(
 ) -> None:
     catalog_make(tenant)
     sources_make(tenant, upstream_url=upstream.url, document_url=openapi_document.url)
+    curated_make(tenant, document_url=openapi_document.url)
     exported = tenant_export(tenant, base_url=BASE)
     fresh = empty_again(tenant)
 
@@ -50,6 +52,46 @@ def test_export_apply_on_an_empty_tenant_export_gives_the_same_file(
     assert {"say_back", "notes_weather", "pets_listPets", "greet", "lookup"} <= tools
     assert "notes_fail" not in tools and "notes_echo" not in tools
     assert configuration_plan(tenant=fresh, loaded=file_check(exported)).plan.empty
+    # The new tenant's servers name its own sources, by their new ids.
+    notes, source = Upstream.objects.get(tenant=fresh), OpenApiSource.objects.get(tenant=fresh)
+    assert Server.objects.get(tenant=fresh, slug="pets").selection == [f"upstream:{notes.pk}", f"openapi:{source.pk}"]
+    assert RateLimit.objects.get(tenant=fresh, scope="server").server == Server.objects.get(tenant=fresh, slug="reader")
+
+
+def test_servers_tags_and_change_policies_are_in_the_export_sources_by_name(
+    tenant: Tenant, upstream: UpstreamServer, openapi_document: DocumentServer
+) -> None:
+    catalog_make(tenant)
+    sources_make(tenant, upstream_url=upstream.url, document_url=openapi_document.url)
+    curated_make(tenant, document_url=openapi_document.url)
+
+    data = config_load(tenant_export(tenant)).data
+
+    assert data["servers"] == [
+        {
+            "slug": "pets",
+            "enabled": False,
+            "selection": {"upstreams": ["notes"], "openapi_sources": ["Pet store"]},
+        },
+        {
+            "slug": "reader",
+            "title": "Reader",
+            "instructions": "Read, never write.",
+            "required_scopes": "reports:read",
+            "selection": {
+                "tools": ["say_back"],
+                "resources": ["docs://guide"],
+                "resource_templates": ["docs://pages/{slug}"],
+                "tags": ["read-only"],
+            },
+        },
+    ]
+    assert {t["name"]: t.get("tags") for t in data["tools"]} == {"greet": ["read-only", "greetings"], "lookup": None}
+    assert [p["tags"] for p in data["prompts"]] == [["read-only"]]
+    assert data["upstreams"][0]["change_policy"] == "hold" and data["upstreams"][0]["withhold_incompatible"] is True
+    assert data["openapi_sources"][0]["change_policy"] == "hold"
+    assert "withhold_incompatible" not in data["openapi_sources"][0], "left at its default"
+    assert {"scope": "server", "server": "reader", "rate": 10, "period": "minute", "burst": 5} in data["rate_limits"]
 
 
 def test_the_export_names_sources_and_secrets_and_holds_no_secret_value(
@@ -99,6 +141,9 @@ def test_an_empty_tenant_exports_every_section_empty(empty_tenant: Tenant) -> No
     data = config_load(tenant_export(empty_tenant)).data
 
     assert data["version"] == 1 and data["tenant"] == "acme-staging"
-    sections = ("tools", "resources", "resource_templates", "prompts", "upstreams", "openapi_sources", "rate_limits")
+    sections = (
+        *("tools", "resources", "resource_templates", "prompts", "upstreams", "openapi_sources", "servers"),
+        "rate_limits",
+    )
     assert {name: data[name] for name in sections} == {name: [] for name in sections}
     assert data["settings"]["name"] == "Acme staging"

@@ -14,8 +14,19 @@ from mcp_platform.catalog_files.loading import ConfigFileError, config_load
 from mcp_platform.catalog_files.planning import file_check
 from mcp_platform.catalog_files.schema import SCHEMA_FILE, config_schema, schema_problems
 from mcp_platform.catalog_files.sections import PERIOD_NAMES, SECTIONS, SETTINGS_FIELDS
+from mcp_platform.catalog_files.selections import SELECTION_LISTS
 from mcp_platform.quotas.models import Period, RateLimit
-from tenants.models import NAME_PATTERN, SECRET_NAME_PATTERN, UPSTREAM_NAME_PATTERN, Backend, TaskSupport, Upstream
+from tenants.models import (
+    MAX_TAGS,
+    NAME_PATTERN,
+    SECRET_NAME_PATTERN,
+    TAG_PATTERN,
+    UPSTREAM_NAME_PATTERN,
+    Backend,
+    ChangePolicy,
+    TaskSupport,
+    Upstream,
+)
 
 
 def problems_of(text: str) -> list[str]:
@@ -46,6 +57,12 @@ def test_the_schema_keeps_the_models_choices_and_name_rules() -> None:
     assert defs["upstream"]["properties"]["name"]["pattern"] == UPSTREAM_NAME_PATTERN
     assert defs["openapi_source"]["properties"]["secret_name"]["pattern"] == "^$|" + SECRET_NAME_PATTERN
     assert list(defs["settings"]["properties"]) == list(SETTINGS_FIELDS)
+    for source in ("upstream", "openapi_source"):
+        assert defs[source]["properties"]["change_policy"]["enum"] == ChangePolicy.values
+    for item in ("tool", "resource", "resource_template", "prompt"):
+        assert defs[item]["properties"]["tags"]["items"]["pattern"] == TAG_PATTERN
+        assert defs[item]["properties"]["tags"]["maxItems"] == MAX_TAGS
+    assert list(defs["selection"]["properties"]) == list(SELECTION_LISTS)
 
 
 def test_every_section_has_its_list_in_the_schema_with_the_fields_it_reads() -> None:
@@ -60,9 +77,9 @@ def test_unknown_keys_are_named_on_their_line_with_the_keys_allowed_there() -> N
 
     assert problems == [
         "line 4 (tools[0].descripton): unknown key 'descripton': the keys here are name, title, description, backend, "
-        "config, input_schema, output_schema, annotations, icons, task_support, enabled, required_scopes",
+        "config, input_schema, output_schema, annotations, icons, task_support, enabled, required_scopes, tags",
         "line 5 (server): unknown key 'server': the keys here are version, tenant, settings, tools, resources, "
-        "resource_templates, prompts, upstreams, openapi_sources, rate_limits",
+        "resource_templates, prompts, upstreams, openapi_sources, servers, rate_limits",
     ]
 
 

@@ -1,6 +1,6 @@
 """The Review changes page of an upstream and of an OpenAPI source: held changes side by side, approved or rejected
-by POST (with the CSRF token), each decision in the activity log with who made it; another tenant's page and changes
-are out of reach."""
+by POST (with the CSRF token), each decision in the activity log and the source's history with who made it; another
+tenant's page and changes are out of reach."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from reversion.models import Revision, Version
 
 from mcp_platform.activity.models import ActivityRecord
 from tenants.federation.mirror import Listing, mirror_apply
+from tenants.history.models import RevisionTenant
 from tenants.models import ChangePolicy, OpenApiSource, PendingChange, Tenant, Tool, Upstream, Withheld
 from tests.factories import MembershipFactory, UserFactory
 from tests.tenants.openapi.test_openapi_held import changed_document
@@ -113,6 +115,25 @@ def test_rejecting_all_keeps_the_approved_definitions_and_is_logged(ours: Tenant
     assert "No change waits for review." in owner.get(page_url(upstream)).content.decode()
 
 
+def test_each_decision_is_a_revision_in_the_upstreams_history_by_who_made_it(ours: Tenant, client: Client) -> None:
+    upstream = held_upstream(ours)
+    owner = owner_of(ours, client)
+    weather, wipe = (PendingChange.objects.get(item_key=key) for key in ("tools:weather", "tools:wipe"))
+
+    owner.post(page_url(upstream), {"decision": "approve", "change": token(weather)})
+    owner.post(page_url(upstream), {"decision": "reject", "change": token(wipe)})
+
+    history_url = reverse("admin:tenants_upstream_history", args=[upstream.pk])
+    versions = owner.get(history_url).context["versions"]
+    assert [(v["who"], v["comment"]) for v in versions] == [
+        ("olivia", "Rejected held changes of upstream up: wipe (new tool)"),
+        ("olivia", "Approved held changes of upstream up: weather (changed definition)"),
+    ]
+    assert [RevisionTenant.objects.get(revision=v.revision).tenant_id for v in Version.objects.all()] == [ours.pk] * 2
+    review = owner.get(page_url(upstream)).content.decode()
+    assert f'href="{history_url}"' in review, "the review page leads to the history its decisions are in"
+
+
 def test_deciding_takes_the_csrf_token(ours: Tenant) -> None:
     upstream = held_upstream(ours)
     browser = owner_of(ours, Client(enforce_csrf_checks=True))
@@ -172,3 +193,11 @@ def test_an_openapi_sources_held_reimport_is_reviewed_and_approved_on_the_same_p
     assert Tool.objects.filter(name="pets_listOwners").exists()
     assert not Tool.objects.filter(name="pets_replacePet").exists()
     assert ActivityRecord.objects.filter(method="admin/approve").count() == 3
+    revision = Revision.objects.order_by("pk").last()
+    assert revision is not None and revision.user is not None and revision.user.get_username() == "olivia"
+    assert revision.comment == (
+        f"Approved held changes of OpenAPI source {source.name}: pets_listOwners (new tool), pets_listPets (changed "
+        "definition), pets_replacePet (removed)"
+    )
+    versioned = sorted(v.object_repr for v in revision.version_set.all())
+    assert versioned == sorted([source.name, "pets_listOwners", "pets_listPets"])

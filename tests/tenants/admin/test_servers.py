@@ -139,3 +139,34 @@ def test_tags_are_typed_as_words_on_an_items_page(admin: Client, tenant: Tenant,
     bad = with_values(posted, tags="not/a/tag")
     refused = admin.post(reverse("admin:tenants_tool_change", args=[tool.pk]), bad)
     assert "is not a tag" in refused.content.decode()
+
+
+def test_a_servers_page_has_its_history_and_a_change_there_is_restored(
+    admin: Client, tenant: Tenant, catalog: dict[str, Any]
+) -> None:
+    add = admin.get(reverse("admin:tenants_server_add"))
+    posted = with_values(
+        form_posted(add.content.decode(), "server_form"), slug="reader", title="Reader", tools=["search"]
+    )
+    assert admin.post(reverse("admin:tenants_server_add"), posted).status_code == 302
+    server = Server.objects.get(tenant=tenant, slug="reader")
+    page = admin.get(reverse("admin:tenants_server_change", args=[server.pk]))
+    history_url = reverse("admin:tenants_server_history", args=[server.pk])
+    assert f'href="{history_url}"' in page.content.decode(), "the History button"
+    edited = with_values(form_posted(page.content.decode(), "server_form"), title="Everything", tools=["delete_all"])
+    assert admin.post(reverse("admin:tenants_server_change", args=[server.pk]), edited).status_code == 302
+
+    versions = admin.get(history_url).context["versions"]
+
+    assert [(v["number"], v["who"], v["changed"]) for v in versions] == [
+        (2, "ada", "Title, Selection"),
+        (1, "ada", "Created"),
+    ]
+    assert versions[0]["comment"] == "Changed server reader: selection, title"
+    version_page = admin.get(versions[1]["url"])
+    assert {diff.name for diff in version_page.context["changed"]} == {"title", "selection"}
+    restored = admin.post(versions[1]["url"])
+    assert restored.status_code == 302 and restored["Location"] == history_url
+    server.refresh_from_db()
+    assert (server.title, server.selection) == ("Reader", ["tools:search"])
+    assert admin.get(history_url).context["versions"][0]["who"] == "ada"

@@ -15,11 +15,12 @@ from tenants import services
 from tenants.federation.mirror import mirror_apply
 from tenants.federation.services import upstream_items_update, upstream_update
 from tenants.history.restore import restore_plan, version_restore
-from tenants.models import OpenApiSource, Tenant, Tool, Upstream
+from tenants.models import OpenApiSource, Server, Tenant, Tool, Upstream
 from tenants.openapi.document import document_parse
 from tenants.openapi.importing import openapi_import
 from tenants.openapi.translate import ImportOptions
 from tenants.secrets import secret_delete, secret_set
+from tenants.servers import server_create, server_update
 from tests.factories import UserFactory
 from tests.tenants.federation.test_mirror import listing
 from tests.tenants.openapi.test_openapi_import import LOCATION, petstore
@@ -159,3 +160,29 @@ def test_a_tenants_settings_are_restored(tenant: Tenant) -> None:
 
     tenant.refresh_from_db()
     assert (tenant.instructions, tenant.cache_ttl_ms) == ("Be brief.", None)
+
+
+def test_a_server_edited_twice_is_restored_to_its_first_version_through_its_services(
+    tenant: Tenant, django_capture_on_commit_callbacks: Any
+) -> None:
+    upstream = Upstream.objects.create(tenant=tenant, name="up", url="https://up.example/mcp", enabled=False)
+    server = server_create(tenant=tenant, slug="reader", title="Reader", selection=[f"upstream:{upstream.pk}"])
+    server_update(server=server, data={"title": "Readers", "selection": ["tools:search"]})
+    server_update(server=server, data={"enabled": False})
+    first = versions_of(Server, server.pk)[0]
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        version_restore(version=first)
+
+    server.refresh_from_db()
+    assert (server.title, server.selection, server.enabled) == ("Reader", [f"upstream:{upstream.pk}"], True)
+    assert callbacks, "the servers' caches and streams are told, as after any change"
+    assert versions_of(Server, server.pk)[-1].revision.comment.startswith("Restored server reader to version 1 of ")
+    server_update(server=server, data={"selection": []})
+    gone = upstream.pk
+    upstream.delete()
+    with pytest.raises(ValidationError) as refused:
+        version_restore(version=first)
+    assert refused.value.messages == [f"upstream:{gone} is no source of this tenant."]
+    server.refresh_from_db()
+    assert server.selection == [], "nothing changed"

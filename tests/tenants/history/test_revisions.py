@@ -1,6 +1,7 @@
 """Every path that changes a tenant's catalog leaves versions, grouped into one revision per change with who and
 what: the services on their own, an outer ``catalog_revision`` around several of them, an OpenAPI import, a built-in
-catalog load. What must not flood the history does not: an upstream's mirrored rows, a write that failed."""
+catalog load, a server's services. What must not flood the history does not: an upstream's mirrored rows, a write
+that failed, a row saved as it was."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ from tenants import services
 from tenants.federation.mirror import mirror_apply
 from tenants.federation.services import upstream_items_update
 from tenants.history.models import RevisionTenant
-from tenants.history.revisions import catalog_revision, revision_comment
-from tenants.models import OpenApiSource, Prompt, Resource, ResourceTemplate, Secret, Tenant, Tool, Upstream
+from tenants.history.revisions import catalog_revision, history_record, revision_comment
+from tenants.models import OpenApiSource, Prompt, Resource, ResourceTemplate, Secret, Server, Tenant, Tool, Upstream
 from tenants.openapi.document import document_parse
 from tenants.openapi.importing import openapi_import
 from tenants.openapi.translate import ImportOptions
 from tenants.secrets import secret_set
+from tenants.servers import server_create, server_delete, server_update
 from tests.factories import UserFactory
 from tests.tenants.federation.test_mirror import listing
 from tests.tenants.openapi.test_openapi_import import LOCATION, petstore
@@ -170,3 +172,32 @@ def test_deleting_a_tenant_deletes_its_history(tenant: Tenant, other_tenant: Ten
 
     assert [v.object_repr for v in Version.objects.all()] == ["theirs"]
     assert Revision.objects.count() == 1
+
+
+def test_a_servers_changes_are_revisions_saying_what_changed(tenant: Tenant) -> None:
+    server = server_create(tenant=tenant, slug="reader", selection=["tag:read-only"])
+    server_update(server=server, data={"title": "Reader", "selection": ["tag:read-only", "tools:search"]})
+    server_update(server=server, data={"title": "Reader"})  # changed nothing: no version
+
+    first, second = versions_of(server)
+    assert first.revision.comment == "Added server reader"
+    assert second.revision.comment == "Changed server reader: selection, title"
+    assert second.field_dict["selection"] == ["tag:read-only", "tools:search"]
+    server_delete(server=server)
+    assert [v.object_repr for v in Version.objects.get_deleted(Server)] == ["reader"], "it can be recovered"
+
+
+def test_a_row_saved_unchanged_adds_no_version_but_a_decision_recorded_on_it_does(tenant: Tenant) -> None:
+    upstream = Upstream.objects.create(tenant=tenant, name="up", url="https://up.example/mcp")
+    with catalog_revision():
+        upstream.save()
+    with catalog_revision():
+        upstream.save()  # its kept fields as the last version has them
+    assert len(versions_of(upstream)) == 1
+
+    with catalog_revision(comment="Approved held changes of upstream up: weather (changed definition)"):
+        history_record(upstream, always=True)
+
+    assert [v.revision.comment for v in versions_of(upstream)][1:] == [
+        "Approved held changes of upstream up: weather (changed definition)"
+    ]
