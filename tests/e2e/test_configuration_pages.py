@@ -81,12 +81,12 @@ def test_an_owner_exports_the_configuration_and_applies_a_changed_file(
     expect(page.locator(".messagelist")).to_contain_text("Configuration applied: 0 to add, 0 to change, 1 to take over")
 
     broken = tmp_path / "broken.yaml"
-    broken.write_text(exported.replace("version: 1", "version: 1\nservers: []"))
+    broken.write_text(exported.replace("version: 1", "version: 1\ngadgets: []"))
     page.get_by_role("link", name="Configuration", exact=True).click()
     page.get_by_label("Configuration file (YAML)").set_input_files(str(broken))
     page.get_by_role("button", name="Show the plan").click()
     expect(page.locator("#configuration-problems")).to_contain_text("broken.yaml cannot be applied")
-    expect(page.locator("#configuration-problems")).to_contain_text("(servers): unknown key 'servers'")
+    expect(page.locator("#configuration-problems")).to_contain_text("(gadgets): unknown key 'gadgets'")
     violations["problems"] = axe_violations(page)
 
     assert violations == {name: [] for name in violations}
