@@ -154,6 +154,9 @@ async def test_the_2024_11_05_transport_on_a_server_hands_out_its_own_messages_e
     assert endpoint.startswith("/t/acme/s/reader/messages?session_id=")
     initialize = rpc("initialize", {**INIT_PARAMS, "protocolVersion": "2024-11-05"})
     assert (await request("POST", endpoint, body=initialize)).status == 202
+    # As a client does: the answer to initialize first (on the production path it comes through Redis, later than
+    # the 202), then initialized.
+    await stream.until(lambda: '"id": 1' in stream.text or '"id":1' in stream.text)
     assert (await request("POST", endpoint, body=rpc("notifications/initialized", id=None))).status == 202
     assert (await request("POST", endpoint, body=rpc("tools/list", {}, id=2))).status == 202
     await stream.until(lambda: '"id": 2' in stream.text or '"id":2' in stream.text)
