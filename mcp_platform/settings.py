@@ -424,6 +424,9 @@ MCP_PLATFORM = {
     "TENANT_CACHE_TTL": float(os.environ.get("MCP_TENANT_CACHE_SECONDS", "5")),
     "SESSION_CACHE_TTL": float(os.environ.get("MCP_SESSION_CACHE_SECONDS", "5")),
     "UPSTREAM_CIRCUIT_FAILURES": int(os.environ.get("MCP_UPSTREAM_CIRCUIT_FAILURES", "3")),
+    # Self-registered clients an hour from one address and one network (a NAT, a proxy: many people behind one).
+    "DCR_PER_ADDRESS_PER_HOUR": int(os.environ.get("MCP_DCR_PER_ADDRESS_PER_HOUR", "20")),
+    "DCR_PER_NETWORK_PER_HOUR": int(os.environ.get("MCP_DCR_PER_NETWORK_PER_HOUR", "60")),
     "UPSTREAM_CIRCUIT_COOLDOWN": float(os.environ.get("MCP_UPSTREAM_CIRCUIT_COOLDOWN", "30")),
     "UPSTREAM_LEAN_CALLS": _env_bool("MCP_UPSTREAM_LEAN_CALLS", True),
     "UPSTREAM_REFRESH_MIN_INTERVAL": float(os.environ.get("MCP_UPSTREAM_REFRESH_MIN_INTERVAL", "1")),

@@ -299,6 +299,8 @@ def base_env(var_dir: Path, secret_key: str, pki: LivePki) -> dict[str, str]:
     env.update({"MCP_VAR_DIR": str(var_dir), "SECRET_KEY": secret_key, "PYTHONUNBUFFERED": "1"})
     # What a developer sets to let the platform fetch client metadata documents from their own machine.
     env.update({"MCP_CIMD_ALLOWED_NETWORKS": "127.0.0.1/32", "MCP_CIMD_CA_BUNDLE": str(pki.ca)})
+    # Every client of a test session registers from the loopback: the budget of an address many people share.
+    env.update({"MCP_DCR_PER_ADDRESS_PER_HOUR": "200", "MCP_DCR_PER_NETWORK_PER_HOUR": "400"})
     # Mail (invitations) as files, in one directory for all the platform's processes, for tests to read.
     env.update({"EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend"})
     env.update({"EMAIL_FILE_PATH": str(var_dir.parent / "mail")})
