@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 
 from tenants.connections import oauth_client, services
-from tenants.connections.oauth_client import AuthServer, OAuthClientError
+from tenants.connections.oauth_client import AuthServer, OAuthClientError, RefreshRefused, TokenSet
 from tenants.connections.signals import connection_completed
 from tenants.models import ConnectLink, OAuthClientRegistration, OpenApiSource, PersonalCredential, Tool, Upstream
 from tenants.outbound_auth import PERSONAL_AUTH_TYPES
@@ -191,8 +191,11 @@ async def _client_auth(tenant_id: int, row: OAuthClientRegistration, auth: dict[
     return None
 
 
-async def begin(*, link: ConnectLink, base_url: str) -> str:
-    """The authorization URL the person's browser goes to for ``link``'s target. Raises ``ConnectFailed``."""
+async def _connecting(
+    link: ConnectLink, base_url: str
+) -> tuple[Tool | Upstream | OpenApiSource, dict[str, Any], OAuthClientRegistration, AuthServer]:
+    """``link``'s target, its OAuth config, and how the platform is known to its authorization server. Raises
+    ``ConnectFailed`` where the target no longer connects people's OAuth accounts."""
     found = await sync_to_async(target_auth)(tenant_id=link.tenant_id, target=link.target)
     if found is None or found[1]["type"] != "user_oauth":
         raise ConnectFailed("this item no longer connects people's accounts")
@@ -200,6 +203,12 @@ async def begin(*, link: ConnectLink, base_url: str) -> str:
     row, server = await registration(
         tenant_id=link.tenant_id, target=link.target, item=item, auth=auth, base_url=base_url
     )
+    return item, auth, row, server
+
+
+async def begin(*, link: ConnectLink, base_url: str) -> str:
+    """The authorization URL the person's browser goes to for ``link``'s target. Raises ``ConnectFailed``."""
+    item, auth, row, server = await _connecting(link, base_url)
     verifier, challenge = oauth_client.new_pkce()
     state = await sync_to_async(services.connect_link_begin)(link=link, verifier=verifier)
     scope = auth.get("scope") or row.scope or None
@@ -236,13 +245,7 @@ async def finish(*, state: str, code: str, user_id: int, base_url: str) -> Conne
     if finished is None:
         raise ConnectFailed("this sign-in link was used already, has expired, or belongs to someone else")
     link, verifier = finished
-    found = await sync_to_async(target_auth)(tenant_id=link.tenant_id, target=link.target)
-    if found is None:
-        raise ConnectFailed("this item no longer connects people's accounts")
-    item, auth = found
-    row, server = await registration(
-        tenant_id=link.tenant_id, target=link.target, item=item, auth=auth, base_url=base_url
-    )
+    item, auth, row, server = await _connecting(link, base_url)
     try:
         tokens = await oauth_client.exchange_code(
             tenant_id=link.tenant_id,
@@ -280,16 +283,16 @@ def key_stored(link: ConnectLink) -> None:
     _completed(link)
 
 
-async def refresh_credential(credential: PersonalCredential, refresh_token: str) -> services.FreshTokens:
+async def refresh_credential(credential: PersonalCredential, refresh_token: str) -> TokenSet:
     """``services.Refresher`` for OAuth connections. Raises ``RefreshRefused`` and ``CredentialUnusable``."""
     found = await sync_to_async(target_auth)(tenant_id=credential.tenant_id, target=credential.target)
     row = await sync_to_async(_registration_get)(credential.tenant_id, credential.target)
     if found is None or row is None:
-        raise services.RefreshRefused("the item no longer connects people's accounts")
+        raise RefreshRefused("the item no longer connects people's accounts")
     item, auth = found
     server = AuthServer.from_json(row.server)
     try:
-        tokens = await oauth_client.refresh_tokens(
+        return await oauth_client.refresh_tokens(
             tenant_id=credential.tenant_id,
             server=server,
             client_id=row.client_id,
@@ -297,11 +300,10 @@ async def refresh_credential(credential: PersonalCredential, refresh_token: str)
             refresh_token=refresh_token,
             resource=_resource_of(item, auth),
         )
-    except oauth_client.RefreshRefused as exc:
-        raise services.RefreshRefused(str(exc)) from None
+    except RefreshRefused:
+        raise
     except (OAuthClientError, ConnectFailed) as exc:
         raise services.CredentialUnusable(f"could not refresh the connection: {exc}") from None
-    return services.FreshTokens(tokens.access_token, tokens.refresh_token, tokens.expires_in, tokens.scope)
 
 
 async def revoke(*, credential: PersonalCredential, values: dict[str, Any] | None) -> bool:

@@ -11,7 +11,6 @@ import hashlib
 import json
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,6 +21,7 @@ from django.utils import timezone
 
 from tenants.connections import events
 from tenants.connections.events import ConnectionEvent, announce
+from tenants.connections.oauth_client import RefreshRefused, TokenSet
 from tenants.models import ConnectLink, OAuthClientRegistration, OpenApiSource, PersonalCredential, Tool, Upstream
 from tenants.secrets import SecretUnreadable, current_key_id, personal_seal, personal_unseal
 
@@ -41,25 +41,10 @@ class CredentialUnusable(Exception):
     process's refresh did not finish in time): the call fails, the person need not connect again."""
 
 
-@dataclass(frozen=True, slots=True)
-class FreshTokens:
-    """What a refresh gave: the new access token, the refresh token to keep (the old one where none came), the
-    lifetime in seconds (None: unknown), and the scope."""
-
-    access_token: str
-    refresh_token: str | None
-    expires_in: float | None
-    scope: str | None
-
-
-class RefreshRefused(Exception):
-    """The authorization server refused the refresh token (revoked, expired): the person must connect again.
-    The message is the server's error code and description, never a token."""
-
-
-# Refreshes a credential's tokens at its authorization server: (credential, refresh token) -> new tokens. Raises
-# ``RefreshRefused`` or ``CredentialUnusable``. Supplied by ``tenants.connections.flow``.
-Refresher = Callable[[PersonalCredential, str], Awaitable[FreshTokens]]
+# Refreshes a credential's tokens at its authorization server: (credential, refresh token) -> new tokens (a refresh
+# token None: keep the one it had). Raises ``RefreshRefused`` (the person must connect again) or
+# ``CredentialUnusable``. Supplied by ``tenants.connections.flow``.
+Refresher = Callable[[PersonalCredential, str], Awaitable[TokenSet]]
 
 
 def target_of(item: Tool | Upstream | OpenApiSource) -> str:
@@ -233,7 +218,7 @@ def _claim(pk: int, now: datetime) -> bool:
     )
 
 
-def _refreshed(pk: int, fresh: FreshTokens, old_refresh: str) -> None:
+def _refreshed(pk: int, fresh: TokenSet, old_refresh: str) -> None:
     credential = PersonalCredential.objects.get(pk=pk)
     _seal(credential, {"access_token": fresh.access_token, "refresh_token": fresh.refresh_token or old_refresh})
     credential.expires_at = _expires_at(fresh.expires_in)

@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from mcp_platform.activity.models import ActivityRecord
 from tenants.connections import services
+from tenants.connections.oauth_client import RefreshRefused, TokenSet
 from tenants.models import Membership, PersonalCredential, Tenant, Upstream
 from tests.factories import MembershipFactory, TenantFactory, ToolFactory, UserFactory
 
@@ -66,7 +67,7 @@ def store_oauth(tenant: Tenant, user: Any, upstream: Upstream, expires_in: float
 
 
 def access(tenant: Tenant, user: Any, target: str, refresher: Any = None) -> str | None:
-    async def refused(credential: PersonalCredential, refresh_token: str) -> services.FreshTokens:
+    async def refused(credential: PersonalCredential, refresh_token: str) -> TokenSet:
         raise AssertionError("no refresh expected")
 
     return async_to_sync(services.aaccess)(
@@ -98,12 +99,12 @@ def test_a_connection_refreshed_refused_and_disconnected_by_an_admin_is_logged_w
     upstream = github(tenant)
     target = f"upstream:{upstream.pk}"
 
-    async def refreshed(credential: PersonalCredential, refresh_token: str) -> services.FreshTokens:
+    async def refreshed(credential: PersonalCredential, refresh_token: str) -> TokenSet:
         assert refresh_token == REFRESH
-        return services.FreshTokens(NEW_ACCESS, None, 0, "repo")
+        return TokenSet(NEW_ACCESS, None, 0, "repo")
 
-    async def revoked(credential: PersonalCredential, refresh_token: str) -> services.FreshTokens:
-        raise services.RefreshRefused("invalid_grant: the refresh token was revoked")
+    async def revoked(credential: PersonalCredential, refresh_token: str) -> TokenSet:
+        raise RefreshRefused("invalid_grant: the refresh token was revoked")
 
     store_oauth(tenant, alice, upstream, expires_in=0)
     assert access(tenant, alice, target, refreshed) == NEW_ACCESS

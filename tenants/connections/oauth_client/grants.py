@@ -47,7 +47,7 @@ class TokenSet:
     refresh_token: str | None = field(repr=False)
     expires_in: int | None
     scope: str | None
-    token_type: str
+    token_type: str = "Bearer"
 
 
 # ---- registration and the authorization request ----------------------------------------------------------------------

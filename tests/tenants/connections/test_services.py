@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from tenants.connections import events, services
 from tenants.connections.events import ConnectionEvent
+from tenants.connections.oauth_client import RefreshRefused, TokenSet
 from tenants.connections.signals import connection_event
 from tenants.models import PersonalCredential
 from tenants.secrets import SecretUnreadable
@@ -73,7 +74,7 @@ def test_tokens_are_sealed_and_bound_to_their_row(heard: list[ConnectionEvent]) 
     assert [e.action for e in heard] == [events.CONNECTED]
 
 
-async def _never(credential: PersonalCredential, refresh_token: str) -> services.FreshTokens:
+async def _never(credential: PersonalCredential, refresh_token: str) -> TokenSet:
     raise AssertionError("no refresh was due")
 
 
@@ -96,10 +97,10 @@ def test_a_token_about_to_expire_is_refreshed_once_for_many_calls_at_the_same_mo
     credential = _connected(expires_in=10)
     refreshes: list[str] = []
 
-    async def refresher(row: PersonalCredential, refresh_token: str) -> services.FreshTokens:
+    async def refresher(row: PersonalCredential, refresh_token: str) -> TokenSet:
         refreshes.append(refresh_token)
         await asyncio.sleep(0.3)
-        return services.FreshTokens("new-access", "new-refresh", 3600, None)
+        return TokenSet("new-access", "new-refresh", 3600, None)
 
     async def many() -> list[str | None]:
         calls = [
@@ -120,8 +121,8 @@ def test_a_token_about_to_expire_is_refreshed_once_for_many_calls_at_the_same_mo
 def test_a_refused_refresh_asks_for_the_person_again(heard: list[ConnectionEvent]) -> None:
     credential = _connected(expires_in=0)
 
-    async def refused(row: PersonalCredential, refresh_token: str) -> services.FreshTokens:
-        raise services.RefreshRefused("invalid_grant: the refresh token was revoked")
+    async def refused(row: PersonalCredential, refresh_token: str) -> TokenSet:
+        raise RefreshRefused("invalid_grant: the refresh token was revoked")
 
     found = asyncio.run(
         services.aaccess(
@@ -145,7 +146,7 @@ def test_a_refused_refresh_asks_for_the_person_again(heard: list[ConnectionEvent
 def test_a_failed_refresh_leaves_the_connection_for_the_next_call() -> None:
     credential = _connected(expires_in=0)
 
-    async def down(row: PersonalCredential, refresh_token: str) -> services.FreshTokens:
+    async def down(row: PersonalCredential, refresh_token: str) -> TokenSet:
         raise services.CredentialUnusable("could not refresh the connection: HTTP 503")
 
     with pytest.raises(services.CredentialUnusable):
