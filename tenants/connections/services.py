@@ -101,6 +101,28 @@ def _expires_at(expires_in: float | None) -> datetime | None:
     return None if expires_in is None else timezone.now() + timedelta(seconds=max(0.0, float(expires_in)))
 
 
+def _credential_put(
+    *, tenant_id: int, user_id: int, target: str, kind: str, values: dict[str, Any], action: str, **fields: Any
+) -> PersonalCredential:
+    """Keep ``values`` as the person's ``kind`` of credential for ``target`` (replacing the one they had, whatever
+    its state), with ``fields``, and announce ``action``."""
+    with transaction.atomic():
+        credential = (
+            PersonalCredential.objects.select_for_update().filter(tenant_id=tenant_id, user_id=user_id, target=target)
+        ).first() or PersonalCredential(tenant_id=tenant_id, user_id=user_id, target=target)
+        credential.kind = kind
+        credential.status = PersonalCredential.Status.ACTIVE
+        _seal(credential, values)
+        credential.last_error = ""
+        credential.refresh_claimed_until = None
+        for name, value in fields.items():
+            setattr(credential, name, value)
+        credential.full_clean(exclude=["sealed", "key_id"])
+        credential.save()
+    announce(ConnectionEvent(tenant_id, user_id, target, action))
+    return credential
+
+
 def credential_store_oauth(
     *,
     tenant_id: int,
@@ -113,22 +135,17 @@ def credential_store_oauth(
     issuer: str,
 ) -> PersonalCredential:
     """Keep a person's new OAuth connection to ``target`` (replacing the one they had), and announce it."""
-    with transaction.atomic():
-        credential = (
-            PersonalCredential.objects.select_for_update().filter(tenant_id=tenant_id, user_id=user_id, target=target)
-        ).first() or PersonalCredential(tenant_id=tenant_id, user_id=user_id, target=target)
-        credential.kind = PersonalCredential.Kind.OAUTH
-        credential.status = PersonalCredential.Status.ACTIVE
-        _seal(credential, {"access_token": access_token, "refresh_token": refresh_token})
-        credential.scope = scope
-        credential.expires_at = _expires_at(expires_in)
-        credential.issuer = issuer
-        credential.last_error = ""
-        credential.refresh_claimed_until = None
-        credential.full_clean(exclude=["sealed", "key_id"])
-        credential.save()
-    announce(ConnectionEvent(tenant_id, user_id, target, events.CONNECTED))
-    return credential
+    return _credential_put(
+        tenant_id=tenant_id,
+        user_id=user_id,
+        target=target,
+        kind=PersonalCredential.Kind.OAUTH,
+        values={"access_token": access_token, "refresh_token": refresh_token},
+        action=events.CONNECTED,
+        scope=scope,
+        expires_at=_expires_at(expires_in),
+        issuer=issuer,
+    )
 
 
 def personal_key_problem(value: object) -> str | None:
@@ -147,20 +164,17 @@ def credential_store_key(*, tenant_id: int, user_id: int, target: str, key: str)
     problem = personal_key_problem(key)
     if problem is not None:
         raise ValueError(problem)
-    with transaction.atomic():
-        credential = (
-            PersonalCredential.objects.select_for_update().filter(tenant_id=tenant_id, user_id=user_id, target=target)
-        ).first() or PersonalCredential(tenant_id=tenant_id, user_id=user_id, target=target)
-        credential.kind = PersonalCredential.Kind.KEY
-        credential.status = PersonalCredential.Status.ACTIVE
-        _seal(credential, {"key": key.strip()})
-        credential.scope = ""
-        credential.expires_at = None
-        credential.issuer = ""
-        credential.full_clean(exclude=["sealed", "key_id"])
-        credential.save()
-    announce(ConnectionEvent(tenant_id, user_id, target, events.KEY_STORED))
-    return credential
+    return _credential_put(
+        tenant_id=tenant_id,
+        user_id=user_id,
+        target=target,
+        kind=PersonalCredential.Kind.KEY,
+        values={"key": key.strip()},
+        action=events.KEY_STORED,
+        scope="",
+        expires_at=None,
+        issuer="",
+    )
 
 
 def credential_remove(*, credential: PersonalCredential, by_user_id: int | None = None) -> dict[str, Any] | None:
