@@ -8,7 +8,6 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from asgiref.sync import async_to_sync
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -86,10 +85,10 @@ def tool_account_disconnect(request: HttpRequest, pk: int) -> HttpResponse:
     offers revocation), and say what the upstream answered."""
     credential = _own(request, pk)
     title, workspace = _title(credential), credential.tenant.name
-    values = services.credential_remove(credential=credential)
-    if credential.kind != PersonalCredential.Kind.OAUTH:
+    outcome = flow.disconnect(credential=credential)
+    if outcome == flow.KEY_REMOVED:
         messages.success(request, f"Your key for {title} on {workspace} is removed.")
-    elif async_to_sync(flow.revoke)(credential=credential, values=values):
+    elif outcome == flow.REVOKED:
         messages.success(request, f"Disconnected {title} on {workspace}. The upstream confirmed the revocation.")
     else:
         messages.warning(

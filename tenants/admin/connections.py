@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
@@ -20,7 +19,6 @@ from tenants.admin.policy import ADMINISTERING, admin_scope
 from tenants.admin.scoping import NOBODY, Roles, TenantScopedAdmin
 from tenants.connections import flow
 from tenants.connections.listing import target_titles
-from tenants.connections.services import credential_remove
 from tenants.models import PersonalCredential
 from tenants.people import Person
 
@@ -139,10 +137,10 @@ class PersonalCredentialAdmin(TenantScopedAdmin):
         """Remove ``credential`` (the activity log names the admin who did) and revoke it at the upstream where it
         can; a message says what the upstream answered."""
         who, title = member_of(credential), title_of(credential)
-        values = credential_remove(credential=credential, by_user_id=int(request.user.pk))  # type: ignore[arg-type]
-        if credential.kind != PersonalCredential.Kind.OAUTH:
+        outcome = flow.disconnect(credential=credential, by_user_id=int(request.user.pk))  # type: ignore[arg-type]
+        if outcome == flow.KEY_REMOVED:
             self.message_user(request, f"Removed the key of {who} for {title}.")
-        elif async_to_sync(flow.revoke)(credential=credential, values=values):
+        elif outcome == flow.REVOKED:
             self.message_user(request, f"Disconnected {who} from {title}. The upstream confirmed the revocation.")
         else:
             self.message_user(

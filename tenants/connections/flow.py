@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from django.db import transaction
 
 from tenants.connections import oauth_client, services
@@ -329,3 +329,19 @@ async def revoke(*, credential: PersonalCredential, values: dict[str, Any] | Non
         refresh_token=values.get("refresh_token"),
         access_token=values.get("access_token"),
     )
+
+
+# What disconnecting did: a key removed; an OAuth connection removed and its tokens revoked at the upstream, or
+# removed without the upstream confirming a revocation (it offers none, or did not answer).
+KEY_REMOVED = "key_removed"
+REVOKED = "revoked"
+NOT_REVOKED = "not_revoked"
+
+
+def disconnect(*, credential: PersonalCredential, by_user_id: int | None = None) -> str:
+    """Remove ``credential`` (``by_user_id``: the admin who did, for the activity log) and revoke an OAuth
+    connection's tokens at the upstream where it can: ``KEY_REMOVED``, ``REVOKED`` or ``NOT_REVOKED``."""
+    values = services.credential_remove(credential=credential, by_user_id=by_user_id)
+    if credential.kind != PersonalCredential.Kind.OAUTH:
+        return KEY_REMOVED
+    return REVOKED if async_to_sync(revoke)(credential=credential, values=values) else NOT_REVOKED
