@@ -159,18 +159,9 @@ def _limit(field: str) -> int:
 # The text columns' lengths (principal to request_id), read from the model once: ``_values`` and
 # ``call_copy_line`` cut to them.
 _TEXT_COLUMNS = CALL_COLUMNS[3:13]
-(
-    _PRINCIPAL,
-    _CLIENT_ID,
-    _CLIENT_NAME,
-    _CLIENT_VERSION,
-    _METHOD,
-    _TARGET,
-    _VERSION,
-    _TRANSPORT,
-    _SERVER,
-    _REQUEST_ID,
-) = (_limit(field) for field in _TEXT_COLUMNS)
+_TEXT_LIMITS = tuple(_limit(field) for field in _TEXT_COLUMNS)
+# The columns that repeat from call to call (principal to server), then the request id.
+_MIDDLE_LIMITS, _REQUEST_ID = _TEXT_LIMITS[:-1], _TEXT_LIMITS[-1]
 
 
 def _values(row: CallRow, details: Any, at: Any) -> tuple[Any, ...]:
@@ -206,17 +197,6 @@ def _copy_field(value: Any) -> str:
 _SECONDS: dict[int, str] = {}
 _CUT_MIDDLES: dict[Middle, tuple[str, ...]] = {}
 _MIDDLES: dict[Middle, str] = {}
-_MIDDLE_LIMITS = (
-    _PRINCIPAL,
-    _CLIENT_ID,
-    _CLIENT_NAME,
-    _CLIENT_VERSION,
-    _METHOD,
-    _TARGET,
-    _VERSION,
-    _TRANSPORT,
-    _SERVER,
-)
 _MIDDLES_MAX = 4096
 
 
