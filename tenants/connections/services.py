@@ -196,13 +196,6 @@ def credentials_of(*, user_id: int) -> list[PersonalCredential]:
     return list(PersonalCredential.objects.filter(user_id=user_id).select_related("tenant").order_by("-updated_at"))
 
 
-def credentials_in(*, tenant_id: int) -> list[PersonalCredential]:
-    """Who holds which credential in a tenant (for its admins; never the values), by target then person."""
-    return list(
-        PersonalCredential.objects.filter(tenant_id=tenant_id).select_related("user").order_by("target", "user_id")
-    )
-
-
 # ---- use -------------------------------------------------------------------------------------------------------
 
 
