@@ -26,6 +26,7 @@ from mcp_platform.catalog_files.sections import (
     UPSTREAMS,
     Holder,
     Section,
+    holder_of,
 )
 from mcp_platform.catalog_files.selections import ITEM_LISTS, openapi_source_named, selection_entries_of
 from mcp_platform.catalog_files.state import Entry, State
@@ -231,11 +232,8 @@ def _freed(holder: Holder, key: str, desired: State, managed: dict[str, set[str]
 
 
 def _holder(tool: Tool) -> str:
-    if tool.upstream_id is not None:
-        return f"the tool mirrored from the upstream {tool.upstream.name!r}"  # type: ignore[union-attr]
-    if tool.openapi_source_id is not None:  # type: ignore[attr-defined]
-        return f"the tool imported from the OpenAPI source {tool.openapi_source.name!r}"  # type: ignore[attr-defined]
-    return "a tool made by hand (rename it, or list it in the file to manage it)"
+    holder = holder_of(tool, "tool")
+    return holder.what if holder is not None else "a tool made by hand (rename it, or list it in the file to manage it)"
 
 
 def imported_name_problems(
