@@ -26,8 +26,9 @@ from mcp_platform.catalog_files.sections import (
     UPSTREAMS,
     Holder,
     Section,
+    holder_of,
 )
-from mcp_platform.catalog_files.selections import ITEM_LISTS, openapi_source_named
+from mcp_platform.catalog_files.selections import ITEM_LISTS, openapi_source_named, selection_entries_of
 from mcp_platform.catalog_files.state import Entry, State
 from mcp_platform.quotas.models import RateCeiling, RateLimit
 from mcp_platform.quotas.services import rate_limit_validate
@@ -37,7 +38,6 @@ from tenants.models import Prompt, Resource, ResourceTemplate, Server, Tenant, T
 from tenants.openapi.servers import is_web_url
 from tenants.outbound_auth import auth_secret_names
 from tenants.secret_references import secret_names_in, secrets_missing
-from tenants.selection import selection_entries
 from tenants.servers import server_validate
 from tenants.validation import (
     prompt_validate,
@@ -65,9 +65,10 @@ def _problems_of(
             yield loaded.problem(path, named)
 
 
-def _instance(model: type[Any], tenant: Tenant, entry: Entry) -> Any:
-    """The row ``entry`` would be: its stored row's identity (so its own key is no conflict) with the file's fields."""
-    instance = model(pk=getattr(entry.row, "pk", None), tenant=tenant, **entry.fields)
+def _instance(model: type[Any], tenant: Tenant, entry: Entry, **fields: Any) -> Any:
+    """The row ``entry`` would be: its stored row's identity (so its own key is no conflict) with the file's fields
+    (``fields``: some of them as the model holds them)."""
+    instance = model(pk=getattr(entry.row, "pk", None), tenant=tenant, **{**entry.fields, **fields})
     instance._state.adding = entry.row is None
     return instance
 
@@ -130,18 +131,7 @@ def _rate_limit(tenant: Tenant, entry: Entry) -> None:
 
 def _server(tenant: Tenant, entry: Entry) -> None:
     # Its sources are looked for by name (``reference_problems``): the rest of its selection is checked here.
-    fields = dict(entry.fields)
-    chosen = fields.pop("selection")
-    server = Server(pk=getattr(entry.row, "pk", None), tenant=tenant, **fields)
-    server._state.adding = entry.row is None
-    server.selection = selection_entries(
-        tools=chosen.get("tools", []),
-        resources=chosen.get("resources", []),
-        templates=chosen.get("resource_templates", []),
-        prompts=chosen.get("prompts", []),
-        tags=chosen.get("tags", []),
-    )
-    server_validate(server)
+    server_validate(_instance(Server, tenant, entry, selection=selection_entries_of(entry.fields["selection"])))
 
 
 VALIDATORS: dict[str, Callable[[Tenant, Entry], None]] = {
@@ -242,11 +232,8 @@ def _freed(holder: Holder, key: str, desired: State, managed: dict[str, set[str]
 
 
 def _holder(tool: Tool) -> str:
-    if tool.upstream_id is not None:
-        return f"the tool mirrored from the upstream {tool.upstream.name!r}"  # type: ignore[union-attr]
-    if tool.openapi_source_id is not None:  # type: ignore[attr-defined]
-        return f"the tool imported from the OpenAPI source {tool.openapi_source.name!r}"  # type: ignore[attr-defined]
-    return "a tool made by hand (rename it, or list it in the file to manage it)"
+    holder = holder_of(tool, "tool")
+    return holder.what if holder is not None else "a tool made by hand (rename it, or list it in the file to manage it)"
 
 
 def imported_name_problems(

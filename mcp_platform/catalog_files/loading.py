@@ -74,10 +74,11 @@ class ConfigFileError(Exception):
 
 @dataclass(frozen=True)
 class LoadedFile:
-    """A parsed file: its values, and the line each path starts at (a key's line for a mapping's value)."""
+    """A parsed file: its values, the line each path starts at (a key's line for a mapping's value), and its text."""
 
     data: Any
     lines: dict[Path, int] = field(default_factory=dict)
+    text: str = ""
 
     def line(self, path: Path) -> int | None:
         """The line of ``path``, or of its nearest ancestor the index knows (an alias's values are its line's)."""
@@ -178,11 +179,17 @@ class _Walk:
         return size
 
 
+def size_check(size: int) -> None:
+    """Refuse a file of ``size`` bytes over ``MAX_BYTES`` (before it is read, where its size is known). Raises
+    ``ConfigFileError``."""
+    if size > MAX_BYTES:
+        raise ConfigFileError([Problem(None, (), f"the file is {size:,} bytes; the limit is {MAX_BYTES:,}")])
+
+
 def config_load(content: bytes | str) -> LoadedFile:
     """Parse a configuration file's ``content`` (see the module's docstring). Raises ``ConfigFileError``."""
     raw = content.encode() if isinstance(content, str) else content
-    if len(raw) > MAX_BYTES:
-        raise ConfigFileError([Problem(None, (), f"the file is {len(raw):,} bytes; the limit is {MAX_BYTES:,}")])
+    size_check(len(raw))
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -206,4 +213,4 @@ def config_load(content: bytes | str) -> LoadedFile:
         data = loader.construct_document(root)
     finally:
         loader.dispose()
-    return LoadedFile(data, walk.lines)
+    return LoadedFile(data, walk.lines, text)

@@ -18,7 +18,7 @@ from django.urls import URLPattern, URLResolver, path, reverse
 from mcp_infra.addresses import base_url_from_request
 from mcp_platform.catalog_files.applying import PlanChanged, configuration_apply, file_label
 from mcp_platform.catalog_files.exporting import schema_url, tenant_export
-from mcp_platform.catalog_files.loading import MAX_BYTES, ConfigFileError, Problem
+from mcp_platform.catalog_files.loading import MAX_BYTES, ConfigFileError, Problem, size_check
 from mcp_platform.catalog_files.planning import Proposal, configuration_plan, file_check
 from tenants.admin.pages import ObjectPage
 from tenants.bulk_changes import Actor
@@ -75,15 +75,6 @@ class ConfigurationPages:
         }
         return TemplateResponse(request, TEMPLATE, context)
 
-    def _proposed(self, request: HttpRequest, tenant: Tenant, text: str, name: str, **extra: Any) -> HttpResponse:
-        """The page with the plan of ``text`` for ``tenant`` and its Apply button, or with the file's problems."""
-        try:
-            loaded = file_check(text)
-            proposal = configuration_plan(tenant=tenant, loaded=loaded)
-        except ConfigFileError as exc:
-            return self._render(request, tenant, problems=exc.problems, file_name=name, **extra)
-        return self._plan_page(request, tenant, proposal, text, name, **extra)
-
     def _plan_page(
         self, request: HttpRequest, tenant: Tenant, proposal: Proposal, text: str, name: str, **extra: Any
     ) -> HttpResponse:
@@ -110,15 +101,14 @@ class ConfigurationPages:
         if upload is None:
             return self._render(request, tenant, problems=[Problem(None, (), "choose a file to import")])
         name = (upload.name or "")[:FILE_NAME_LENGTH]
-        if upload.size is not None and upload.size > MAX_BYTES:
-            problem = Problem(None, (), f"the file is {upload.size:,} bytes; the limit is {MAX_BYTES:,}")
-            return self._render(request, tenant, problems=[problem], file_name=name)
         try:
-            text = upload.read().decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            problem = Problem(None, (), f"the file is not UTF-8 text (byte {exc.start})")
-            return self._render(request, tenant, problems=[problem], file_name=name)
-        return self._proposed(request, tenant, text, name)
+            if upload.size is not None:
+                size_check(upload.size)  # refused unread
+            loaded = file_check(upload.read())
+            proposal = configuration_plan(tenant=tenant, loaded=loaded)
+        except ConfigFileError as exc:
+            return self._render(request, tenant, problems=exc.problems, file_name=name)
+        return self._plan_page(request, tenant, proposal, loaded.text, name)
 
     def export_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         tenant = self._tenant(request, object_id, change=False)

@@ -120,10 +120,7 @@ class Proposal:
     loaded: LoadedFile
     desired: State
     current: State
-    managed: dict[str, set[str]]
     plan: Plan
-    # Per section, the file's entries the apply writes (added, or with fields to change).
-    written: dict[str, list[Entry]] = field(default_factory=dict)
     # Items servers name that an upstream the file adds or changes may bring: looked for in the apply.
     unchecked: list[Unchecked] = field(default_factory=list)
 
@@ -219,4 +216,4 @@ def configuration_plan(*, tenant: Tenant, loaded: LoadedFile, files_allowed: boo
     if problems:
         raise ConfigFileError(problems)
     plan = Plan(tenant.slug, tuple(changes))
-    return Proposal(tenant, loaded, desired, current, managed, plan, written, unchecked)
+    return Proposal(tenant, loaded, desired, current, plan, unchecked)

@@ -102,22 +102,24 @@ def _own(model: type[Any], order: str) -> Callable[[Tenant], QuerySet[Any]]:
     return rows
 
 
+def holder_of(row: Any, noun: str) -> Holder | None:
+    """The source that holds ``row`` (an item: ``noun``), or None for one of the tenant's own."""
+    if row.upstream_id is not None:
+        return Holder(f"the {noun} mirrored from the upstream {row.upstream.name!r}", "upstreams", row.upstream.name)
+    if getattr(row, "openapi_source_id", None) is not None:
+        source = row.openapi_source
+        what = f"the {noun} imported from the OpenAPI source {source.name!r}"
+        return Holder(what, "openapi_sources", source.location)
+    return None
+
+
 def _held(model: type[Any], key_field: str, noun: str) -> Callable[[Tenant], dict[str, Holder]]:
     def held(tenant: Tenant) -> dict[str, Holder]:
         rows = model._default_manager.filter(tenant=tenant).select_related("upstream")
         if model is Tool:
             rows = rows.select_related("openapi_source")
-        found: dict[str, Holder] = {}
-        for row in rows:
-            key = getattr(row, key_field)
-            if row.upstream_id is not None:
-                what = f"the {noun} mirrored from the upstream {row.upstream.name!r}"
-                found[key] = Holder(what, "upstreams", row.upstream.name)
-            elif getattr(row, "openapi_source_id", None) is not None:
-                source = row.openapi_source
-                what = f"the {noun} imported from the OpenAPI source {source.name!r}"
-                found[key] = Holder(what, "openapi_sources", source.location)
-        return found
+        holders = ((getattr(row, key_field), holder_of(row, noun)) for row in rows)
+        return {key: holder for key, holder in holders if holder is not None}
 
     return held
 

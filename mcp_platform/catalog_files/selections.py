@@ -97,12 +97,21 @@ def selection_stored(*, tenant: Tenant, selection: Mapping[str, Any]) -> list[st
             openapi_ids.append(source_ids[location])
     if missing:
         raise ValidationError({"selection": [f"The tenant has no {what}." for what in missing]})
+    upstreams = [upstream_ids[name] for name in chosen.get("upstreams", [])]
+    return selection_entries_of(chosen, upstreams=upstreams, openapi_sources=openapi_ids)
+
+
+def selection_entries_of(
+    selection: Mapping[str, Any], *, upstreams: Iterable[int] = (), openapi_sources: Iterable[int] = ()
+) -> list[str]:
+    """A file's ``selection`` as stored entries: its items and tags as it names them, its sources by the ids given
+    (none: only its items and tags, as the plan checks a selection whose sources it looks for by name)."""
     return selection_entries(
-        tools=chosen.get("tools", []),
-        resources=chosen.get("resources", []),
-        templates=chosen.get("resource_templates", []),
-        prompts=chosen.get("prompts", []),
-        upstreams=[upstream_ids[name] for name in chosen.get("upstreams", [])],
-        openapi_sources=openapi_ids,
-        tags=chosen.get("tags", []),
+        tools=selection.get("tools", []),
+        resources=selection.get("resources", []),
+        templates=selection.get("resource_templates", []),
+        prompts=selection.get("prompts", []),
+        upstreams=upstreams,
+        openapi_sources=openapi_sources,
+        tags=selection.get("tags", []),
     )

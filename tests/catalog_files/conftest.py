@@ -1,5 +1,6 @@
-"""Fixtures of the configuration-file tests: tenants, a catalog of every kind made through the services, an OpenAPI
-document served on a loopback address, servers curating them, and a snapshot of every row in the database."""
+"""Fixtures of the configuration-file tests: tenants, applying a file and the problems of its plan, a catalog of
+every kind made through the services, an OpenAPI document served on a loopback address, servers curating them, and a
+snapshot of every row in the database."""
 
 from __future__ import annotations
 
@@ -17,8 +18,12 @@ from django.apps import apps
 from django.conf import settings
 from django.test import override_settings
 
+from mcp_platform.catalog_files.applying import ApplyReport, configuration_apply
+from mcp_platform.catalog_files.loading import ConfigFileError
+from mcp_platform.catalog_files.planning import configuration_plan, file_check
 from mcp_platform.quotas import services as quotas
 from tenants import services
+from tenants.bulk_changes import Actor
 from tenants.federation.services import upstream_add, upstream_items_update, upstream_update
 from tenants.models import OpenApiSource, Prompt, Resource, ResourceTemplate, Tenant, Tool, Upstream
 from tenants.openapi.document import document_parse
@@ -29,6 +34,7 @@ from tenants.secrets import secret_set
 from tenants.servers import server_create
 from tests.e2e.upstreams import UpstreamServer, upstream_server
 from tests.factories import TenantFactory
+from tests.tenants.conftest import channel_layer  # noqa: F401  (the tenants tests' fresh in-memory channel layer)
 
 PETSTORE = Path(__file__).parents[1] / "tenants" / "openapi" / "fixtures" / "petstore-3.0.yaml"
 PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
@@ -90,6 +96,18 @@ def openapi_document(loopback_allowed: None) -> Iterator[DocumentServer]:
     yield server
     server.shutdown()
     server.server_close()
+
+
+def apply(tenant: Tenant, text: str | bytes, **options: Any) -> ApplyReport:
+    """Apply the file ``text`` to ``tenant`` (``options``: those of ``configuration_apply``)."""
+    return configuration_apply(tenant=tenant, loaded=file_check(text), actor=Actor("test"), **options)
+
+
+def problems_of(tenant: Tenant, text: str) -> list[str]:
+    """The problems the plan of ``text`` for ``tenant`` is refused with."""
+    with pytest.raises(ConfigFileError) as refused:
+        configuration_plan(tenant=tenant, loaded=file_check(text))
+    return [str(problem) for problem in refused.value.problems]
 
 
 def catalog_make(tenant: Tenant) -> None:

@@ -5,23 +5,21 @@ file are read again (an upstream's items, an OpenAPI source's selection)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from channels.layers import BaseChannelLayer, channel_layers, get_channel_layer
+from channels.layers import BaseChannelLayer
 from django.contrib.admin.models import LogEntry
 from reversion.models import Revision
 
 from mcp_platform.activity.models import ActivityRecord
-from mcp_platform.catalog_files.applying import PlanChanged, configuration_apply
+from mcp_platform.catalog_files.applying import PlanChanged
 from mcp_platform.catalog_files.loading import ConfigFileError
 from mcp_platform.catalog_files.models import ManagedObject
 from mcp_platform.catalog_files.planning import configuration_plan, file_check
-from tenants.bulk_changes import Actor
 from tenants.models import Tenant, Tool
 from tenants.secrets import secret_set
-from tests.catalog_files.conftest import DocumentServer, database_snapshot
+from tests.catalog_files.conftest import DocumentServer, apply, database_snapshot
 from tests.e2e.upstreams import UpstreamServer
 from tests.tenants.conftest import CatalogListener
 
@@ -53,23 +51,9 @@ def bomb(levels: int = 5, width: int = 10) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.fixture
-def channel_layer(settings: Any) -> Iterator[BaseChannelLayer]:
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    channel_layers.backends.clear()
-    layer = get_channel_layer()
-    assert layer is not None
-    yield layer
-    channel_layers.backends.clear()
-
-
-def apply(tenant: Tenant, text: str, **options: Any) -> Any:
-    return configuration_apply(tenant=tenant, loaded=file_check(text), actor=Actor("test"), **options)
-
-
 def refused(tenant: Tenant, text: str | bytes) -> list[str]:
     with pytest.raises(ConfigFileError) as error:
-        apply(tenant, text)  # type: ignore[arg-type]
+        apply(tenant, text)
     return [str(problem) for problem in error.value.problems]
 
 

@@ -9,17 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from mcp_platform.catalog_files.applying import configuration_apply
 from mcp_platform.catalog_files.exporting import tenant_export
-from mcp_platform.catalog_files.loading import ConfigFileError
 from mcp_platform.catalog_files.planning import Change, FieldChange, Plan, configuration_plan, file_check
 from mcp_platform.quotas import services as quotas
-from tenants.bulk_changes import Actor
 from tenants.models import Resource, Tenant, Tool
 from tenants.openapi.document import document_parse
 from tenants.openapi.importing import openapi_import
 from tenants.openapi.translate import ImportOptions
-from tests.catalog_files.conftest import PETSTORE, catalog_make
+from tests.catalog_files.conftest import PETSTORE, apply, catalog_make, problems_of
 from tests.factories import ToolFactory
 
 pytestmark = pytest.mark.django_db
@@ -51,16 +48,6 @@ OK = "    config: {content: [{type: text, text: ok}]}\n"
 
 def plan_of(tenant: Tenant, text: str) -> Plan:
     return configuration_plan(tenant=tenant, loaded=file_check(text)).plan
-
-
-def apply(tenant: Tenant, text: str) -> None:
-    configuration_apply(tenant=tenant, loaded=file_check(text), actor=Actor("test"))
-
-
-def problems_of(tenant: Tenant, text: str) -> list[str]:
-    with pytest.raises(ConfigFileError) as refused:
-        configuration_plan(tenant=tenant, loaded=file_check(text))
-    return [str(problem) for problem in refused.value.problems]
 
 
 def test_a_plan_on_a_changed_file_lists_exactly_the_changes(tenant: Tenant) -> None:

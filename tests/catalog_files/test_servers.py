@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_platform.catalog_files.applying import configuration_apply
 from mcp_platform.catalog_files.exporting import tenant_export
 from mcp_platform.catalog_files.loading import ConfigFileError, config_load
 from mcp_platform.catalog_files.planning import Change, FieldChange, configuration_plan, file_check
 from mcp_platform.catalog_files.selections import openapi_labels, openapi_source_named
 from mcp_platform.quotas.models import RateLimit
-from tenants.bulk_changes import Actor
 from tenants.models import ChangePolicy, Server, Tenant, Upstream
 from tenants.servers import server_create
-from tests.catalog_files.conftest import database_snapshot
+from tests.catalog_files.conftest import apply, database_snapshot, problems_of
 from tests.e2e.upstreams import UpstreamServer
 
 pytestmark = pytest.mark.django_db
@@ -40,16 +38,6 @@ FILE = (
     "  - slug: writer\n"
     "    selection: {tools: [fetch]}\n"
 )
-
-
-def apply(tenant: Tenant, text: str) -> None:
-    configuration_apply(tenant=tenant, loaded=file_check(text), actor=Actor("test"))
-
-
-def problems_of(tenant: Tenant, text: str) -> list[str]:
-    with pytest.raises(ConfigFileError) as refused:
-        configuration_plan(tenant=tenant, loaded=file_check(text))
-    return [str(problem) for problem in refused.value.problems]
 
 
 def test_servers_are_written_with_their_sources_by_id_and_read_back_by_name(tenant: Tenant) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from mcp_platform.catalog_files.applying import PlanChanged, configuration_apply, file_label
-from mcp_platform.catalog_files.loading import MAX_BYTES, ConfigFileError, Problem
+from mcp_platform.catalog_files.loading import MAX_BYTES, ConfigFileError, Problem, size_check
 from mcp_platform.catalog_files.planning import configuration_plan, file_check
 from tenants.bulk_changes import Actor
 from tenants.models import Tenant
@@ -28,9 +28,7 @@ def _read(path: str) -> bytes:
         return content
     file = Path(path)
     try:
-        size = file.stat().st_size
-        if size > MAX_BYTES:
-            raise ConfigFileError([Problem(None, (), f"the file is {size:,} bytes; the limit is {MAX_BYTES:,}")])
+        size_check(file.stat().st_size)
         return file.read_bytes()
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror}") from None
