@@ -18,6 +18,7 @@ from django.http import HttpRequest
 from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 
+from mcp_infra.addresses import MCP, endpoint_url
 from tenants import servers
 from tenants.admin.service_backed import ServiceBackedAdmin, ServiceValidatedForm
 from tenants.admin.tenant_page import server_connect
@@ -27,22 +28,18 @@ from tenants.selection import (
     OPENAPI,
     TAG,
     UPSTREAM,
-    ItemKind,
     selection_entries,
     selection_errors,
     selection_parse,
     server_members,
 )
 
-# The editor's fields: one per kind of entry, with what a choice is and how the admin labels it.
-EDITOR_FIELDS: dict[str, tuple[str, str]] = {
-    "tools": ("tools", "Tools"),
-    "resources": ("resources", "Resources"),
-    "templates": ("templates", "Resource templates"),
-    "prompts": ("prompts", "Prompts"),
-    "upstreams": (UPSTREAM, "Everything from these upstream MCP servers"),
-    "openapi_sources": (OPENAPI, "Every tool from these OpenAPI sources"),
-    "tags": (TAG, "Everything tagged"),
+# The editor's fields: one per kind of entry (the items' fields are named after their kind).
+EDITOR_FIELDS: dict[str, str] = {
+    **{kind: kind for kind in ITEM_KINDS},
+    "upstreams": UPSTREAM,
+    "openapi_sources": OPENAPI,
+    "tags": TAG,
 }
 MISSING = " (not in the catalog now)"
 PREVIEW_NAMES = 50  # names shown per kind in the preview; the count says how many more
@@ -79,7 +76,7 @@ def _stored_values(selection: Any) -> dict[str, list[str]]:
     values: dict[str, list[str]] = {name: [] for name in EDITOR_FIELDS}
     if selection_errors(selection):
         return values
-    kinds = {kind: name for name, (kind, _) in EDITOR_FIELDS.items()}
+    kinds = {kind: name for name, kind in EDITOR_FIELDS.items()}
     for entry in selection:
         kind, _, value = entry.partition(":")
         values[kinds[kind]].append(value)
@@ -228,7 +225,7 @@ class ServerAdmin(ServiceBackedAdmin):
 
     @admin.display(description="URL")
     def url(self, obj: Server) -> str:
-        return f"/t/{obj.tenant.slug}/s/{obj.slug}/mcp"
+        return endpoint_url("", obj.tenant.slug, MCP, obj.slug)
 
     @admin.display(description="What it serves now")
     def preview(self, obj: Server) -> str:
@@ -237,17 +234,11 @@ class ServerAdmin(ServiceBackedAdmin):
             selection = selection_parse(obj.selection)
         except ValueError:
             return "—"
-        labels: dict[ItemKind, str] = {
-            "tools": "Tools",
-            "resources": "Resources",
-            "templates": "Resource templates",
-            "prompts": "Prompts",
-        }
         rows = []
         for kind in ITEM_KINDS:
             members = sorted(server_members(tenant=obj.tenant, selection=selection, kind=kind))
             shown = ", ".join(members[:PREVIEW_NAMES]) + (", …" if len(members) > PREVIEW_NAMES else "")
-            rows.append((labels[kind], len(members), shown or "none"))
+            rows.append((ServerForm.base_fields[kind].label, len(members), shown or "none"))
         return format_html(
             '<dl class="server-preview">{}</dl>',
             format_html_join("", "<dt>{} ({})</dt><dd>{}</dd>", rows),
