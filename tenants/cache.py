@@ -136,12 +136,9 @@ class TenantCache:
         entry = self._entries.get(tenant.slug)
         if entry is None or entry.tenant is not tenant:
             return (await selectors.aservers_servable(tenant=tenant)).get(slug)
-        servers: dict[str, Server] | None = entry.memo.get(SERVERS)
-        if servers is None:
-            servers = await selectors.aservers_servable(tenant=tenant)
-            if len(entry.memo) >= MAX_MEMO_ENTRIES:
-                entry.memo.clear()
-            entry.memo[SERVERS] = servers
+        servers: dict[str, Server] = await _remembered(
+            entry.memo, SERVERS, lambda: selectors.aservers_servable(tenant=tenant)
+        )
         return servers.get(slug)
 
     async def _load(self, slug: str, previous: _Entry | None) -> Tenant | None:

@@ -114,17 +114,3 @@ def server_delete(*, server: Server) -> None:
         note_deleted(server)
         server.delete()
         server_changed(tenant_id=tenant_id)
-
-
-def server_upsert(*, tenant: Tenant, slug: str, **fields: Any) -> tuple[Server, bool]:
-    """Create the server ``slug`` or bring the given fields up to date; True when it was created. Raises
-    ``ValidationError``."""
-    unknown = sorted(set(fields) - (SERVER_FIELDS - {"slug"}))
-    if unknown:
-        raise ValidationError({field: ["Unknown field."] for field in unknown})
-    with catalog_revision():
-        existing = Server.objects.select_for_update().filter(tenant=tenant, slug=slug).first()
-        if existing is None:
-            return server_create(tenant=tenant, slug=slug, **fields), True
-        server_update(server=existing, data=fields)
-        return existing, False

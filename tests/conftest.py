@@ -13,6 +13,8 @@ from django.db.backends.signals import connection_created
 from mcp_infra.conf import platform_settings
 from mcp_platform.activity.hook import activity_writer
 from mcp_platform.gateway.session_cache import session_cache
+from mcp_platform.quotas.buckets import MemoryBuckets
+from mcp_platform.quotas.check import limit_configs, use_bucket_store
 from tenants.cache import tenant_cache
 from tests.process_marks import RUN_MARK, kill_all, new_mark, wait_until_none_marked
 from tests.workers import WORKER_ENV, distributing
@@ -111,6 +113,16 @@ def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[N
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def memory_buckets() -> Iterator[None]:
+    """Rate-limit buckets in this process's memory, and the tenants' limits read afresh (before and after)."""
+    use_bucket_store(MemoryBuckets())
+    limit_configs.clear()
+    yield
+    use_bucket_store(None)
+    limit_configs.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -9,20 +9,18 @@ yet created) stays offered, marked, so that saving the page never drops it silen
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.db import models
 from django.http import HttpRequest
 from django.utils.functional import cached_property
-from django.utils.html import escape, format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.html import format_html, format_html_join
 
+from mcp_infra.addresses import MCP, endpoint_url
 from tenants import servers
-from tenants.admin.scoping import TenantScopedAdmin
-from tenants.admin.service_backed import ServiceValidatedForm
+from tenants.admin.service_backed import ServiceBackedAdmin, ServiceValidatedForm
 from tenants.admin.tenant_page import server_connect
 from tenants.models import OpenApiSource, Prompt, Resource, ResourceTemplate, Server, Tenant, Tool, Upstream
 from tenants.selection import (
@@ -30,22 +28,18 @@ from tenants.selection import (
     OPENAPI,
     TAG,
     UPSTREAM,
-    ItemKind,
     selection_entries,
     selection_errors,
     selection_parse,
     server_members,
 )
 
-# The editor's fields: one per kind of entry, with what a choice is and how the admin labels it.
-EDITOR_FIELDS: dict[str, tuple[str, str]] = {
-    "tools": ("tools", "Tools"),
-    "resources": ("resources", "Resources"),
-    "templates": ("templates", "Resource templates"),
-    "prompts": ("prompts", "Prompts"),
-    "upstreams": (UPSTREAM, "Everything from these upstream MCP servers"),
-    "openapi_sources": (OPENAPI, "Every tool from these OpenAPI sources"),
-    "tags": (TAG, "Everything tagged"),
+# The editor's fields: one per kind of entry (the items' fields are named after their kind).
+EDITOR_FIELDS: dict[str, str] = {
+    **{kind: kind for kind in ITEM_KINDS},
+    "upstreams": UPSTREAM,
+    "openapi_sources": OPENAPI,
+    "tags": TAG,
 }
 MISSING = " (not in the catalog now)"
 PREVIEW_NAMES = 50  # names shown per kind in the preview; the count says how many more
@@ -82,7 +76,7 @@ def _stored_values(selection: Any) -> dict[str, list[str]]:
     values: dict[str, list[str]] = {name: [] for name in EDITOR_FIELDS}
     if selection_errors(selection):
         return values
-    kinds = {kind: name for name, (kind, _) in EDITOR_FIELDS.items()}
+    kinds = {kind: name for name, kind in EDITOR_FIELDS.items()}
     for entry in selection:
         kind, _, value = entry.partition(":")
         values[kinds[kind]].append(value)
@@ -200,9 +194,10 @@ class ServerForm(ServiceValidatedForm):
 
 
 @admin.register(Server)
-class ServerAdmin(TenantScopedAdmin):
+class ServerAdmin(ServiceBackedAdmin):
     tenant_path = "tenant"
     form = ServerForm
+    fields_for_service = tuple(sorted(servers.SERVER_FIELDS))
     list_display = ("slug", "title", "tenant", "enabled", "url", "updated_at")
     list_filter = ("enabled", "tenant")
     search_fields = ("slug", "title", "tenant__slug")
@@ -213,12 +208,6 @@ class ServerAdmin(TenantScopedAdmin):
         "Choose what the server serves: items one by one, everything from a source, or everything with a tag. An "
         "item is served when any choice picks it; a disabled tool never is."
     )
-
-    def formfield_for_dbfield(self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
-        # The admin renders help texts as HTML, where the slug's "/t/<tenant>/s/<slug>/mcp" would lose its words.
-        if db_field.help_text and not isinstance(db_field.help_text, SafeString):
-            kwargs.setdefault("help_text", escape(db_field.help_text))
-        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         about = ("tenant", "slug", "title", "instructions", "enabled")
@@ -236,7 +225,7 @@ class ServerAdmin(TenantScopedAdmin):
 
     @admin.display(description="URL")
     def url(self, obj: Server) -> str:
-        return f"/t/{obj.tenant.slug}/s/{obj.slug}/mcp"
+        return endpoint_url("", obj.tenant.slug, MCP, obj.slug)
 
     @admin.display(description="What it serves now")
     def preview(self, obj: Server) -> str:
@@ -245,17 +234,11 @@ class ServerAdmin(TenantScopedAdmin):
             selection = selection_parse(obj.selection)
         except ValueError:
             return "—"
-        labels: dict[ItemKind, str] = {
-            "tools": "Tools",
-            "resources": "Resources",
-            "templates": "Resource templates",
-            "prompts": "Prompts",
-        }
         rows = []
         for kind in ITEM_KINDS:
             members = sorted(server_members(tenant=obj.tenant, selection=selection, kind=kind))
             shown = ", ".join(members[:PREVIEW_NAMES]) + (", …" if len(members) > PREVIEW_NAMES else "")
-            rows.append((labels[kind], len(members), shown or "none"))
+            rows.append((ServerForm.base_fields[kind].label, len(members), shown or "none"))
         return format_html(
             '<dl class="server-preview">{}</dl>',
             format_html_join("", "<dt>{} ({})</dt><dd>{}</dd>", rows),
@@ -265,18 +248,11 @@ class ServerAdmin(TenantScopedAdmin):
         # Its URLs and client configuration, as the tenant page shows them.
         return {"server_connect": server_connect(request, obj.tenant, obj)}
 
-    def save_model(self, request: HttpRequest, obj: Server, form: forms.ModelForm, change: bool) -> None:
-        values = {name: form.cleaned_data[name] for name in servers.SERVER_FIELDS if name in form.cleaned_data}
-        if change:
-            stored = Server.objects.get(pk=obj.pk)
-            servers.server_update(server=stored, data=values)
-            obj.__dict__.update(stored.__dict__)
-        else:
-            obj.__dict__.update(servers.server_create(tenant=obj.tenant, **values).__dict__)
+    def create(self, obj: Server, values: dict[str, Any]) -> Server:
+        return servers.server_create(tenant=obj.tenant, **values)
 
-    def delete_model(self, request: HttpRequest, obj: Server) -> None:
+    def update(self, stored: Server, data: dict[str, Any]) -> None:
+        servers.server_update(server=stored, data=data)
+
+    def remove(self, obj: Server) -> None:
         servers.server_delete(server=obj)
-
-    def delete_queryset(self, request: HttpRequest, queryset: Iterable[Server]) -> None:  # type: ignore[override]
-        for server in queryset:
-            servers.server_delete(server=server)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,8 +11,6 @@ from django.core.management import call_command
 from mcp_core.errors import RATE_LIMITED
 from mcp_platform.activity.hook import activity_writer
 from mcp_platform.activity.models import ActivityRecord
-from mcp_platform.quotas.buckets import MemoryBuckets
-from mcp_platform.quotas.check import limit_configs, use_bucket_store
 from mcp_platform.quotas.services import rate_limit_create
 from tenants.models import Tenant
 from tests.gateway.conftest import INIT_PARAMS, request, rpc
@@ -58,15 +55,6 @@ async def test_calls_of_both_eras_are_logged_and_listings_are_not(conformance: N
     ]
     assert all(r.outcome == "ok" and r.transport == "streamable-http" and r.duration_ms >= 0 for r in rows)
     assert [r.request_id for r in rows] == ["5", "p"]
-
-
-@pytest.fixture
-def memory_buckets() -> Iterator[None]:
-    use_bucket_store(MemoryBuckets())
-    limit_configs.clear()
-    yield
-    use_bucket_store(None)
-    limit_configs.clear()
 
 
 async def test_a_call_refused_by_a_limit_is_logged_as_rate_limited(conformance: None, memory_buckets: None) -> None:

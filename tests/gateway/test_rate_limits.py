@@ -4,7 +4,6 @@ handshake session, and on the 2024-11-05 messages endpoint, before any work star
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,22 +13,11 @@ from mcp_core.errors import RATE_LIMITED
 from mcp_core.session import SessionState
 from mcp_platform.gateway import sessions
 from mcp_platform.quotas import services
-from mcp_platform.quotas.buckets import MemoryBuckets
-from mcp_platform.quotas.check import limit_configs, use_bucket_store
 from tests.gateway.conftest import INIT_PARAMS, META, Reply, V, request, rpc
 
-pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("memory_buckets")]
 
 MCP = "/t/acme/mcp"
-
-
-@pytest.fixture(autouse=True)
-def buckets() -> Iterator[None]:
-    use_bucket_store(MemoryBuckets())
-    limit_configs.clear()
-    yield
-    use_bucket_store(None)
-    limit_configs.clear()
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ the default server), and a rate limit of the server counts its requests alone.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -11,8 +10,6 @@ from asgiref.sync import sync_to_async
 
 from mcp_platform.activity.hook import activity_writer
 from mcp_platform.activity.models import ActivityRecord
-from mcp_platform.quotas.buckets import MemoryBuckets
-from mcp_platform.quotas.check import limit_configs, use_bucket_store
 from mcp_platform.quotas.services import rate_limit_create
 from tenants import services
 from tenants.models import Server, Tenant
@@ -65,15 +62,6 @@ async def test_request_metrics_are_labelled_by_server(acme: Tenant) -> None:
     assert (after[0] - before[0], after[1] - before[1]) == (2, 1)
     listed = {"tenant": "acme", "server": "reader", "method": "tools/call"}
     assert metric_value("mcp_request_duration_seconds_count", **listed) >= 2
-
-
-@pytest.fixture
-def memory_buckets() -> Iterator[None]:
-    use_bucket_store(MemoryBuckets())
-    limit_configs.clear()
-    yield
-    use_bucket_store(None)
-    limit_configs.clear()
 
 
 async def test_a_server_limit_counts_the_requests_to_that_server_only(acme: Tenant, memory_buckets: None) -> None:

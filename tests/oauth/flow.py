@@ -93,3 +93,14 @@ def tokens(browser: Client, client_id: str, **query: Any) -> dict[str, Any]:
     assert response.status_code == 200, response.content
     issued: dict[str, Any] = response.json()
     return issued
+
+
+def client_credentials(client_id: str, secret: str, **data: str) -> Any:
+    """A machine client's token request (``client_credentials``, HTTP Basic authentication) with ``data``."""
+    basic = base64.b64encode(f"{client_id}:{secret}".encode()).decode()
+    return Client().post(
+        "/oauth/token/",
+        {"grant_type": "client_credentials", **data},
+        HTTP_HOST=HOST,
+        HTTP_AUTHORIZATION=f"Basic {basic}",
+    )

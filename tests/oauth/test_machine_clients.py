@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
 
@@ -18,19 +17,9 @@ from mcp_platform.oauth.models import TenantApplication
 from tests.factories import ToolFactory, UserFactory
 from tests.gateway.conftest import INIT_PARAMS, request, rpc
 from tests.oauth.conftest import ACME_MCP, BASE
-from tests.oauth.flow import HOST, Pkce, authorize_query
+from tests.oauth.flow import HOST, Pkce, authorize_query, client_credentials
 
 GLOBEX_MCP = f"{BASE}/t/globex/mcp"
-
-
-def _token(client_id: str, secret: str, **data: str) -> Any:
-    basic = base64.b64encode(f"{client_id}:{secret}".encode()).decode()
-    return Client().post(
-        "/oauth/token/",
-        {"grant_type": "client_credentials", **data},
-        HTTP_HOST=HOST,
-        HTTP_AUTHORIZATION=f"Basic {basic}",
-    )
 
 
 def _initialize(token: str, path: str = "/t/acme/mcp") -> Any:
@@ -56,7 +45,7 @@ def test_the_secret_is_handed_out_once_and_stored_hashed(machine):
 @pytest.mark.django_db(transaction=True)
 def test_token_audience_is_the_tenant_endpoint_and_the_principal_is_the_client(machine):
     client, secret = machine
-    response = _token(client.client_id, secret)
+    response = client_credentials(client.client_id, secret)
     assert response.status_code == 200, response.content
     tokens = response.json()
     assert tokens["scope"] == "mcp:tools"
@@ -69,8 +58,8 @@ def test_token_audience_is_the_tenant_endpoint_and_the_principal_is_the_client(m
 
 def test_naming_the_tenant_endpoint_is_allowed_and_any_other_is_invalid_target(machine, globex):
     client, secret = machine
-    assert _token(client.client_id, secret, resource=ACME_MCP).status_code == 200
-    refused = _token(client.client_id, secret, resource=GLOBEX_MCP)
+    assert client_credentials(client.client_id, secret, resource=ACME_MCP).status_code == 200
+    refused = client_credentials(client.client_id, secret, resource=GLOBEX_MCP)
     assert refused.status_code == 400
     # DOT labels this one error body text/html; the body is the RFC 6749 JSON all the same.
     assert json.loads(refused.content)["error"] == "invalid_target"
@@ -79,18 +68,18 @@ def test_naming_the_tenant_endpoint_is_allowed_and_any_other_is_invalid_target(m
 def test_scopes_are_limited_to_what_the_admin_allowed(machine):
     client, secret = machine
     # Asking for more (as SDKs do, echoing the endpoint's challenge) yields the allowed part, said so.
-    narrowed = _token(client.client_id, secret, scope="mcp:tools mcp:prompts")
+    narrowed = client_credentials(client.client_id, secret, scope="mcp:tools mcp:prompts")
     assert narrowed.status_code == 200
     assert narrowed.json()["scope"] == "mcp:tools"
     for nothing_allowed in ("mcp:prompts", "openid"):
-        refused = _token(client.client_id, secret, scope=nothing_allowed)
+        refused = client_credentials(client.client_id, secret, scope=nothing_allowed)
         assert refused.status_code == 400
         assert refused.json()["error"] == "invalid_scope"
 
 
 def test_wrong_secret_is_invalid_client(machine):
     client, _ = machine
-    response = _token(client.client_id, "not-the-secret")
+    response = client_credentials(client.client_id, "not-the-secret")
     assert response.status_code == 401
     assert response.json()["error"] == "invalid_client"
 
@@ -99,7 +88,7 @@ def test_wrong_secret_is_invalid_client(machine):
 @pytest.mark.django_db(transaction=True)
 def test_machine_token_is_rejected_at_another_tenant(machine, globex):
     client, secret = machine
-    token = _token(client.client_id, secret).json()["access_token"]
+    token = client_credentials(client.client_id, secret).json()["access_token"]
     assert _initialize(token, "/t/globex/mcp").status == 401
 
 
@@ -107,11 +96,11 @@ def test_machine_token_is_rejected_at_another_tenant(machine, globex):
 @pytest.mark.django_db(transaction=True)
 def test_rotating_the_secret_revokes_the_clients_tokens(machine):
     client, secret = machine
-    token = _token(client.client_id, secret).json()["access_token"]
+    token = client_credentials(client.client_id, secret).json()["access_token"]
     new_secret = machine_client_rotate_secret(client=client)
     assert _initialize(token).status == 401
-    assert _token(client.client_id, secret).status_code == 401
-    assert _token(client.client_id, new_secret).status_code == 200
+    assert client_credentials(client.client_id, secret).status_code == 401
+    assert client_credentials(client.client_id, new_secret).status_code == 200
 
 
 def test_a_machine_client_cannot_be_authorized_by_a_person(machine, member):
@@ -149,7 +138,7 @@ def test_admin_creates_a_machine_client_and_shows_its_secret_once(acme):
     shown = [str(m) for m in response.context["messages"] if "Secret of" in str(m)]
     assert len(shown) == 1 and client.client_id in shown[0]
     secret = shown[0].split(": ", 1)[1].split(" ")[0]
-    assert _token(client.client_id, secret).status_code == 200
+    assert client_credentials(client.client_id, secret).status_code == 200
     page = browser.get(f"/admin/oauth/machineclient/{client.pk}/change/").content.decode()
     assert secret not in page
     refused = browser.post(

@@ -18,7 +18,7 @@ from tenants.servers import server_create
 from tests.factories import MembershipFactory, access_token_create
 from tests.gateway.conftest import INIT_PARAMS, request, rpc
 from tests.oauth.conftest import ACME_MCP, BASE
-from tests.oauth.flow import HOST, Pkce, authorize_query, tokens
+from tests.oauth.flow import HOST, Pkce, authorize_query, client_credentials, tokens
 from tests.oauth.test_authorization_server import _registered_client_id, _urlencode
 
 READER = f"{BASE}/t/acme/s/reader/mcp"
@@ -176,28 +176,16 @@ def test_a_person_who_is_not_a_member_gets_no_grant_for_a_server(client, acme, g
     assert "not a member of Globex" in page.content.decode()
 
 
-def _client_credentials(client_id: str, secret: str, **data: str) -> Any:
-    import base64
-
-    basic = base64.b64encode(f"{client_id}:{secret}".encode()).decode()
-    return Client().post(
-        "/oauth/token/",
-        {"grant_type": "client_credentials", **data},
-        HTTP_HOST=HOST,
-        HTTP_AUTHORIZATION=f"Basic {basic}",
-    )
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_machine_client_gets_a_token_for_a_server_of_its_tenant_only(acme, globex, servers):
     machine, secret = machine_client_create(tenant=acme, name="Nightly", scopes=["mcp:tools", "reports:read"])
-    granted = _client_credentials(machine.client_id, secret, resource=READER, scope="mcp:tools reports:read")
+    granted = client_credentials(machine.client_id, secret, resource=READER, scope="mcp:tools reports:read")
     assert granted.status_code == 200, granted.content
     token = granted.json()["access_token"]
     assert _initialize("/t/acme/s/reader/mcp", token).status == 200
     assert _initialize("/t/acme/mcp", token).status == 401
     server_create(tenant=globex, slug="reader")
-    refused = _client_credentials(machine.client_id, secret, resource=f"{BASE}/t/globex/s/reader/mcp")
+    refused = client_credentials(machine.client_id, secret, resource=f"{BASE}/t/globex/s/reader/mcp")
     assert json.loads(refused.content)["error"] == "invalid_target"
 
 

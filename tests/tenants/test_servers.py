@@ -140,10 +140,3 @@ def test_an_update_that_fails_leaves_the_server_as_it_was() -> None:
     assert (server.selection, server.title) == (["tools:a"], "")
     with pytest.raises(ValidationError):
         servers.server_update(server=server, data={"tenant": None})
-
-
-def test_upsert_creates_then_brings_fields_up_to_date() -> None:
-    acme = TenantFactory(slug="acme")
-    server, created = servers.server_upsert(tenant=acme, slug="reader", title="Reader")
-    again, created_again = servers.server_upsert(tenant=acme, slug="reader", title="Reads")
-    assert (created, created_again, again.pk, again.title) == (True, False, server.pk, "Reads")
