@@ -198,6 +198,7 @@ class LegacyMessagesConsumer(GatewayConsumer):
             return
         await send_body(self.send, 202, b"Accepted", content_type="text/plain")
         sink = SessionSink(tenant_id=tenant.pk, session_id=session.pk)
+        caller = request_caller(self.scope, base_url=base_url_from_scope(self.scope))
         for message in messages:
             if isinstance(message, jsonrpc.Request) and message.method == "initialize":
                 await self._initialize(tenant, server, session, sink, message)
@@ -214,7 +215,7 @@ class LegacyMessagesConsumer(GatewayConsumer):
                     principal=principal,
                     client_address=asgi_client_address(self.scope),
                     granted=granted_scopes(self.scope),
-                    caller=request_caller(self.scope, base_url=base_url_from_scope(self.scope)),
+                    caller=caller,
                     named_server=server,
                 )
                 info = info_of(message)
