@@ -28,7 +28,7 @@ from tenants.openapi.held import openapi_changes_decide
 from tenants.pinning import ledger
 from tenants.pinning.compatibility import input_schema_breaks
 from tenants.pinning.definitions import definition_parts, input_schema_of
-from tenants.pinning.ledger import Source, pending_changes
+from tenants.pinning.ledger import Source, key_name, pending_changes, tool_key
 
 # A schema longer than this many lines is shown cut (the page stays usable; the stored proposal is whole).
 MAX_LINES = 400
@@ -153,7 +153,7 @@ def review_items(source: Source, rows: Mapping[str, Tool]) -> list[ReviewItem]:
         items.append(
             ReviewItem(
                 change=change,
-                name=change.item_key.partition(":")[2],
+                name=key_name(change.item_key),
                 served_as=row,
                 served_url=reverse("admin:tenants_tool_change", args=[row.pk]) if row is not None else "",
                 parts=parts,
@@ -239,19 +239,17 @@ def _decide(request: HttpRequest, held: HeldSource, seen: dict[str, str], *, app
             after={"definition": change.proposed} if approve else {"rejected": change.proposed},
         )
     if outcome.decided:
-        names = ", ".join(change.item_key.partition(":")[2] for change in outcome.decided)
+        names = ", ".join(key_name(change.item_key) for change in outcome.decided)
         messages.success(request, f"{len(outcome.decided)} change(s) of {held.title} {verb}: {names}.")
     if outcome.moved:
-        moved = ", ".join(key.partition(":")[2] for key in outcome.moved)
+        moved = ", ".join(key_name(key) for key in outcome.moved)
         messages.warning(request, f"Changed since the page was shown, so left for another look: {moved}.")
     for problem in outcome.problems:
         messages.error(request, f"Not applied (it still waits): {problem}")
 
 
 def upstream_held_source(upstream: Upstream) -> HeldSource:
-    rows = {
-        f"tools:{t.config.get('remote', {}).get('name', t.name)}": t for t in Tool.objects.filter(upstream=upstream)
-    }
+    rows = {tool_key(t.config.get("remote", {}).get("name", t.name)): t for t in Tool.objects.filter(upstream=upstream)}
 
     def decide(seen: Mapping[str, str], approve: bool, actor: Actor) -> Decided:
         outcome = upstream_changes_decide(upstream=upstream, seen=seen, approve=approve, actor=actor)
@@ -269,7 +267,7 @@ def upstream_held_source(upstream: Upstream) -> HeldSource:
 
 
 def openapi_held_source(source: OpenApiSource) -> HeldSource:
-    rows = {f"tools:{t.name}": t for t in Tool.objects.filter(openapi_source=source)}
+    rows = {tool_key(t.name): t for t in Tool.objects.filter(openapi_source=source)}
 
     def decide(seen: Mapping[str, str], approve: bool, actor: Actor) -> Decided:
         outcome = openapi_changes_decide(source=source, seen=seen, approve=approve, actor=actor)

@@ -11,12 +11,23 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from tenants.models import OpenApiSource, PendingChange, Upstream
-from tenants.pinning.definitions import JSONObject, definition_digest
+from tenants.models import OpenApiSource, PendingChange, Upstream, Withheld
+from tenants.pinning.compatibility import input_schema_breaks
+from tenants.pinning.definitions import JSONObject, definition_digest, input_schema_of
 
 Source = Upstream | OpenApiSource
 # Changes waiting per source: enough to review in one sitting; a source proposing more is counted, not stored.
 PENDING_LIMIT = 200
+
+
+def tool_key(name: str) -> str:
+    """How pending changes (and ``Upstream.excluded``) name a source's tool (``name``: as the source names it)."""
+    return f"tools:{name}"
+
+
+def key_name(key: str) -> str:
+    """The item's name in a pending change's key: ``echo`` of ``tools:echo``."""
+    return key.partition(":")[2]
 
 
 def source_filter(source: Source) -> dict[str, Any]:
@@ -79,6 +90,24 @@ class ChangeLedger:
             self.pending += 1
         return False
 
+    def propose_definition(
+        self, key: str, approved: JSONObject | None, proposed: JSONObject, *, withhold_incompatible: bool
+    ) -> tuple[bool, str]:
+        """The source proposes ``proposed`` for the tool ``key`` in place of ``approved`` (None: a new tool), recorded
+        by ``propose``: whether this proposal was rejected, and why the approved tool is withheld meanwhile ("": it
+        is served). With ``withhold_incompatible``, a tool whose new input schema may refuse calls the approved one
+        took is withheld until its change is decided (a rejected change is decided)."""
+        rejected = self.propose(
+            key, PendingChange.Kind.ADD if approved is None else PendingChange.Kind.CHANGE, approved, proposed
+        )
+        incompatible = (
+            withhold_incompatible
+            and approved is not None
+            and not rejected
+            and bool(input_schema_breaks(input_schema_of(approved), input_schema_of(proposed)))
+        )
+        return rejected, Withheld.INCOMPATIBLE if incompatible else ""
+
     def settle(self, key: str, *, approved: bool = False) -> None:
         """The item ``key`` is as approved again (the source went back to it), or its change was ``approved`` and
         applied now: a pending change of it goes. A rejection stays on record while the source still lists the item,
@@ -129,7 +158,7 @@ def held_changes_note(source: Source, changes: Iterable[PendingChange], *, appro
     """How the history's comment says what was decided: "Approved held changes of upstream notes: echo (changed
     definition), fresh (new tool)"."""
     what = f"upstream {source.name}" if isinstance(source, Upstream) else f"OpenAPI source {source.name}"
-    listed = ", ".join(f"{c.item_key.partition(':')[2]} ({c.get_kind_display().lower()})" for c in changes)
+    listed = ", ".join(f"{key_name(c.item_key)} ({c.get_kind_display().lower()})" for c in changes)
     return f"{'Approved' if approved else 'Rejected'} held changes of {what}: {listed}"
 
 
