@@ -19,7 +19,15 @@ from tenants.events import catalog_changed
 from tenants.history.revisions import catalog_revision, history_note, history_record
 from tenants.models import OpenApiSource, PendingChange, Tool, Withheld
 from tenants.pinning.definitions import JSONObject, canonical
-from tenants.pinning.ledger import ChangeLedger, held_changes_note, key_name, pending_changes, pending_reject, tool_key
+from tenants.pinning.ledger import (
+    ChangeLedger,
+    ChangesDecided,
+    held_changes_note,
+    key_name,
+    pending_as_seen,
+    pending_reject,
+    tool_key,
+)
 from tenants.validation import tool_validate
 
 REMOVE = PendingChange.Kind.REMOVE
@@ -90,19 +98,9 @@ def openapi_import_held(
     return outcome
 
 
-@dataclass
-class OpenApiChangesDecided:
-    """What deciding held changes did: those decided, those that moved since the admin looked (left alone), and
-    why an approved one could not be applied (it stays pending)."""
-
-    decided: list[PendingChange] = field(default_factory=list)
-    moved: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
-
-
 def openapi_changes_decide(
     *, source: OpenApiSource, seen: Mapping[str, str], approve: bool, actor: Actor = SYSTEM
-) -> OpenApiChangesDecided:
+) -> ChangesDecided:
     """Approve (``approve``) or reject the pending changes of ``source`` that ``seen`` names, by item key, each with
     the digest of the proposal the admin saw (a change that moved since is left alone). Approving creates, updates or
     deletes the tool as proposed; rejecting keeps the approved tool (served again if it was withheld for an
@@ -111,8 +109,8 @@ def openapi_changes_decide(
     was decided."""
     with catalog_revision(user=actor.user_id):
         source = OpenApiSource.objects.select_for_update().get(pk=source.pk)
-        changes = [c for c in pending_changes(source=source) if seen.get(c.item_key) == c.digest]
-        outcome = OpenApiChangesDecided(moved=sorted(set(seen) - {c.item_key for c in changes}))
+        changes, moved = pending_as_seen(source=source, seen=seen)
+        outcome = ChangesDecided(moved=moved)
         tools = {tool_key(t.name): t for t in Tool.objects.select_for_update().filter(openapi_source=source)}
         bulk = BulkChange(
             tenant_id=source.tenant_id,

@@ -5,7 +5,8 @@ what the source proposes (the same proposal again only moves ``last_seen``; a re
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import QuerySet
@@ -154,12 +155,34 @@ def pending_count(*, source: Source) -> int:
     return pending_changes(source=source).count()
 
 
+@dataclass
+class ChangesDecided:
+    """What deciding a source's held changes did: those ``decided`` (applied, or rejected), those that ``moved``
+    since the admin looked (a newer proposal, or decided by someone else: left alone), and why an approved one could
+    not be applied (``refused``: e.g. its name taken meanwhile; it stays pending)."""
+
+    decided: list[PendingChange] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
+def pending_as_seen(*, source: Source, seen: Mapping[str, str]) -> tuple[list[PendingChange], list[str]]:
+    """The pending changes of ``source`` that ``seen`` names (by item key, each with the digest of the proposal the
+    admin saw), and the keys of those whose proposal moved since (left for another look)."""
+    changes = [c for c in pending_changes(source=source) if seen.get(c.item_key) == c.digest]
+    return changes, sorted(set(seen) - {c.item_key for c in changes})
+
+
+def source_title(source: Source) -> str:
+    """How pages and comments name ``source``: "upstream notes", "OpenAPI source petstore"."""
+    return f"upstream {source.name}" if isinstance(source, Upstream) else f"OpenAPI source {source.name}"
+
+
 def held_changes_note(source: Source, changes: Iterable[PendingChange], *, approved: bool) -> str:
     """How the history's comment says what was decided: "Approved held changes of upstream notes: echo (changed
     definition), fresh (new tool)"."""
-    what = f"upstream {source.name}" if isinstance(source, Upstream) else f"OpenAPI source {source.name}"
     listed = ", ".join(f"{key_name(c.item_key)} ({c.get_kind_display().lower()})" for c in changes)
-    return f"{'Approved' if approved else 'Rejected'} held changes of {what}: {listed}"
+    return f"{'Approved' if approved else 'Rejected'} held changes of {source_title(source)}: {listed}"
 
 
 def pending_reject(*, changes: Iterable[PendingChange], user_id: int | None) -> list[PendingChange]:
