@@ -18,7 +18,7 @@ from django.urls import path, reverse
 from django.utils.text import capfirst
 from reversion.models import Version
 
-from tenants.admin.audit import audit_restore
+from tenants.admin.audit import audit_action
 from tenants.admin.policy import admin_scope
 from tenants.history.diff import field_diffs
 from tenants.history.restore import RestorePlan, restore_plan, version_restore
@@ -197,7 +197,14 @@ class VersionHistoryAdmin(admin.ModelAdmin):
         restored: models.Model,
     ) -> Any:
         after = {name: plan.data[name] for name in plan.changes}
-        audit_restore(request=request, obj=restored, tenant_id=entry.tenant_id_of(restored), before=before, after=after)
+        audit_action(
+            request=request,
+            tenant_id=entry.tenant_id_of(restored),
+            action="recover" if before is None else "restore",  # recover: a deleted row made again
+            obj=restored,
+            before=before,
+            after=after,
+        )
         if plan.current is None:
             self.log_addition(request, restored, plan.comment)
         else:
