@@ -28,6 +28,7 @@ from tenants.history.selectors import (
     current_values,
     deleted_versions,
     object_history,
+    revision_author,
     version_get,
     version_tenant_id,
 )
@@ -237,6 +238,7 @@ class VersionHistoryAdmin(admin.ModelAdmin):
             "title": f"Version {plan.number} of {entry.label()} {version.object_repr}",
             "object": obj,
             "version": version,
+            "who": revision_author(version.revision),
             "plan": plan,
             "changed": [d for d in diffs if d.changed],
             "kept": [d for d in diffs if d.changed and d.name not in restored],
@@ -267,7 +269,7 @@ class VersionHistoryAdmin(admin.ModelAdmin):
                 "name": version.object_repr,
                 "tenant": tenants.get(version_tenant_id(entry, version) or 0),
                 "when": version.revision.date_created,
-                "who": version.revision.user.get_username() if version.revision.user is not None else "system",
+                "who": revision_author(version.revision),
                 "comment": version.revision.comment,
                 "url": reverse(f"admin:{self._url_name('version')}", args=[version.object_id, version.pk]),
             }
