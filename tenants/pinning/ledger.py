@@ -188,10 +188,9 @@ def held_changes_note(source: Source, changes: Iterable[PendingChange], *, appro
 def pending_reject(*, changes: Iterable[PendingChange], user_id: int | None) -> list[PendingChange]:
     """Mark ``changes`` rejected by ``user_id``: the approved definitions stay, and the same proposals raise nothing
     again (a different one does). Returns them. The source's own service re-serves what was withheld."""
-    rejected = []
+    rejected = list(changes)
     now = timezone.now()
-    for change in changes:
+    for change in rejected:
         change.status, change.decided_by_id, change.decided_at = PendingChange.Status.REJECTED, user_id, now
-        change.save(update_fields=["status", "decided_by", "decided_at"])
-        rejected.append(change)
+    PendingChange.objects.bulk_update(rejected, ["status", "decided_by", "decided_at"])
     return rejected
