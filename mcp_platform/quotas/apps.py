@@ -15,7 +15,8 @@ class QuotasConfig(AppConfig):
 
     def ready(self) -> None:
         from mcp_platform.quotas.models import RateLimit
-        from mcp_platform.quotas.services import RATE_LIMIT_FIELDS, rate_limit_restore
-        from tenants.history.versioned import Versioned, versioned_register
+        from mcp_platform.quotas.services import RATE_LIMIT_FIELDS, rate_limit_create, rate_limit_update
+        from tenants.history.versioned import Versioned, restore_through, versioned_register
 
-        versioned_register(Versioned(RateLimit, RATE_LIMIT_FIELDS, rate_limit_restore, saves_unchanged=True))
+        restore = restore_through(rate_limit_create, rate_limit_update, "limit")
+        versioned_register(Versioned(RateLimit, RATE_LIMIT_FIELDS, restore, saves_unchanged=True))

@@ -120,14 +120,6 @@ def rate_limit_delete(*, limit: RateLimit) -> None:
         tenant_changed(tenant_id=tenant_id)
 
 
-def rate_limit_restore(current: RateLimit | None, tenant: Tenant, values: Mapping[str, Any]) -> RateLimit:
-    """A version of a limit back (``tenants.history``): ``current`` changed to ``values``, or made again when it was
-    deleted (None). Raises ``ValidationError``."""
-    if current is None:
-        return rate_limit_create(tenant=tenant, **values)
-    return rate_limit_update(limit=current, data=values)
-
-
 def rate_ceiling_set(*, tenant: Tenant, rate: int, period: int, burst: int) -> RateCeiling:
     """Set (or replace) the tenant's ceiling; platform staff only (the admin asks). Limits already above it stay
     stored, but the ceiling's own bucket holds the tenant to it. Raises ``ValidationError``."""

@@ -154,15 +154,15 @@ def _tenant_id_of_inline(inline: models.Model, parent_tenant_id: int | None) -> 
 def audit_action(
     *,
     request: HttpRequest,
-    tenant_id: int,
+    tenant_id: int | None,
     action: str,
     obj: models.Model,
-    object_repr: str,
     before: Mapping[str, Any] | None,
     after: Mapping[str, Any] | None,
+    object_repr: str | None = None,
 ) -> None:
-    """Log an admin action that is neither a form's save nor a delete (``action``: approve, reject, ...) on ``obj``,
-    named ``object_repr``, as the activity log records those."""
+    """Log an admin action that is neither a form's save nor a delete (``action``: approve, reject, restore, recover
+    ...) on ``obj``, named ``object_repr`` (else as itself), with the values it replaced and those it wrote."""
     _record(
         request=request,
         tenant_id=tenant_id,
@@ -184,22 +184,6 @@ def audit_delete(*, request: HttpRequest, obj: models.Model, tenant_id: int | No
         if not field.primary_key and field.name != "tenant"
     }
     _record(request=request, tenant_id=tenant_id, action="delete", obj=obj, before=before, after=None)
-
-
-def audit_restore(
-    *,
-    request: HttpRequest,
-    obj: models.Model,
-    tenant_id: int | None,
-    before: Mapping[str, Any] | None,
-    after: Mapping[str, Any],
-) -> None:
-    """Log that ``obj`` was restored to an earlier version (``before`` None: a deleted row was recovered), with the
-    fields the restore changed."""
-    action = "recover" if before is None else "restore"
-    safe_before = None if before is None else {name: _safe(value) for name, value in before.items()}
-    safe_after = {name: _safe(value) for name, value in after.items()}
-    _record(request=request, tenant_id=tenant_id, action=action, obj=obj, before=safe_before, after=safe_after)
 
 
 # The user the admin's history names for changes no person made (a schedule, a command): Django's ``LogEntry``

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
@@ -28,7 +29,7 @@ from tenants.openapi.held import openapi_changes_decide
 from tenants.pinning import ledger
 from tenants.pinning.compatibility import input_schema_breaks
 from tenants.pinning.definitions import definition_parts, input_schema_of
-from tenants.pinning.ledger import Source, pending_changes
+from tenants.pinning.ledger import ChangesDecided, Source, key_name, pending_changes, source_title, tool_key
 
 # A schema longer than this many lines is shown cut (the page stays usable; the stored proposal is whole).
 MAX_LINES = 400
@@ -153,7 +154,7 @@ def review_items(source: Source, rows: Mapping[str, Tool]) -> list[ReviewItem]:
         items.append(
             ReviewItem(
                 change=change,
-                name=change.item_key.partition(":")[2],
+                name=key_name(change.item_key),
                 served_as=row,
                 served_url=reverse("admin:tenants_tool_change", args=[row.pk]) if row is not None else "",
                 parts=parts,
@@ -165,25 +166,16 @@ def review_items(source: Source, rows: Mapping[str, Tool]) -> list[ReviewItem]:
 
 
 @dataclass(frozen=True)
-class Decided:
-    """What a source's service reports of a decision, in the page's words."""
-
-    decided: list[PendingChange]
-    moved: list[str]
-    problems: list[str]
-
-
-@dataclass(frozen=True)
 class HeldSource:
     """A source whose held changes the page reviews: how to name it, its tools by item key, where to go back (its
-    page, its history), and its service deciding changes (``decide(seen, approve, actor)``)."""
+    page, its history), and its service deciding changes (``decide(seen=, approve=, actor=)``)."""
 
     source: Source
     title: str
     back_url: str
     history_url: str
     rows: Mapping[str, Tool]
-    decide: Callable[[Mapping[str, str], bool, Actor], Decided]
+    decide: Callable[..., ChangesDecided]
     policy: str
 
 
@@ -226,7 +218,7 @@ def held_changes_view(
 
 def _decide(request: HttpRequest, held: HeldSource, seen: dict[str, str], *, approve: bool) -> None:
     actor = Actor.person(request.user)
-    outcome = held.decide(seen, approve, actor)
+    outcome = held.decide(seen=seen, approve=approve, actor=actor)
     verb = DECISIONS["approve" if approve else "reject"]
     for change in outcome.decided:
         audit_action(
@@ -239,48 +231,33 @@ def _decide(request: HttpRequest, held: HeldSource, seen: dict[str, str], *, app
             after={"definition": change.proposed} if approve else {"rejected": change.proposed},
         )
     if outcome.decided:
-        names = ", ".join(change.item_key.partition(":")[2] for change in outcome.decided)
+        names = ", ".join(key_name(change.item_key) for change in outcome.decided)
         messages.success(request, f"{len(outcome.decided)} change(s) of {held.title} {verb}: {names}.")
     if outcome.moved:
-        moved = ", ".join(key.partition(":")[2] for key in outcome.moved)
+        moved = ", ".join(key_name(key) for key in outcome.moved)
         messages.warning(request, f"Changed since the page was shown, so left for another look: {moved}.")
-    for problem in outcome.problems:
+    for problem in outcome.refused:
         messages.error(request, f"Not applied (it still waits): {problem}")
 
 
-def upstream_held_source(upstream: Upstream) -> HeldSource:
-    rows = {
-        f"tools:{t.config.get('remote', {}).get('name', t.name)}": t for t in Tool.objects.filter(upstream=upstream)
-    }
-
-    def decide(seen: Mapping[str, str], approve: bool, actor: Actor) -> Decided:
-        outcome = upstream_changes_decide(upstream=upstream, seen=seen, approve=approve, actor=actor)
-        return Decided(outcome.decided, outcome.moved, list(outcome.report.skipped))
-
-    return HeldSource(
-        source=upstream,
-        title=f"upstream {upstream.name}",
-        back_url=reverse("admin:tenants_upstream_change", args=[upstream.pk]),
-        history_url=reverse("admin:tenants_upstream_history", args=[upstream.pk]),
-        rows=rows,
-        decide=decide,
-        policy=upstream.get_change_policy_display(),
-    )
-
-
-def openapi_held_source(source: OpenApiSource) -> HeldSource:
-    rows = {f"tools:{t.name}": t for t in Tool.objects.filter(openapi_source=source)}
-
-    def decide(seen: Mapping[str, str], approve: bool, actor: Actor) -> Decided:
-        outcome = openapi_changes_decide(source=source, seen=seen, approve=approve, actor=actor)
-        return Decided(outcome.decided, outcome.moved, outcome.refused)
-
+def _held_source(source: Source, rows: Mapping[str, Tool], decide: Callable[..., ChangesDecided]) -> HeldSource:
+    admin_name = f"admin:{source._meta.app_label}_{source._meta.model_name}"
     return HeldSource(
         source=source,
-        title=f"OpenAPI source {source.name}",
-        back_url=reverse("admin:tenants_openapisource_change", args=[source.pk]),
-        history_url=reverse("admin:tenants_openapisource_history", args=[source.pk]),
+        title=source_title(source),
+        back_url=reverse(f"{admin_name}_change", args=[source.pk]),
+        history_url=reverse(f"{admin_name}_history", args=[source.pk]),
         rows=rows,
         decide=decide,
         policy=source.get_change_policy_display(),
     )
+
+
+def upstream_held_source(upstream: Upstream) -> HeldSource:
+    rows = {tool_key(t.config.get("remote", {}).get("name", t.name)): t for t in Tool.objects.filter(upstream=upstream)}
+    return _held_source(upstream, rows, partial(upstream_changes_decide, upstream=upstream))
+
+
+def openapi_held_source(source: OpenApiSource) -> HeldSource:
+    rows = {tool_key(t.name): t for t in Tool.objects.filter(openapi_source=source)}
+    return _held_source(source, rows, partial(openapi_changes_decide, source=source))

@@ -18,7 +18,7 @@ from django.urls import path, reverse
 from django.utils.text import capfirst
 from reversion.models import Version
 
-from tenants.admin.audit import audit_restore
+from tenants.admin.audit import audit_action
 from tenants.admin.policy import admin_scope
 from tenants.history.diff import field_diffs
 from tenants.history.restore import RestorePlan, restore_plan, version_restore
@@ -28,6 +28,7 @@ from tenants.history.selectors import (
     current_values,
     deleted_versions,
     object_history,
+    revision_author,
     version_get,
     version_tenant_id,
 )
@@ -197,7 +198,14 @@ class VersionHistoryAdmin(admin.ModelAdmin):
         restored: models.Model,
     ) -> Any:
         after = {name: plan.data[name] for name in plan.changes}
-        audit_restore(request=request, obj=restored, tenant_id=entry.tenant_id_of(restored), before=before, after=after)
+        audit_action(
+            request=request,
+            tenant_id=entry.tenant_id_of(restored),
+            action="recover" if before is None else "restore",  # recover: a deleted row made again
+            obj=restored,
+            before=before,
+            after=after,
+        )
         if plan.current is None:
             self.log_addition(request, restored, plan.comment)
         else:
@@ -230,6 +238,7 @@ class VersionHistoryAdmin(admin.ModelAdmin):
             "title": f"Version {plan.number} of {entry.label()} {version.object_repr}",
             "object": obj,
             "version": version,
+            "who": revision_author(version.revision),
             "plan": plan,
             "changed": [d for d in diffs if d.changed],
             "kept": [d for d in diffs if d.changed and d.name not in restored],
@@ -260,7 +269,7 @@ class VersionHistoryAdmin(admin.ModelAdmin):
                 "name": version.object_repr,
                 "tenant": tenants.get(version_tenant_id(entry, version) or 0),
                 "when": version.revision.date_created,
-                "who": version.revision.user.get_username() if version.revision.user is not None else "system",
+                "who": revision_author(version.revision),
                 "comment": version.revision.comment,
                 "url": reverse(f"admin:{self._url_name('version')}", args=[version.object_id, version.pk]),
             }

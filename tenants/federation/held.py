@@ -15,16 +15,10 @@ from collections.abc import Collection, Iterable
 from typing import Any
 
 from tenants.models import PendingChange, Tool, Upstream, Withheld
-from tenants.pinning.compatibility import input_schema_breaks
-from tenants.pinning.definitions import JSONObject, canonical, input_schema_of
-from tenants.pinning.ledger import ChangeLedger
+from tenants.pinning.definitions import JSONObject, canonical
+from tenants.pinning.ledger import ChangeLedger, tool_key
 
-ADD, CHANGE, REMOVE = PendingChange.Kind.ADD, PendingChange.Kind.CHANGE, PendingChange.Kind.REMOVE
-
-
-def tool_key(remote: str) -> str:
-    """How pending changes (and ``Upstream.excluded``) name an upstream's tool."""
-    return f"tools:{remote}"
+ADD, REMOVE = PendingChange.Kind.ADD, PendingChange.Kind.REMOVE
 
 
 class ToolHold:
@@ -50,13 +44,10 @@ class ToolHold:
             return wire, ""
         if key in self.approving:
             return wire, ""
-        rejected = self.ledger.propose(key, ADD if approved is None else CHANGE, approved, wire)
-        if approved is None:
-            return None, ""
-        breaks = input_schema_breaks(input_schema_of(approved), input_schema_of(wire))
-        if self.withhold_incompatible and breaks and not rejected:
-            return approved, Withheld.INCOMPATIBLE
-        return approved, ""
+        _, withheld = self.ledger.propose_definition(
+            key, approved, wire, withhold_incompatible=self.withhold_incompatible
+        )
+        return approved, withheld
 
     def applied(self, key: str) -> None:
         """The row of ``key`` was written as the upstream offers it: an approved change is done."""

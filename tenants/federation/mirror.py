@@ -371,9 +371,9 @@ def listing_stored(upstream: Upstream) -> Listing:
     listing = Listing(cache_hints=upstream.list_cache_hints)
     for kind in KINDS:
         rows = kind.model.objects.filter(upstream=upstream).order_by("pk")  # type: ignore[attr-defined]
-        setattr(listing, kind.key, [row.config["remote"] for row in rows])
-    # Tools: with the changes held for review put back, so that the mirror decides as the last refresh did.
-    listing.tools = tools_as_offered(upstream, Tool.objects.filter(upstream=upstream).order_by("pk"))
+        # Tools: with the changes held for review put back, so that the mirror decides as the last refresh did.
+        offered = tools_as_offered(upstream, rows) if kind.key == "tools" else [row.config["remote"] for row in rows]
+        setattr(listing, kind.key, offered)
     listing.resources = [
         {
             "uri": row.uri,

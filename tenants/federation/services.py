@@ -6,7 +6,6 @@ an upstream that holds them proposed.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from collections.abc import Mapping
@@ -37,7 +36,7 @@ from tenants.history.revisions import (
 )
 from tenants.models import ChangePolicy, PendingChange, Tenant, Upstream
 from tenants.outbound_auth import auth_errors
-from tenants.pinning.ledger import held_changes_note, pending_changes, pending_reject
+from tenants.pinning.ledger import ChangesDecided, held_changes_note, pending_as_seen, pending_reject
 
 logger = logging.getLogger(__name__)
 
@@ -247,17 +246,6 @@ def upstream_items_update(
     return report
 
 
-@dataclass
-class ChangesDecided:
-    """What deciding held changes did: those ``decided`` (applied, or rejected), those that ``moved`` since the admin
-    looked (a newer proposal, or decided by someone else: left alone), and the mirror's report (an approved change
-    the catalog refuses, e.g. a name taken meanwhile, is skipped there and stays pending)."""
-
-    decided: list[PendingChange] = dataclasses.field(default_factory=list)
-    moved: list[str] = dataclasses.field(default_factory=list)
-    report: MirrorReport = dataclasses.field(default_factory=MirrorReport)
-
-
 def upstream_changes_decide(
     *, upstream: Upstream, seen: Mapping[str, str], approve: bool, actor: Actor = SYSTEM
 ) -> ChangesDecided:
@@ -274,33 +262,25 @@ def upstream_changes_decide(
     """
     with catalog_revision(user=actor.user_id):
         stored = Upstream.objects.select_for_update().select_related("tenant").get(pk=upstream.pk)
-        changes = [c for c in pending_changes(source=stored) if seen.get(c.item_key) == c.digest]
-        outcome = ChangesDecided(moved=sorted(set(seen) - {c.item_key for c in changes}))
+        changes, moved = pending_as_seen(source=stored, seen=seen)
+        decided = [] if approve else pending_reject(changes=changes, user_id=actor.user_id)
+        # Approved: applied through the mirror. Rejected: what was withheld for want of a decision is served again.
+        report = mirror_apply(
+            upstream=stored,
+            listing=listing_stored(stored),
+            actor=actor,
+            operation=f"upstream changes {'approved' if approve else 'rejected'}",
+            refreshed=False,
+            approving={c.item_key for c in changes} if approve else (),
+        )
         if approve:
-            outcome.report = mirror_apply(
-                upstream=stored,
-                listing=listing_stored(stored),
-                actor=actor,
-                operation="upstream changes approved",
-                refreshed=False,
-                approving={c.item_key for c in changes},
-            )
+            # An approved change the catalog refuses is skipped by the mirror (the report says why) and stays pending.
             left = set(PendingChange.objects.filter(pk__in=[c.pk for c in changes]).values_list("pk", flat=True))
-            outcome.decided = [c for c in changes if c.pk not in left]
-        else:
-            outcome.decided = pending_reject(changes=changes, user_id=actor.user_id)
-            # What was withheld for want of a decision is served again.
-            outcome.report = mirror_apply(
-                upstream=stored,
-                listing=listing_stored(stored),
-                actor=actor,
-                operation="upstream changes rejected",
-                refreshed=False,
-            )
-        if outcome.decided:
-            history_note(held_changes_note(stored, outcome.decided, approved=approve))
+            decided = [c for c in changes if c.pk not in left]
+        if decided:
+            history_note(held_changes_note(stored, decided, approved=approve))
             history_record(stored, always=True)
-    return outcome
+    return ChangesDecided(decided=decided, moved=moved, refused=list(report.skipped))
 
 
 def upstream_tool_needs_session(*, upstream: Upstream, remote: str) -> None:

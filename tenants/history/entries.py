@@ -18,7 +18,7 @@ from django.core.exceptions import ValidationError
 from tenants import services
 from tenants.federation.connection import UpstreamFailure
 from tenants.federation.services import upstream_add, upstream_items_update, upstream_update
-from tenants.history.versioned import JSONObject, Versioned, versioned_register
+from tenants.history.versioned import JSONObject, Versioned, restore_through, versioned_register
 from tenants.models import OpenApiSource, Prompt, Resource, ResourceTemplate, Server, Tenant, Tool, Upstream
 from tenants.outbound_auth import auth_secret_names
 from tenants.secret_references import secret_names_in
@@ -65,30 +65,6 @@ def _tool_refusal(current: Tool | None, values: Mapping[str, Any]) -> str:
     return ""
 
 
-def _tool_restore(current: Tool | None, tenant: Tenant, values: JSONObject) -> Tool:
-    if current is None:
-        return services.tool_create(tenant=tenant, **values)
-    return services.tool_update(tool=current, data=values)
-
-
-def _resource_restore(current: Resource | None, tenant: Tenant, values: JSONObject) -> Resource:
-    if current is None:
-        return services.resource_create(tenant=tenant, **values)
-    return services.resource_update(resource=current, data=values)
-
-
-def _template_restore(current: ResourceTemplate | None, tenant: Tenant, values: JSONObject) -> ResourceTemplate:
-    if current is None:
-        return services.resource_template_create(tenant=tenant, **values)
-    return services.resource_template_update(template=current, data=values)
-
-
-def _prompt_restore(current: Prompt | None, tenant: Tenant, values: JSONObject) -> Prompt:
-    if current is None:
-        return services.prompt_create(tenant=tenant, **values)
-    return services.prompt_update(prompt=current, data=values)
-
-
 def _upstream_restore(current: Upstream | None, tenant: Tenant, values: JSONObject) -> Upstream:
     items = {key: values.pop(key) for key in ITEM_ITEMS if key in values}
     if current is None:
@@ -111,12 +87,6 @@ def _upstream_restore(current: Upstream | None, tenant: Tenant, values: JSONObje
     return current
 
 
-def _server_restore(current: Server | None, tenant: Tenant, values: JSONObject) -> Server:
-    if current is None:
-        return server_create(tenant=tenant, **values)
-    return server_update(server=current, data=values)
-
-
 def _tenant_restore(current: Tenant | None, tenant: Tenant, values: JSONObject) -> Tenant:
     return services.tenant_update(tenant=tenant, data=values)
 
@@ -127,18 +97,21 @@ def tenants_versioned_register() -> None:
         Versioned(
             Tool,
             TOOL_FIELDS,
-            _tool_restore,
+            restore_through(services.tool_create, services.tool_update, "tool"),
             restorable=tuple(f for f in TOOL_FIELDS if f != "openapi_source"),
             refusal=_tool_refusal,
             keep=_own,
             secrets=_backend_secrets,
         )
     )
-    versioned_register(Versioned(Resource, RESOURCE_FIELDS, _resource_restore, keep=_own))
+    resource_restore = restore_through(services.resource_create, services.resource_update, "resource")
+    versioned_register(Versioned(Resource, RESOURCE_FIELDS, resource_restore, keep=_own))
+    template_restore = restore_through(services.resource_template_create, services.resource_template_update, "template")
     versioned_register(
-        Versioned(ResourceTemplate, TEMPLATE_FIELDS, _template_restore, keep=_own, secrets=_backend_secrets)
+        Versioned(ResourceTemplate, TEMPLATE_FIELDS, template_restore, keep=_own, secrets=_backend_secrets)
     )
-    versioned_register(Versioned(Prompt, PROMPT_FIELDS, _prompt_restore, keep=_own, secrets=_backend_secrets))
+    prompt_restore = restore_through(services.prompt_create, services.prompt_update, "prompt")
+    versioned_register(Versioned(Prompt, PROMPT_FIELDS, prompt_restore, keep=_own, secrets=_backend_secrets))
     versioned_register(
         Versioned(
             Upstream,
@@ -158,5 +131,5 @@ def tenants_versioned_register() -> None:
             recoverable=False,
         )
     )
-    versioned_register(Versioned(Server, SERVER_FIELDS, _server_restore))
+    versioned_register(Versioned(Server, SERVER_FIELDS, restore_through(server_create, server_update, "server")))
     versioned_register(Versioned(Tenant, TENANT_FIELDS, _tenant_restore, tenant_field="", recoverable=False))

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import models
 from reversion.errors import RevertError
-from reversion.models import Version
+from reversion.models import Revision, Version
 
 from tenants.history.diff import changed_fields
 from tenants.history.versioned import Versioned, model_field
@@ -34,8 +34,12 @@ class VersionRow:
 
     @property
     def who(self) -> str:
-        user = self.version.revision.user
-        return user.get_username() if user is not None else "system"
+        return revision_author(self.version.revision)
+
+
+def revision_author(revision: Revision) -> str:
+    """Who made ``revision``: a person's username, or "system" (a command, a schedule)."""
+    return revision.user.get_username() if revision.user is not None else "system"
 
 
 def version_values(entry: Versioned, version: Version) -> dict[str, Any]:

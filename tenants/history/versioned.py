@@ -22,6 +22,20 @@ JSONObject = dict[str, Any]
 Restorer = Callable[[Any, Any, JSONObject], models.Model]
 
 
+def restore_through(
+    create: Callable[..., models.Model], update: Callable[..., models.Model], argument: str
+) -> Restorer:
+    """The ``Restorer`` of a model whose services are ``create(tenant=..., **values)`` and
+    ``update(<argument>=row, data=values)`` (``tool_create``, ``tool_update(tool=...)``)."""
+
+    def restore(current: Any, tenant: Any, values: JSONObject) -> models.Model:
+        if current is None:
+            return create(tenant=tenant, **values)
+        return update(**{argument: current}, data=values)
+
+    return restore
+
+
 def _always(obj: Any) -> bool:
     return True
 

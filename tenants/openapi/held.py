@@ -18,19 +18,21 @@ from tenants.bulk_changes import CHANGE, CREATE, DELETE, SYSTEM, Actor, BulkChan
 from tenants.events import catalog_changed
 from tenants.history.revisions import catalog_revision, history_note, history_record
 from tenants.models import OpenApiSource, PendingChange, Tool, Withheld
-from tenants.pinning.compatibility import input_schema_breaks
-from tenants.pinning.definitions import JSONObject, canonical, input_schema_of
-from tenants.pinning.ledger import ChangeLedger, held_changes_note, pending_changes, pending_reject
+from tenants.pinning.definitions import JSONObject, canonical
+from tenants.pinning.ledger import (
+    ChangeLedger,
+    ChangesDecided,
+    held_changes_note,
+    key_name,
+    pending_as_seen,
+    pending_reject,
+    tool_key,
+)
 from tenants.validation import tool_validate
 
-ADD, CHANGED, REMOVE = PendingChange.Kind.ADD, PendingChange.Kind.CHANGE, PendingChange.Kind.REMOVE
+REMOVE = PendingChange.Kind.REMOVE
 # The fields of a tool an operation sets (``ToolPlan.fields``), besides its name.
 DOCUMENT_FIELDS = ("title", "description", "input_schema", "output_schema", "annotations", "backend", "config")
-
-
-def tool_key(name: str) -> str:
-    """How pending changes name an OpenAPI source's tool."""
-    return f"tools:{name}"
 
 
 def _definition(tool: Tool, keys: Any) -> JSONObject:
@@ -74,14 +76,12 @@ def openapi_import_held(
             skipped.append((name, problem))
             ledger.settle(key)
             continue
-        if approved is None:
-            (outcome.rejected if ledger.propose(key, ADD, None, proposed) else outcome.held).append(name)
-            continue
-        rejected = ledger.propose(key, CHANGED, approved, proposed)
+        rejected, why = ledger.propose_definition(
+            key, approved, proposed, withhold_incompatible=source.withhold_incompatible
+        )
         (outcome.rejected if rejected else outcome.held).append(name)
-        breaks = input_schema_breaks(input_schema_of(approved), input_schema_of(proposed))
-        if source.withhold_incompatible and breaks and not rejected:
-            withheld[name] = Withheld.INCOMPATIBLE
+        if tool is not None:
+            withheld[name] = why
     for name, tool in ours.items():
         if name in withheld:
             continue
@@ -98,19 +98,9 @@ def openapi_import_held(
     return outcome
 
 
-@dataclass
-class OpenApiChangesDecided:
-    """What deciding held changes did: those decided, those that moved since the admin looked (left alone), and
-    why an approved one could not be applied (it stays pending)."""
-
-    decided: list[PendingChange] = field(default_factory=list)
-    moved: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
-
-
 def openapi_changes_decide(
     *, source: OpenApiSource, seen: Mapping[str, str], approve: bool, actor: Actor = SYSTEM
-) -> OpenApiChangesDecided:
+) -> ChangesDecided:
     """Approve (``approve``) or reject the pending changes of ``source`` that ``seen`` names, by item key, each with
     the digest of the proposal the admin saw (a change that moved since is left alone). Approving creates, updates or
     deletes the tool as proposed; rejecting keeps the approved tool (served again if it was withheld for an
@@ -119,8 +109,8 @@ def openapi_changes_decide(
     was decided."""
     with catalog_revision(user=actor.user_id):
         source = OpenApiSource.objects.select_for_update().get(pk=source.pk)
-        changes = [c for c in pending_changes(source=source) if seen.get(c.item_key) == c.digest]
-        outcome = OpenApiChangesDecided(moved=sorted(set(seen) - {c.item_key for c in changes}))
+        changes, moved = pending_as_seen(source=source, seen=seen)
+        outcome = ChangesDecided(moved=moved)
         tools = {tool_key(t.name): t for t in Tool.objects.select_for_update().filter(openapi_source=source)}
         bulk = BulkChange(
             tenant_id=source.tenant_id,
@@ -135,7 +125,7 @@ def openapi_changes_decide(
                     change.delete()
                     outcome.decided.append(change)
                 else:
-                    outcome.refused.append(f"{change.item_key.partition(':')[2]}: {problem}")
+                    outcome.refused.append(f"{key_name(change.item_key)}: {problem}")
         else:
             outcome.decided = pending_reject(changes=changes, user_id=actor.user_id)
             for change in changes:

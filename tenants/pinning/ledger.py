@@ -5,18 +5,30 @@ what the source proposes (the same proposal again only moves ``last_seen``; a re
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from tenants.models import OpenApiSource, PendingChange, Upstream
-from tenants.pinning.definitions import JSONObject, definition_digest
+from tenants.models import OpenApiSource, PendingChange, Upstream, Withheld
+from tenants.pinning.compatibility import input_schema_breaks
+from tenants.pinning.definitions import JSONObject, definition_digest, input_schema_of
 
 Source = Upstream | OpenApiSource
 # Changes waiting per source: enough to review in one sitting; a source proposing more is counted, not stored.
 PENDING_LIMIT = 200
+
+
+def tool_key(name: str) -> str:
+    """How pending changes (and ``Upstream.excluded``) name a source's tool (``name``: as the source names it)."""
+    return f"tools:{name}"
+
+
+def key_name(key: str) -> str:
+    """The item's name in a pending change's key: ``echo`` of ``tools:echo``."""
+    return key.partition(":")[2]
 
 
 def source_filter(source: Source) -> dict[str, Any]:
@@ -79,6 +91,24 @@ class ChangeLedger:
             self.pending += 1
         return False
 
+    def propose_definition(
+        self, key: str, approved: JSONObject | None, proposed: JSONObject, *, withhold_incompatible: bool
+    ) -> tuple[bool, str]:
+        """The source proposes ``proposed`` for the tool ``key`` in place of ``approved`` (None: a new tool), recorded
+        by ``propose``: whether this proposal was rejected, and why the approved tool is withheld meanwhile ("": it
+        is served). With ``withhold_incompatible``, a tool whose new input schema may refuse calls the approved one
+        took is withheld until its change is decided (a rejected change is decided)."""
+        rejected = self.propose(
+            key, PendingChange.Kind.ADD if approved is None else PendingChange.Kind.CHANGE, approved, proposed
+        )
+        incompatible = (
+            withhold_incompatible
+            and approved is not None
+            and not rejected
+            and bool(input_schema_breaks(input_schema_of(approved), input_schema_of(proposed)))
+        )
+        return rejected, Withheld.INCOMPATIBLE if incompatible else ""
+
     def settle(self, key: str, *, approved: bool = False) -> None:
         """The item ``key`` is as approved again (the source went back to it), or its change was ``approved`` and
         applied now: a pending change of it goes. A rejection stays on record while the source still lists the item,
@@ -125,21 +155,42 @@ def pending_count(*, source: Source) -> int:
     return pending_changes(source=source).count()
 
 
+@dataclass
+class ChangesDecided:
+    """What deciding a source's held changes did: those ``decided`` (applied, or rejected), those that ``moved``
+    since the admin looked (a newer proposal, or decided by someone else: left alone), and why an approved one could
+    not be applied (``refused``: e.g. its name taken meanwhile; it stays pending)."""
+
+    decided: list[PendingChange] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
+def pending_as_seen(*, source: Source, seen: Mapping[str, str]) -> tuple[list[PendingChange], list[str]]:
+    """The pending changes of ``source`` that ``seen`` names (by item key, each with the digest of the proposal the
+    admin saw), and the keys of those whose proposal moved since (left for another look)."""
+    changes = [c for c in pending_changes(source=source) if seen.get(c.item_key) == c.digest]
+    return changes, sorted(set(seen) - {c.item_key for c in changes})
+
+
+def source_title(source: Source) -> str:
+    """How pages and comments name ``source``: "upstream notes", "OpenAPI source petstore"."""
+    return f"upstream {source.name}" if isinstance(source, Upstream) else f"OpenAPI source {source.name}"
+
+
 def held_changes_note(source: Source, changes: Iterable[PendingChange], *, approved: bool) -> str:
     """How the history's comment says what was decided: "Approved held changes of upstream notes: echo (changed
     definition), fresh (new tool)"."""
-    what = f"upstream {source.name}" if isinstance(source, Upstream) else f"OpenAPI source {source.name}"
-    listed = ", ".join(f"{c.item_key.partition(':')[2]} ({c.get_kind_display().lower()})" for c in changes)
-    return f"{'Approved' if approved else 'Rejected'} held changes of {what}: {listed}"
+    listed = ", ".join(f"{key_name(c.item_key)} ({c.get_kind_display().lower()})" for c in changes)
+    return f"{'Approved' if approved else 'Rejected'} held changes of {source_title(source)}: {listed}"
 
 
 def pending_reject(*, changes: Iterable[PendingChange], user_id: int | None) -> list[PendingChange]:
     """Mark ``changes`` rejected by ``user_id``: the approved definitions stay, and the same proposals raise nothing
     again (a different one does). Returns them. The source's own service re-serves what was withheld."""
-    rejected = []
+    rejected = list(changes)
     now = timezone.now()
-    for change in changes:
+    for change in rejected:
         change.status, change.decided_by_id, change.decided_at = PendingChange.Status.REJECTED, user_id, now
-        change.save(update_fields=["status", "decided_by", "decided_at"])
-        rejected.append(change)
+    PendingChange.objects.bulk_update(rejected, ["status", "decided_by", "decided_at"])
     return rejected

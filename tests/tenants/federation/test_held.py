@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from tenants import services
 from tenants.bulk_changes import Actor
@@ -83,6 +85,23 @@ def test_the_same_proposal_seen_again_moves_last_seen_only_and_a_newer_one_repla
     newer = pending(upstream)["tools:echo"]
     assert newer.proposed["description"] == "Quieter." and newer.digest != first.digest
     assert PendingChange.objects.count() == 1
+
+
+def test_a_refresh_that_sees_the_same_proposals_again_costs_the_same_queries_however_many_wait(
+    tenant: Tenant,
+) -> None:
+    def queries_of_a_second_refresh(name: str, count: int) -> int:
+        held = Upstream.objects.create(tenant=tenant, name=name, url="https://up.example/mcp", prefix=f"{name}_")
+        mirror_apply(upstream=held, listing=Listing(tools=[tool(f"t{i}") for i in range(count)]))
+        upstream_update(upstream=held, data={"change_policy": ChangePolicy.HOLD})
+        proposal = Listing(tools=[*(tool(f"t{i}", "Changed.") for i in range(count)), tool("new")])
+        mirror_apply(upstream=held, listing=proposal)
+        with CaptureQueriesContext(connection) as queries:
+            mirror_apply(upstream=held, listing=proposal)
+        assert len(pending(held)) == count + 1
+        return len(queries.captured_queries)
+
+    assert queries_of_a_second_refresh("few", 2) == queries_of_a_second_refresh("many", 20)
 
 
 def test_a_new_tool_waits_for_approval_and_is_not_listed(upstream: Upstream, tenant: Tenant) -> None:
