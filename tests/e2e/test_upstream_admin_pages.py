@@ -21,7 +21,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.browser import PASSWORD, axe_violations
 from tests.e2e.live import LiveServer, in_tenant
-from tests.e2e.tenant_admin_pages import sign_in
+from tests.e2e.tenant_admin_pages import admin_page
 from tests.e2e.upstreams import UpstreamServer, federation_platform, upstream_server
 
 # A platform, an upstream and a browser on a shared 2-core machine: the first test also pays for starting them.
@@ -73,12 +73,8 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
 
 @pytest.fixture
 def page(chromium: Any, scene: Scene) -> Iterator[Any]:
-    context = chromium.new_context(viewport=WIDE)
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    sign_in(page, scene.base, scene.owner)
-    yield page
-    context.close()
+    with admin_page(chromium, scene.base, scene.owner, timeout_ms=20_000, viewport=WIDE) as page:
+        yield page
 
 
 def tool_names(scene: Scene) -> set[str]:
@@ -189,11 +185,9 @@ def test_importing_an_openapi_source_again_shows_what_changes_before_it_is_appli
 
 def test_the_pages_pass_axe_in_both_themes_at_1400_and_390_px(chromium: Any, scene: Scene) -> None:
     for scheme in ("light", "dark"):
-        context = chromium.new_context(viewport=WIDE, color_scheme=scheme)
-        context.set_default_timeout(20_000)
-        page = context.new_page()
-        try:
-            sign_in(page, scene.base, scene.owner)
+        with admin_page(
+            chromium, scene.base, scene.owner, timeout_ms=20_000, viewport=WIDE, color_scheme=scheme
+        ) as page:
             for viewport in (WIDE, PHONE):
                 page.set_viewport_size(viewport)
                 where = f"{scheme} at {viewport['width']} px"
@@ -216,5 +210,3 @@ def test_the_pages_pass_axe_in_both_themes_at_1400_and_390_px(chromium: Any, sce
                 items = page.locator("fieldset.upstream-items")
                 width = items.evaluate("e => e.getBoundingClientRect().right")
                 assert width <= viewport["width"], f"the items reach {width}px, {where}"
-        finally:
-            context.close()

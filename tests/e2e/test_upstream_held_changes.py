@@ -24,7 +24,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.browser import PASSWORD, axe_violations
 from tests.e2e.live import LiveServer, in_tenant
-from tests.e2e.tenant_admin_pages import sign_in
+from tests.e2e.tenant_admin_pages import admin_page
 from tests.e2e.test_upstream_watch import Heard, listening
 from tests.e2e.upstreams import UpstreamServer, federation_platform, upstream_server
 
@@ -89,12 +89,8 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
 
 @pytest.fixture
 def page(chromium: Any, scene: Scene) -> Iterator[Any]:
-    context = chromium.new_context(viewport=WIDE)
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    sign_in(page, scene.base, scene.owner)
-    yield page
-    context.close()
+    with admin_page(chromium, scene.base, scene.owner, timeout_ms=20_000, viewport=WIDE) as page:
+        yield page
 
 
 @dataclass
@@ -207,17 +203,13 @@ def test_an_incompatible_schema_is_withheld_a_new_tool_waits_and_a_rejection_is_
         )
         review = page.url
         for scheme in ("light", "dark"):
-            context = chromium.new_context(viewport=WIDE, color_scheme=scheme)
-            context.set_default_timeout(20_000)
-            other = context.new_page()
-            try:
-                sign_in(other, scene.base, scene.owner)
+            with admin_page(
+                chromium, scene.base, scene.owner, timeout_ms=20_000, viewport=WIDE, color_scheme=scheme
+            ) as other:
                 other.goto(review)
                 for viewport in (WIDE, PHONE):
                     other.set_viewport_size(viewport)
                     assert axe_violations(other) == [], f"{scheme} at {viewport['width']} px"
-            finally:
-                context.close()
 
         page.get_by_role("button", name="Reject all").click()
         expect(page.locator(".messagelist")).to_contain_text("2 change(s) of upstream up rejected")
