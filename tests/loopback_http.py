@@ -14,9 +14,11 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 BEARER = "Bearer "
+Server = TypeVar("Server", bound=ThreadingHTTPServer)
 
 
 def httpbin_json(value: object) -> bytes:
@@ -86,9 +88,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def loopback_server(host: str = "127.0.0.1") -> Iterator[LoopbackServer]:
-    server = LoopbackServer(host)
-    thread = threading.Thread(target=server.serve_forever, name=f"loopback-http-{host}", daemon=True)
+def serving(server: Server, name: str) -> Iterator[Server]:
+    """``server`` answering in a thread named ``name`` until the block ends; then shut down and closed."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True)
     thread.start()
     try:
         yield server
@@ -96,3 +98,9 @@ def loopback_server(host: str = "127.0.0.1") -> Iterator[LoopbackServer]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+@contextmanager
+def loopback_server(host: str = "127.0.0.1") -> Iterator[LoopbackServer]:
+    with serving(LoopbackServer(host), f"loopback-http-{host}") as server:
+        yield server

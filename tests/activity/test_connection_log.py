@@ -18,11 +18,12 @@ from tenants.connections import services
 from tenants.connections.oauth_client import RefreshRefused, TokenSet
 from tenants.models import Membership, PersonalCredential, Tenant, Upstream
 from tests.factories import MembershipFactory, TenantFactory, ToolFactory, UserFactory
+from tests.tenants.connections.stored import ACCESS, REFRESH, oauth_stored
 
 pytestmark = pytest.mark.django_db
 
 KEY = "sk-personal-9f8e7d"
-ACCESS, REFRESH, NEW_ACCESS = "at-first-0a1b2c", "rt-first-3d4e5f", "at-second-6a7b8c"
+NEW_ACCESS = "at-second-6a7b8c"
 CHANGELIST = reverse("admin:activity_activityrecord_changelist")
 
 
@@ -50,19 +51,6 @@ def person(tenant: Tenant, username: str, role: str = Membership.Role.MEMBER) ->
 def github(tenant: Tenant) -> Upstream:
     return Upstream.objects.create(
         tenant=tenant, name="github", url="https://mcp.github.example/mcp", auth={"type": "user_oauth"}, enabled=False
-    )
-
-
-def store_oauth(tenant: Tenant, user: Any, upstream: Upstream, expires_in: float) -> PersonalCredential:
-    return services.credential_store_oauth(
-        tenant_id=tenant.pk,
-        user_id=user.pk,
-        target=f"upstream:{upstream.pk}",
-        access_token=ACCESS,
-        refresh_token=REFRESH,
-        expires_in=expires_in,
-        scope="repo",
-        issuer="https://as.example",
     )
 
 
@@ -106,7 +94,7 @@ def test_a_connection_refreshed_refused_and_disconnected_by_an_admin_is_logged_w
     async def revoked(credential: PersonalCredential, refresh_token: str) -> TokenSet:
         raise RefreshRefused("invalid_grant: the refresh token was revoked")
 
-    store_oauth(tenant, alice, upstream, expires_in=0)
+    oauth_stored(tenant, alice, upstream, expires_in=0)
     assert access(tenant, alice, target, refreshed) == NEW_ACCESS
     assert access(tenant, alice, target, revoked) is None
     services.credential_remove(credential=PersonalCredential.objects.get(), by_user_id=olivia.pk)
@@ -124,7 +112,7 @@ def test_a_connection_refreshed_refused_and_disconnected_by_an_admin_is_logged_w
 
 def test_a_person_disconnecting_their_own_connection_names_no_one_else(tenant: Tenant) -> None:
     alice = person(tenant, "alice")
-    credential = store_oauth(tenant, alice, github(tenant), expires_in=3600)
+    credential = oauth_stored(tenant, alice, github(tenant))
 
     services.credential_remove(credential=credential, by_user_id=alice.pk)
 
@@ -136,7 +124,7 @@ def test_the_log_shows_connection_events_and_filters_them_by_what_they_are_for(t
     upstream = github(tenant)
     tool = ToolFactory(tenant=tenant, name="weather")
     services.credential_store_key(tenant_id=tenant.pk, user_id=alice.pk, target=f"tool:{tool.pk}", key=KEY)
-    services.credential_remove(credential=store_oauth(tenant, alice, upstream, 3600), by_user_id=olivia.pk)
+    services.credential_remove(credential=oauth_stored(tenant, alice, upstream), by_user_id=olivia.pk)
     admin = Client()
     admin.force_login(olivia)
 

@@ -15,7 +15,7 @@ from typing import Any
 from tests.e2e.browser import PASSWORD
 from tests.e2e.live import LiveServer
 from tests.e2e.screenshots import Shots, run
-from tests.e2e.tenant_admin_pages import sign_in
+from tests.e2e.tenant_admin_pages import admin_page
 
 # Runs in ``manage.py shell -c``: two tenants, an admin of the first by membership, a day of calls for each (a
 # spread of tools, clients, outcomes and durations; two of the tools mirrored from an upstream, kept disabled so
@@ -88,29 +88,22 @@ def scene_create(live: LiveServer) -> ActivityScene:
 def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     base = live.web_urls[0]
     scene = scene_create(live)
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    sign_in(page, base, scene.admin)
-    shot = Shots(out, page)
+    with admin_page(browser, base, scene.admin, viewport={"width": 1280, "height": 900}) as page:
+        shot = Shots(out, page)
 
-    # The log is a hundred rows a page: its first screenful shows what it is.
-    page.goto(f"{base}/admin/activity/activityrecord/")
-    shot("activity-log", full_page=False)
-    page.goto(f"{base}/admin/activity/activityrecord/?outcome__exact=tool_error&period=24h")
-    shot("activity-log-filtered", full_page=False)
-    page.goto(f"{base}/admin/activity/activityrecord/?kind__exact=admin")
-    record = page.locator("#result_list tbody a").first.get_attribute("href")
-    page.goto(f"{base}{record}")
-    shot("activity-record")
-    page.goto(f"{base}/admin/activity/activityrecord/usage/?window=24h")
-    shot("activity-usage-dashboard")
-    context.close()
+        # The log is a hundred rows a page: its first screenful shows what it is.
+        page.goto(f"{base}/admin/activity/activityrecord/")
+        shot("activity-log", full_page=False)
+        page.goto(f"{base}/admin/activity/activityrecord/?outcome__exact=tool_error&period=24h")
+        shot("activity-log-filtered", full_page=False)
+        page.goto(f"{base}/admin/activity/activityrecord/?kind__exact=admin")
+        record = page.locator("#result_list tbody a").first.get_attribute("href")
+        page.goto(f"{base}{record}")
+        shot("activity-record")
+        page.goto(f"{base}/admin/activity/activityrecord/usage/?window=24h")
+        shot("activity-usage-dashboard")
     return shot.paths
 
 
-def main(argv: list[str]) -> int:
-    return run(argv, take)
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run(sys.argv, take))

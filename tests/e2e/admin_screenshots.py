@@ -63,9 +63,5 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     return shots
 
 
-def main(argv: list[str]) -> int:
-    return run(argv, take)
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run(sys.argv, take))

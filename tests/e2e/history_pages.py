@@ -15,7 +15,7 @@ from typing import Any
 from tests.e2e.browser import PASSWORD
 from tests.e2e.live import LiveServer
 from tests.e2e.screenshots import Shots, run
-from tests.e2e.tenant_admin_pages import sign_in
+from tests.e2e.tenant_admin_pages import admin_page
 
 # Runs in ``manage.py shell -c``: the tool's three versions are made through the services, as the admin makes them.
 SETUP_SCRIPT = """
@@ -69,26 +69,19 @@ def open_first_version(page: Any, base: str, scene: HistoryScene) -> None:
 def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     base = live.web_urls[0]
     scene = scene_create(live)
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    page = context.new_page()
-    sign_in(page, base, scene.admin)
-    shot = Shots(out, page)
+    with admin_page(browser, base, scene.admin, viewport={"width": 1200, "height": 900}) as page:
+        shot = Shots(out, page)
 
-    page.goto(f"{base}/admin/tenants/tool/{scene.tool}/history/")
-    shot("history-versions")
-    open_first_version(page, base, scene)
-    shot("history-version-diff")
-    page.get_by_role("button", name="Restore this version").click()
-    shot("history-restored")
-    page.goto(f"{base}/admin/tenants/tool/deleted/")
-    shot("history-recover-deleted")
-    context.close()
+        page.goto(f"{base}/admin/tenants/tool/{scene.tool}/history/")
+        shot("history-versions")
+        open_first_version(page, base, scene)
+        shot("history-version-diff")
+        page.get_by_role("button", name="Restore this version").click()
+        shot("history-restored")
+        page.goto(f"{base}/admin/tenants/tool/deleted/")
+        shot("history-recover-deleted")
     return shot.paths
 
 
-def main(argv: list[str]) -> int:
-    return run(argv, take)
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run(sys.argv, take))

@@ -277,6 +277,20 @@ class Visitor:
         return types.ElicitResult(action=self.action)  # type: ignore[arg-type]
 
 
+class Completions:
+    """A client's message handler: keeps the ids of the ``notifications/elicitation/complete`` it hears, and sets
+    ``completed`` at the first."""
+
+    def __init__(self) -> None:
+        self.heard: list[str] = []
+        self.completed = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ElicitCompleteNotification):
+            self.heard.append(message.params.elicitation_id)
+            self.completed.set()
+
+
 def whoami(result: types.CallToolResult) -> dict[str, Any]:
     """What the upstream's whoami answered: whom its call acted for."""
     assert not result.is_error, result
@@ -368,17 +382,23 @@ async def _follow(browser: httpx.AsyncClient, url: str) -> tuple[str, httpx.Resp
     raise AssertionError(f"more than {MAX_HOPS} redirects from {url}")
 
 
+async def _signed_in_at(browser: httpx.AsyncClient, link: str, member: Member) -> tuple[str, httpx.Response]:
+    """Where ``link`` leads, through the platform's sign-in page (signed in there as ``member``) when it asks."""
+    url, page = await _follow(browser, link)
+    if urlsplit(url).path.startswith("/account/login/"):
+        fields = {**post_form(page.text, with_field="password"), "username": member.account.username}
+        fields["password"] = member.account.password
+        signed_in = await browser.post(url, data=fields, headers={"referer": url})
+        assert signed_in.is_redirect, f"signing in failed:\n{signed_in.text[:2000]}"
+        url, page = await _follow(browser, urljoin(url, signed_in.headers["location"]))
+    return url, page
+
+
 async def connect_headless(scene: Scene, link: str, member: Member) -> str:
     """What ``connect_in_chromium`` does, through the same pages with an HTTP client; the text of the last page."""
     origin = "{0.scheme}://{0.netloc}".format(urlsplit(link))
     async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT, follow_redirects=False) as browser:
-        url, page = await _follow(browser, link)
-        if urlsplit(url).path.startswith("/account/login/"):
-            fields = {**post_form(page.text, with_field="password"), "username": member.account.username}
-            fields["password"] = member.account.password
-            signed_in = await browser.post(url, data=fields, headers={"referer": url})
-            assert signed_in.is_redirect, f"signing in failed:\n{signed_in.text[:2000]}"
-            url, page = await _follow(browser, urljoin(url, signed_in.headers["location"]))
+        url, page = await _signed_in_at(browser, link, member)
         assert page.status_code == 200 and "Continue to sign in" in page.text, page.text[:2000]
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
         assert token is not None
@@ -392,23 +412,6 @@ async def connect_headless(scene: Scene, link: str, member: Member) -> str:
 
 
 # ---- at the upstream, and many calls at once -------------------------------------------------------------------
-
-
-async def upstream_status(upstream: PersonalUpstream, token: str) -> int:
-    """The HTTP status the upstream's MCP endpoint answers an ``initialize`` sent with ``token``."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "check", "version": "1"},
-        },
-    }
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
-    async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT) as http:
-        return (await http.post(upstream.mcp_url, json=body, headers=headers)).status_code
 
 
 def _client_form(client: OAuthClient) -> tuple[dict[str, str], tuple[str, str] | None]:
@@ -476,13 +479,7 @@ async def http_tool_create(
 async def store_key_headless(link: str, member: Member, key: str) -> str:
     """The member opens a key link, signs in on the platform and saves ``key`` on its form; the last page's text."""
     async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT, follow_redirects=False) as browser:
-        url, page = await _follow(browser, link)
-        if urlsplit(url).path.startswith("/account/login/"):
-            fields = {**post_form(page.text, with_field="password"), "username": member.account.username}
-            fields["password"] = member.account.password
-            signed_in = await browser.post(url, data=fields, headers={"referer": url})
-            assert signed_in.is_redirect, f"signing in failed:\n{signed_in.text[:2000]}"
-            url, page = await _follow(browser, urljoin(url, signed_in.headers["location"]))
+        url, page = await _signed_in_at(browser, link, member)
         fields = {**post_form(page.text, with_field="key"), "key": key}
         saved = await browser.post(url, data=fields, headers={"referer": url})
     assert saved.status_code == 200, saved.text[:2000]

@@ -337,6 +337,23 @@ class PersonalUpstream:
         answer: dict[str, Any] = response.json()
         return answer
 
+    async def initialize(self, token: str) -> httpx.Response:
+        """An ``initialize`` with ``token`` at the MCP endpoint, as any HTTP client would send it: its gateway checks
+        the token first."""
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "check", "version": "1"},
+            },
+        }
+        headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+        async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT) as http:
+            return await http.post(self.mcp_url, json=body, headers=headers)
+
     async def _token(self, form: dict[str, str], *, auth: tuple[str, str] | None) -> str:
         async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT) as http:
             response = await http.post(self.token_endpoint, data=form, auth=auth or httpx.USE_CLIENT_DEFAULT)

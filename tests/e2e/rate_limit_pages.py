@@ -15,7 +15,7 @@ from typing import Any
 from tests.e2e.browser import PASSWORD
 from tests.e2e.live import LiveServer
 from tests.e2e.screenshots import Shots, run
-from tests.e2e.tenant_admin_pages import sign_in
+from tests.e2e.tenant_admin_pages import admin_page
 
 # Runs in ``manage.py shell -c``: a tenant with a ceiling and one limit, its owner; prints the ids the pages need.
 SETUP_SCRIPT = """
@@ -62,26 +62,19 @@ def fill_limit(page: Any, base: str, scene: RateLimitScene, *, tool: str, rate: 
 def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     base = live.web_urls[0]
     scene = scene_create(live)
-    context = browser.new_context(viewport={"width": 1200, "height": 800})
-    page = context.new_page()
-    sign_in(page, base, scene.owner)
-    shot = Shots(out, page)
+    with admin_page(browser, base, scene.owner, viewport={"width": 1200, "height": 800}) as page:
+        shot = Shots(out, page)
 
-    fill_limit(page, base, scene, tool="search", rate="20", period="per second", burst="50")
-    page.get_by_role("button", name="Save", exact=True).click()
-    shot("rate-limit-above-ceiling")
-    page.get_by_label("Rate").fill("5")
-    page.get_by_role("button", name="Save", exact=True).click()
-    shot("rate-limits")
-    page.goto(f"{base}/admin/quotas/rateceiling/{scene.ceiling}/change/")
-    shot("rate-ceiling-read-only")
-    context.close()
+        fill_limit(page, base, scene, tool="search", rate="20", period="per second", burst="50")
+        page.get_by_role("button", name="Save", exact=True).click()
+        shot("rate-limit-above-ceiling")
+        page.get_by_label("Rate").fill("5")
+        page.get_by_role("button", name="Save", exact=True).click()
+        shot("rate-limits")
+        page.goto(f"{base}/admin/quotas/rateceiling/{scene.ceiling}/change/")
+        shot("rate-ceiling-read-only")
     return shot.paths
 
 
-def main(argv: list[str]) -> int:
-    return run(argv, take)
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run(sys.argv, take))

@@ -16,7 +16,7 @@ import httpx
 from tests.e2e.live import LiveServer
 from tests.e2e.raw_http import stateless_headers, stateless_request
 from tests.e2e.screenshots import Shots, run
-from tests.e2e.tenant_admin_pages import TenantAdminScene, scene_create, sign_in
+from tests.e2e.tenant_admin_pages import TenantAdminScene, admin_page, scene_create
 
 TASKS = "io.modelcontextprotocol/tasks"
 COUNTER = "count_slowly"
@@ -72,45 +72,38 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     base = live.web_urls[0]
     scene = scene_create(live)
     tool = counter_tool_create(live, scene)
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    page = context.new_page()
-    sign_in(page, base, scene.owner)
-    shot = Shots(out, page)
+    with admin_page(browser, base, scene.owner, viewport={"width": 1200, "height": 900}) as page:
+        shot = Shots(out, page)
 
-    page.goto(f"{base}/admin/tenants/tool/{tool}/change/")
-    page.get_by_label("Input schema").focus()
-    page.keyboard.press("Control+End")
-    page.get_by_role("region", name="Preview: the form a client renders").get_by_role(
-        "spinbutton", name="Steps", exact=True
-    ).fill("0")
-    page.get_by_role("button", name="Check the preview's values").click()
-    shot("admin-schema-editor", page.locator(".field-input_schema"))
-    broken = json.dumps(COUNTER_SCHEMA, indent=2).replace('"minimum": 1,', '"minimum": "one",', 1)
-    page.get_by_label("Input schema").focus()
-    page.keyboard.press("Control+A")
-    page.keyboard.insert_text(broken)
-    page.locator("#id_input_schema_problems").get_by_text("not a valid JSON Schema").wait_for()
-    shot("admin-schema-editor-error", page.locator(".field-input_schema"))
+        page.goto(f"{base}/admin/tenants/tool/{tool}/change/")
+        page.get_by_label("Input schema").focus()
+        page.keyboard.press("Control+End")
+        page.get_by_role("region", name="Preview: the form a client renders").get_by_role(
+            "spinbutton", name="Steps", exact=True
+        ).fill("0")
+        page.get_by_role("button", name="Check the preview's values").click()
+        shot("admin-schema-editor", page.locator(".field-input_schema"))
+        broken = json.dumps(COUNTER_SCHEMA, indent=2).replace('"minimum": 1,', '"minimum": "one",', 1)
+        page.get_by_label("Input schema").focus()
+        page.keyboard.press("Control+A")
+        page.keyboard.insert_text(broken)
+        page.locator("#id_input_schema_problems").get_by_text("not a valid JSON Schema").wait_for()
+        shot("admin-schema-editor-error", page.locator(".field-input_schema"))
 
-    task_id = task_start(live, scene, steps=40, delay_ms=400)
-    page.set_viewport_size({"width": 1600, "height": 700})
-    page.goto(f"{base}/admin/jobs/toolrun/")
-    page.get_by_role("button", name="Toggle navigation").click()  # the list's columns, not the sidebar
-    page.get_by_text(re.compile(r"Counted ([3-9]|[0-9]{2}) of 40")).first.wait_for()
-    shot("admin-tool-runs-live")
-    page.get_by_role("button", name="Toggle navigation").click()  # as it was: the setting is remembered
-    page.set_viewport_size({"width": 1200, "height": 900})
-    page.goto(f"{base}/admin/jobs/toolrun/{task_id}/change/")
-    page.get_by_text(re.compile(r"Counted ([6-9]|[0-9]{2}) of 40")).first.wait_for()
-    shot("admin-tool-run-live")
-    page.get_by_role("button", name="Cancel this run").click()
-    context.close()
+        task_id = task_start(live, scene, steps=40, delay_ms=400)
+        page.set_viewport_size({"width": 1600, "height": 700})
+        page.goto(f"{base}/admin/jobs/toolrun/")
+        page.get_by_role("button", name="Toggle navigation").click()  # the list's columns, not the sidebar
+        page.get_by_text(re.compile(r"Counted ([3-9]|[0-9]{2}) of 40")).first.wait_for()
+        shot("admin-tool-runs-live")
+        page.get_by_role("button", name="Toggle navigation").click()  # as it was: the setting is remembered
+        page.set_viewport_size({"width": 1200, "height": 900})
+        page.goto(f"{base}/admin/jobs/toolrun/{task_id}/change/")
+        page.get_by_text(re.compile(r"Counted ([6-9]|[0-9]{2}) of 40")).first.wait_for()
+        shot("admin-tool-run-live")
+        page.get_by_role("button", name="Cancel this run").click()
     return shot.paths
 
 
-def main(argv: list[str]) -> int:
-    return run(argv, take)
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run(sys.argv, take))

@@ -124,9 +124,5 @@ def run(argv: list[str], take: Callable[[LiveServer, Any, Path], list[Path]]) ->
     return 0
 
 
-def main(argv: list[str]) -> int:
-    return run(argv, take)
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run(sys.argv, take))

@@ -14,7 +14,7 @@ from typing import Any
 from tests.e2e.browser import PASSWORD
 from tests.e2e.live import LiveServer
 from tests.e2e.screenshots import Shots, run
-from tests.e2e.tenant_admin_pages import sign_in
+from tests.e2e.tenant_admin_pages import admin_page
 
 OWNER = "olivia"
 WIDTH = 1600
@@ -61,33 +61,28 @@ def frame(page: Any, first: str, last: str, *, margin: int = 16, below: int = 16
 def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     base = live.web_urls[0]
     tenant = int(live.manage("shell", "-c", SETUP_SCRIPT.format(owner=OWNER, password=PASSWORD)).split()[-1])
-    context = browser.new_context(viewport={"width": WIDTH, "height": 900}, color_scheme="light")
-    page = context.new_page()
-    sign_in(page, base, OWNER)
-    shot = Shots(out, page)
+    with admin_page(browser, base, OWNER, viewport={"width": WIDTH, "height": 900}, color_scheme="light") as page:
+        shot = Shots(out, page)
 
-    page.goto(f"{base}/admin/tenants/tenant/{tenant}/change/")
-    page.get_by_role("link", name="Add a server").click()
-    page.get_by_label("Slug").fill("read-only")
-    page.get_by_label("Title").fill("Read-only")
-    page.get_by_label("Instructions").fill("Look things up; nothing here changes anything.")
-    page.locator("input[name=tags][value='read-only']").check()
-    page.get_by_role("button", name="Save and continue editing").click()
-    page.locator(".server-preview").wait_for()
-    frame(page, "fieldset.module", ".field-preview")  # past the Connect section: the fields, the editor, the preview
-    shot("server-selection", full_page=False)
+        page.goto(f"{base}/admin/tenants/tenant/{tenant}/change/")
+        page.get_by_role("link", name="Add a server").click()
+        page.get_by_label("Slug").fill("read-only")
+        page.get_by_label("Title").fill("Read-only")
+        page.get_by_label("Instructions").fill("Look things up; nothing here changes anything.")
+        page.locator("input[name=tags][value='read-only']").check()
+        page.get_by_role("button", name="Save and continue editing").click()
+        page.locator(".server-preview").wait_for()
+        frame(
+            page, "fieldset.module", ".field-preview"
+        )  # past the Connect section: the fields, the editor, the preview
+        shot("server-selection", full_page=False)
 
-    page.goto(f"{base}/admin/tenants/tenant/{tenant}/change/")
-    page.locator("#server-read-only summary").click()  # its URLs, its token's resource and Claude Code's command
-    frame(page, "#tenant-servers", "#server-read-only tbody tr:nth-child(2)", below=0)
-    shot("tenant-page-servers", full_page=False)
-    context.close()
+        page.goto(f"{base}/admin/tenants/tenant/{tenant}/change/")
+        page.locator("#server-read-only summary").click()  # its URLs, its token's resource and Claude Code's command
+        frame(page, "#tenant-servers", "#server-read-only tbody tr:nth-child(2)", below=0)
+        shot("tenant-page-servers", full_page=False)
     return shot.paths
 
 
-def main(argv: list[str]) -> int:
-    return run(argv, take)
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run(sys.argv, take))

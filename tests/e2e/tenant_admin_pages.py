@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import secrets
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,23 @@ def sign_in(page: Any, base: str, username: str) -> None:
     page.wait_for_url(f"{base}/admin/")
 
 
+@contextmanager
+def admin_page(
+    browser: Any, base: str, username: str, *, timeout_ms: float | None = None, **context_options: Any
+) -> Iterator[Any]:
+    """The page of a fresh browser context (``context_options``: Playwright's, such as ``viewport``), signed in to
+    the admin as ``username``, every wait bounded by ``timeout_ms`` when given; the context is closed after."""
+    context = browser.new_context(**context_options)
+    try:
+        if timeout_ms is not None:
+            context.set_default_timeout(timeout_ms)
+        page = context.new_page()
+        sign_in(page, base, username)
+        yield page
+    finally:
+        context.close()
+
+
 def add_member(page: Any, base: str, scene: TenantAdminScene, who: str, role: str = "Admin") -> None:
     page.goto(f"{base}/admin/tenants/membership/add/?tenant={scene.ours}")
     page.get_by_label("Username or e-mail").fill(who)
@@ -96,28 +115,21 @@ def mailed_link(live: LiveServer, address: str) -> str:
 def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     base = live.web_urls[0]
     scene = scene_create(live)
-    context = browser.new_context(viewport={"width": 1200, "height": 800})
-    page = context.new_page()
-    sign_in(page, base, scene.owner)
-    shot = Shots(out, page)
+    with admin_page(browser, base, scene.owner, viewport={"width": 1200, "height": 800}) as page:
+        shot = Shots(out, page)
 
-    shot("tenant-admin-index")
-    page.goto(f"{base}/admin/tenants/tenant/{scene.ours}/change/")
-    shot("tenant-admin-tenant-page")
-    page.goto(f"{base}/admin/tenants/tool/")
-    shot("tenant-admin-tools")
-    page.goto(f"{base}/admin/tenants/membership/add/?tenant={scene.ours}")
-    page.get_by_label("Username or e-mail").fill(scene.newcomer_email)
-    shot("tenant-admin-add-member")
-    page.get_by_role("button", name="Save", exact=True).click()
-    shot("tenant-admin-members")
-    context.close()
+        shot("tenant-admin-index")
+        page.goto(f"{base}/admin/tenants/tenant/{scene.ours}/change/")
+        shot("tenant-admin-tenant-page")
+        page.goto(f"{base}/admin/tenants/tool/")
+        shot("tenant-admin-tools")
+        page.goto(f"{base}/admin/tenants/membership/add/?tenant={scene.ours}")
+        page.get_by_label("Username or e-mail").fill(scene.newcomer_email)
+        shot("tenant-admin-add-member")
+        page.get_by_role("button", name="Save", exact=True).click()
+        shot("tenant-admin-members")
     return shot.paths
 
 
-def main(argv: list[str]) -> int:
-    return run(argv, take)
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run(sys.argv, take))

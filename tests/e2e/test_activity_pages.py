@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 from tests.e2e.activity_pages import ActivityScene, scene_create
 from tests.e2e.browser import axe_violations
 from tests.e2e.live import LiveServer
-from tests.e2e.tenant_admin_pages import sign_in
+from tests.e2e.tenant_admin_pages import admin_page
 
 LOG = "/admin/activity/activityrecord/"
 
@@ -28,12 +28,10 @@ def scene(live_platform: LiveServer) -> ActivityScene:
 
 @pytest.fixture
 def page(chromium: Any, live_platform: LiveServer, scene: ActivityScene) -> Iterator[Any]:
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    sign_in(page, live_platform.web_urls[0], scene.admin)
-    yield page
-    context.close()
+    with admin_page(
+        chromium, live_platform.web_urls[0], scene.admin, timeout_ms=15_000, viewport={"width": 1280, "height": 900}
+    ) as page:
+        yield page
 
 
 def test_the_log_shows_only_the_admins_tenant(page: Any, live_platform: LiveServer, scene: ActivityScene) -> None:

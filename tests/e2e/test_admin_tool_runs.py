@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from tests.e2e.browser import axe_violations
 from tests.e2e.live import LiveServer
 from tests.e2e.schema_and_run_pages import counter_tool_create, task_start
-from tests.e2e.tenant_admin_pages import TenantAdminScene, scene_create, sign_in
+from tests.e2e.tenant_admin_pages import TenantAdminScene, admin_page, scene_create
 
 FOLLOW_MS = 30_000  # long enough for a busy machine; the runs below end well within it
 
@@ -28,12 +28,10 @@ def scene(live_platform: LiveServer) -> TenantAdminScene:
 
 @pytest.fixture
 def page(chromium: Any, live_platform: LiveServer, scene: TenantAdminScene) -> Iterator[Any]:
-    context = chromium.new_context(viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    sign_in(page, live_platform.web_urls[0], scene.owner)
-    yield page
-    context.close()
+    with admin_page(
+        chromium, live_platform.web_urls[0], scene.owner, timeout_ms=15_000, viewport={"width": 1400, "height": 900}
+    ) as page:
+        yield page
 
 
 def test_the_list_follows_a_run_to_its_end_without_a_reload(

@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.browser import PASSWORD, axe_violations
 from tests.e2e.live import LiveServer
-from tests.e2e.tenant_admin_pages import sign_in
+from tests.e2e.tenant_admin_pages import admin_page
 
 # Runs in ``manage.py shell -c``: a tenant with one tool and its owner (by membership alone); prints its id.
 SETUP_SCRIPT = """
@@ -47,12 +47,15 @@ def scene(live_platform: LiveServer) -> Scene:
 
 @pytest.fixture
 def page(chromium: Any, live_platform: LiveServer, scene: Scene) -> Iterator[Any]:
-    context = chromium.new_context(viewport={"width": 1200, "height": 900}, accept_downloads=True)
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    sign_in(page, live_platform.web_urls[0], scene.owner)
-    yield page
-    context.close()
+    with admin_page(
+        chromium,
+        live_platform.web_urls[0],
+        scene.owner,
+        timeout_ms=15_000,
+        viewport={"width": 1200, "height": 900},
+        accept_downloads=True,
+    ) as page:
+        yield page
 
 
 def test_an_owner_exports_the_configuration_and_applies_a_changed_file(

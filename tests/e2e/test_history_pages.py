@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from tests.e2e.browser import axe_violations
 from tests.e2e.history_pages import HistoryScene, open_first_version, scene_create
 from tests.e2e.live import LiveServer
-from tests.e2e.tenant_admin_pages import sign_in
+from tests.e2e.tenant_admin_pages import admin_page
 
 
 @pytest.fixture
@@ -23,12 +23,10 @@ def scene(live_platform: LiveServer) -> HistoryScene:
 
 @pytest.fixture
 def page(chromium: Any, live_platform: LiveServer, scene: HistoryScene) -> Iterator[Any]:
-    context = chromium.new_context(viewport={"width": 1200, "height": 900})
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    sign_in(page, live_platform.web_urls[0], scene.admin)
-    yield page
-    context.close()
+    with admin_page(
+        chromium, live_platform.web_urls[0], scene.admin, timeout_ms=15_000, viewport={"width": 1200, "height": 900}
+    ) as page:
+        yield page
 
 
 def test_a_tool_is_rolled_back_from_its_history_and_the_pages_pass_axe(

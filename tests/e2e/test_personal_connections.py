@@ -18,7 +18,6 @@ from typing import Any
 
 import anyio
 import httpx
-import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
@@ -26,6 +25,7 @@ from tests.e2e.live import LiveServer, free_port
 from tests.e2e.personal_connections import (
     TOOL,
     UPSTREAM,
+    Completions,
     Member,
     Scene,
     Visitor,
@@ -44,7 +44,6 @@ from tests.e2e.personal_connections import (
     scene_create,
     store_key_headless,
     text_of,
-    upstream_status,
     whoami,
 )
 from tests.e2e.personal_upstreams import OAuthClient, PersonalUpstream, confidential_client_create, start_notes_api
@@ -110,24 +109,17 @@ async def test_a_2026_client_is_asked_to_connect_and_after_connecting_in_chromiu
 
 @pytest.mark.browser
 async def test_a_2025_client_gets_the_url_elicitation_error_and_hears_when_she_has_connected(scene: Scene) -> None:
-    heard: list[str] = []
-    completed = anyio.Event()
-
-    async def on_message(message: Any) -> None:
-        if isinstance(message, types.ElicitCompleteNotification):
-            heard.append(message.params.elicitation_id)
-            completed.set()
-
+    completions = Completions()
     with anyio.fail_after(TEST_DEADLINE):
         carol = await scene.member("carol")
-        options = {"mode": "legacy", "elicitation_callback": Visitor(), "message_handler": on_message}
+        options = {"mode": "legacy", "elicitation_callback": Visitor(), "message_handler": completions}
         async with mcp_client(scene.endpoint(), carol, **options) as client:
             with pytest.raises(MCPError) as raised:
                 await client.call_tool(TOOL, {})
             (asked,) = raised.value.error.data["elicitations"]
             async with chromium() as browser:
                 visit = await connect_in_chromium(browser, asked["url"], carol)
-            await completed.wait()
+            await completions.completed.wait()
             retried = await client.call_tool(TOOL, {})
 
     error = raised.value.error
@@ -135,7 +127,7 @@ async def test_a_2025_client_gets_the_url_elicitation_error_and_hears_when_she_h
     assert asked["mode"] == "url" and asked["url"].startswith(f"{scene.base_url}/connect/")
     assert asked["message"] == error.message
     assert visit.headings == CONNECTING_PAGES, visit
-    assert heard == [asked["elicitationId"]]
+    assert completions.heard == [asked["elicitationId"]]
     assert whoami(retried)["username"] == carol.upstream.username
 
 
@@ -161,9 +153,9 @@ async def test_with_a_client_the_upstreams_admin_registered_removing_the_connect
             stored = await scene.credential(dave)
             assert stored is not None
             tokens = stored["values"]
-            before = await upstream_status(upstream, tokens["access_token"])
+            before = (await upstream.initialize(tokens["access_token"])).status_code
             revoked = await scene.remove(dave)
-            after = await upstream_status(upstream, tokens["access_token"])
+            after = (await upstream.initialize(tokens["access_token"])).status_code
             refreshed = await refresh_at_upstream(upstream, tokens["refresh_token"], client)
             asked_again = Visitor(action="decline")
             async with mcp_client(scene.endpoint(), dave, elicitation_callback=asked_again) as mcp:

@@ -6,16 +6,15 @@ stream held by the other; a task she started before connecting runs on the worke
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import anyio
-import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.live import PRODUCTION_ONLY, LiveServer
 from tests.e2e.personal_connections import (
     TOOL,
+    Completions,
     Scene,
     Visitor,
     calls_at_once,
@@ -71,28 +70,21 @@ async def test_an_expired_token_that_every_web_process_needs_at_once_is_refreshe
 
 
 async def test_connecting_through_one_web_process_is_told_on_her_stream_held_by_the_other(scene: Scene) -> None:
-    heard: list[str] = []
-    completed = anyio.Event()
-
-    async def on_message(message: Any) -> None:
-        if isinstance(message, types.ElicitCompleteNotification):
-            heard.append(message.params.elicitation_id)
-            completed.set()
-
+    completions = Completions()
     with anyio.fail_after(TEST_DEADLINE):
         jan = await scene.member("jan")
-        options = {"mode": "legacy", "elicitation_callback": Visitor(), "message_handler": on_message}
+        options = {"mode": "legacy", "elicitation_callback": Visitor(), "message_handler": completions}
         async with mcp_client(scene.endpoint(web=1), jan, **options) as client:
             with pytest.raises(MCPError) as raised:
                 await client.call_tool(TOOL, {})
             (asked,) = raised.value.error.data["elicitations"]
             page = await connect_headless(scene, on_web(scene, asked["url"], 0), jan)
-            await completed.wait()
+            await completions.completed.wait()
             retried = await client.call_tool(TOOL, {})
 
     assert asked["url"].startswith(f"{scene.live.web_urls[1]}/connect/")
     assert "Connected" in page
-    assert heard == [asked["elicitationId"]]
+    assert completions.heard == [asked["elicitationId"]]
     assert whoami(retried)["username"] == jan.upstream.username
 
 

@@ -55,23 +55,6 @@ async def api_call(
         return await http.request(method, f"{upstream.api.url}{path}", headers=headers, json=body)
 
 
-async def mcp_post(upstream: PersonalUpstream, token: str) -> httpx.Response:
-    """An ``initialize`` with ``token``, as any HTTP client would send it: the gateway checks the token first."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "infra-test", "version": "1"},
-        },
-    }
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
-    async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT) as http:
-        return await http.post(upstream.mcp_url, json=body, headers=headers)
-
-
 async def test_the_instance_publishes_the_endpoints_the_fixture_names(personal_upstream: PersonalUpstream) -> None:
     upstream = personal_upstream
     with anyio.fail_after(TEST_DEADLINE):
@@ -179,8 +162,8 @@ async def test_tokens_introspection_does_not_vouch_for_are_refused_by_both(
         }
         added = await api_call(upstream, "POST", "/notes", writable, {"text": "buy milk"})
         at_mcp = {
-            "made up": await mcp_post(upstream, "not-a-token"),
-            "for the API": await mcp_post(upstream, read_only),
+            "made up": await upstream.initialize("not-a-token"),
+            "for the API": await upstream.initialize(read_only),
         }
     assert unexchanged == {"active": False}, "introspection vouches only for tokens exchanged for the caller's targets"
     assert asked_by_another_api == {"active": False}

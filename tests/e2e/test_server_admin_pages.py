@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.browser import axe_violations
 from tests.e2e.live import LiveServer
-from tests.e2e.tenant_admin_pages import TenantAdminScene, scene_create, sign_in
+from tests.e2e.tenant_admin_pages import TenantAdminScene, admin_page, scene_create
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -70,11 +70,7 @@ def test_an_owner_curates_a_server_and_its_snippet_lists_only_its_selection(
 ) -> None:
     tenant, _ = scene
     base = live_platform.web_urls[0]
-    context = chromium.new_context(viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    sign_in(page, base, tenant.owner)
-    try:
+    with admin_page(chromium, base, tenant.owner, timeout_ms=15_000, viewport={"width": 1400, "height": 900}) as page:
         page.goto(f"{base}/admin/tenants/tenant/{tenant.ours}/change/")
         page.get_by_role("link", name="Add a server").click()
         page.get_by_label("Slug").fill("orders")
@@ -86,8 +82,6 @@ def test_an_owner_curates_a_server_and_its_snippet_lists_only_its_selection(
         preview = page.locator(".server-preview").inner_text()
         shown = snippets(page, "server-orders-")
         listed = run(shown["curl"], tmp_path)
-    finally:
-        context.close()
 
     assert "Tools (2)" in preview and "lookup_order, order_status" in preview
     assert f"/t/{tenant.ours_slug}/s/orders/mcp" in shown["curl"]
@@ -100,14 +94,9 @@ def test_a_protected_servers_snippets_run_with_a_token_for_that_server(
 ) -> None:
     tenant, (_, server, client_id, client_secret) = scene
     base = live_platform.web_urls[0]
-    context = chromium.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    sign_in(page, base, tenant.owner)
-    try:
+    with admin_page(chromium, base, tenant.owner, viewport={"width": 1400, "height": 900}) as page:
         page.goto(f"{base}/admin/tenants/server/{server}/change/")
         shown = snippets(page, "server-peeker-")
-    finally:
-        context.close()
     credentials = {"CLIENT_ID": client_id, "CLIENT_SECRET": client_secret, "MCP_TOKEN": ""}
     listed = run("\n".join(["set -e", shown["token"], shown["curl"]]), tmp_path, credentials)
     assert '"name":"peek"' in listed and "empty_vault" not in listed
@@ -119,12 +108,10 @@ def test_the_server_pages_read_well(
 ) -> None:
     tenant, (vault, server, _, _) = scene
     base = live_platform.web_urls[0]
-    context = chromium.new_context(viewport={"width": 1400, "height": 900}, color_scheme=scheme)
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    sign_in(page, base, tenant.owner)
     found = {}
-    try:
+    with admin_page(
+        chromium, base, tenant.owner, timeout_ms=15_000, viewport={"width": 1400, "height": 900}, color_scheme=scheme
+    ) as page:
         for name, path in (
             ("server", f"/admin/tenants/server/{server}/change/"),
             ("add", f"/admin/tenants/server/add/?tenant={vault}"),
@@ -134,6 +121,4 @@ def test_the_server_pages_read_well(
             if name == "tenant":
                 page.locator("details.tenant-server summary").first.click()
             found[name] = axe_violations(page)
-    finally:
-        context.close()
     assert found == {"server": [], "add": [], "tenant": []}

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.browser import PASSWORD, axe_violations
 from tests.e2e.live import LiveServer
-from tests.e2e.tenant_admin_pages import TenantAdminScene, add_member, mailed_link, scene_create, sign_in
+from tests.e2e.tenant_admin_pages import TenantAdminScene, add_member, admin_page, mailed_link, scene_create
 
 
 @pytest.fixture
@@ -24,12 +24,10 @@ def scene(live_platform: LiveServer) -> TenantAdminScene:
 @pytest.fixture
 def page(chromium: Any, live_platform: LiveServer, scene: TenantAdminScene) -> Iterator[Any]:
     """The owner, signed in, in a fresh browser profile (the admin's own scripts on)."""
-    context = chromium.new_context(viewport={"width": 1200, "height": 900})
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    sign_in(page, live_platform.web_urls[0], scene.owner)
-    yield page
-    context.close()
+    with admin_page(
+        chromium, live_platform.web_urls[0], scene.owner, timeout_ms=15_000, viewport={"width": 1200, "height": 900}
+    ) as page:
+        yield page
 
 
 def test_an_owner_sees_only_their_tenants_rows(page: Any, live_platform: LiveServer, scene: TenantAdminScene) -> None:

@@ -24,7 +24,7 @@ from playwright.sync_api import expect
 from mcp_platform.console.codegen import CallToCopy, curl_command, python_code
 from tests.e2e.browser import axe_violations
 from tests.e2e.live import LiveServer
-from tests.e2e.tenant_admin_pages import sign_in
+from tests.e2e.tenant_admin_pages import admin_page, sign_in
 from tests.e2e.tool_console_pages import ConsoleScene, run_until_asked, scene_create
 from tests.e2e.typescript_sdk import typescript_project
 from tests.e2e.upstreams import UpstreamServer, upstream_server
@@ -59,12 +59,10 @@ def scene(live_platform: LiveServer, api: RestApi) -> ConsoleScene:
 
 @pytest.fixture
 def page(chromium: Any, live_platform: LiveServer, scene: ConsoleScene) -> Iterator[Any]:
-    context = chromium.new_context(viewport={"width": 1200, "height": 900})
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    sign_in(page, live_platform.web_urls[0], scene.admin)
-    yield page
-    context.close()
+    with admin_page(
+        chromium, live_platform.web_urls[0], scene.admin, timeout_ms=15_000, viewport={"width": 1200, "height": 900}
+    ) as page:
+        yield page
 
 
 def test_progress_and_a_question_answered_in_the_page(

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import re
-import secrets
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +17,10 @@ import pytest
 from mcp.client import Client
 from playwright.sync_api import expect
 
-from tests.e2e.browser import PASSWORD, axe_violations
-from tests.e2e.live import LiveServer, in_tenant
-from tests.e2e.tenant_admin_pages import sign_in
-from tests.e2e.upstreams import UpstreamServer, federation_platform, upstream_server
+from tests.e2e.browser import axe_violations
+from tests.e2e.tenant_admin_pages import admin_page
+from tests.e2e.upstreams import OwnedUpstream as Scene
+from tests.e2e.upstreams import owned_upstream
 
 # A platform, an upstream and a browser on a shared 2-core machine: the first test also pays for starting them.
 pytestmark = pytest.mark.timeout(300)
@@ -32,53 +30,16 @@ WIDE = {"width": 1400, "height": 900}
 PHONE = {"width": 390, "height": 844}
 
 
-@dataclass(frozen=True)
-class Scene:
-    live: LiveServer
-    upstream: UpstreamServer
-    slug: str
-    owner: str
-    upstream_id: int
-
-    @property
-    def base(self) -> str:
-        return self.live.web_urls[0]
-
-    @property
-    def upstream_page(self) -> str:
-        return f"{self.base}/admin/tenants/upstream/{self.upstream_id}/change/"
-
-
 @pytest.fixture(scope="module")
 def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
-    tmp = tmp_path_factory.mktemp("upstream-admin")
     with ExitStack() as stack:
-        upstream = upstream_server(stack, tmp / "upstream")
-        live = federation_platform(stack, tmp / "platform")
-        suffix = secrets.token_hex(3)
-        slug, owner = f"acme-{suffix}", f"olivia-{suffix}"
-        live.manage(
-            "shell",
-            "-c",
-            f"from django.contrib.auth import get_user_model; from tenants import services; "
-            f"tenant = services.tenant_create(slug={slug!r}, name='Acme'); "
-            f"owner = get_user_model().objects.create_user({owner!r}, '{owner}@acme.example', {PASSWORD!r}); "
-            f"services.membership_add(tenant=tenant, user=owner, role='owner')",
-        )
-        live.manage("upstream_add", slug, "up", upstream.url)
-        output = live.manage("shell", "-c", in_tenant(slug, "print('ID', tenant.upstreams.get(name='up').pk)"))
-        upstream_id = int(output.split("ID")[-1].split()[0])
-        yield Scene(live, upstream, slug, owner, upstream_id)
+        yield owned_upstream(stack, tmp_path_factory.mktemp("upstream-admin"))
 
 
 @pytest.fixture
 def page(chromium: Any, scene: Scene) -> Iterator[Any]:
-    context = chromium.new_context(viewport=WIDE)
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    sign_in(page, scene.base, scene.owner)
-    yield page
-    context.close()
+    with admin_page(chromium, scene.base, scene.owner, timeout_ms=20_000, viewport=WIDE) as page:
+        yield page
 
 
 def tool_names(scene: Scene) -> set[str]:
@@ -189,11 +150,9 @@ def test_importing_an_openapi_source_again_shows_what_changes_before_it_is_appli
 
 def test_the_pages_pass_axe_in_both_themes_at_1400_and_390_px(chromium: Any, scene: Scene) -> None:
     for scheme in ("light", "dark"):
-        context = chromium.new_context(viewport=WIDE, color_scheme=scheme)
-        context.set_default_timeout(20_000)
-        page = context.new_page()
-        try:
-            sign_in(page, scene.base, scene.owner)
+        with admin_page(
+            chromium, scene.base, scene.owner, timeout_ms=20_000, viewport=WIDE, color_scheme=scheme
+        ) as page:
             for viewport in (WIDE, PHONE):
                 page.set_viewport_size(viewport)
                 where = f"{scheme} at {viewport['width']} px"
@@ -216,5 +175,3 @@ def test_the_pages_pass_axe_in_both_themes_at_1400_and_390_px(chromium: Any, sce
                 items = page.locator("fieldset.upstream-items")
                 width = items.evaluate("e => e.getBoundingClientRect().right")
                 assert width <= viewport["width"], f"the items reach {width}px, {where}"
-        finally:
-            context.close()

@@ -22,11 +22,11 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp.client import Client
 from playwright.sync_api import expect
 
-from tests.e2e.browser import PASSWORD, axe_violations
-from tests.e2e.live import LiveServer, in_tenant
-from tests.e2e.tenant_admin_pages import sign_in
+from tests.e2e.browser import axe_violations
+from tests.e2e.tenant_admin_pages import admin_page
 from tests.e2e.test_upstream_watch import Heard, listening
-from tests.e2e.upstreams import UpstreamServer, federation_platform, upstream_server
+from tests.e2e.upstreams import OwnedUpstream as Scene
+from tests.e2e.upstreams import owned_upstream
 
 # A platform, an upstream, two connected clients and a browser on a shared 2-core machine.
 pytestmark = pytest.mark.timeout(300)
@@ -37,64 +37,27 @@ PHONE = {"width": 390, "height": 844}
 NOTICE_SECONDS = 5.0
 
 
-@dataclass(frozen=True)
-class Scene:
-    live: LiveServer
-    upstream: UpstreamServer
-    slug: str
-    owner: str
-    upstream_id: int
-
-    @property
-    def base(self) -> str:
-        return self.live.web_urls[0]
-
-    @property
-    def upstream_page(self) -> str:
-        return f"{self.base}/admin/tenants/upstream/{self.upstream_id}/change/"
-
-    def reshape(self, name: str, description: str, **arguments: tuple[str, ...]) -> None:
-        in_a_thread(partial(self.upstream.reshape, name, description, **arguments))
-
-    def grow(self, name: str) -> None:
-        in_a_thread(partial(self.upstream.grow, name))
-
-
 def in_a_thread(run: Callable[[], Awaitable[None]]) -> None:
     """``await run()`` on a loop of its own (Playwright's runs in this thread)."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pool.submit(anyio.run, run).result(timeout=60)
 
 
+def reshape(scene: Scene, name: str, description: str, **arguments: tuple[str, ...]) -> None:
+    """The upstream's tool ``name`` takes a new description and schema (``arguments``: its required and optional)."""
+    in_a_thread(partial(scene.upstream.reshape, name, description, **arguments))
+
+
 @pytest.fixture(scope="module")
 def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
-    tmp = tmp_path_factory.mktemp("held-changes")
     with ExitStack() as stack:
-        upstream = upstream_server(stack, tmp / "upstream")
-        live = federation_platform(stack, tmp / "platform")
-        suffix = secrets.token_hex(3)
-        slug, owner = f"acme-{suffix}", f"olivia-{suffix}"
-        live.manage(
-            "shell",
-            "-c",
-            f"from django.contrib.auth import get_user_model; from tenants import services; "
-            f"tenant = services.tenant_create(slug={slug!r}, name='Acme'); "
-            f"owner = get_user_model().objects.create_user({owner!r}, '{owner}@acme.example', {PASSWORD!r}); "
-            f"services.membership_add(tenant=tenant, user=owner, role='owner')",
-        )
-        live.manage("upstream_add", slug, "up", upstream.url, "--changes", "hold")
-        output = live.manage("shell", "-c", in_tenant(slug, "print('ID', tenant.upstreams.get(name='up').pk)"))
-        yield Scene(live, upstream, slug, owner, int(output.split("ID")[-1].split()[0]))
+        yield owned_upstream(stack, tmp_path_factory.mktemp("held-changes"), "--changes", "hold")
 
 
 @pytest.fixture
 def page(chromium: Any, scene: Scene) -> Iterator[Any]:
-    context = chromium.new_context(viewport=WIDE)
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    sign_in(page, scene.base, scene.owner)
-    yield page
-    context.close()
+    with admin_page(chromium, scene.base, scene.owner, timeout_ms=20_000, viewport=WIDE) as page:
+        yield page
 
 
 @dataclass
@@ -146,7 +109,7 @@ def test_clients_keep_the_approved_definition_until_an_admin_approves_the_change
         approved = clients.tools()["up_echo"]
         assert approved.description == "Say the text back."
 
-        scene.reshape("echo", "Say the text back, louder: pass volume.", required=("text",), optional=("volume",))
+        reshape(scene, "echo", "Say the text back, louder: pass volume.", required=("text",), optional=("volume",))
         refresh_and_review(page, scene, waiting=1)
 
         # Held: the clients list the approved definition, heard nothing, and calls go on with it.
@@ -189,8 +152,8 @@ def test_an_incompatible_schema_is_withheld_a_new_tool_waits_and_a_rejection_is_
 
     with connected(scene) as clients:
         assert "up_fail" in clients.tools()
-        scene.reshape("fail", "Fails, now saying why.", required=("reason",))
-        scene.grow(fresh)
+        reshape(scene, "fail", "Fails, now saying why.", required=("reason",))
+        in_a_thread(partial(scene.upstream.grow, fresh))
         refresh_and_review(page, scene, waiting=2)
 
         clients.wait_for_both()  # up_fail left the list
@@ -207,17 +170,13 @@ def test_an_incompatible_schema_is_withheld_a_new_tool_waits_and_a_rejection_is_
         )
         review = page.url
         for scheme in ("light", "dark"):
-            context = chromium.new_context(viewport=WIDE, color_scheme=scheme)
-            context.set_default_timeout(20_000)
-            other = context.new_page()
-            try:
-                sign_in(other, scene.base, scene.owner)
+            with admin_page(
+                chromium, scene.base, scene.owner, timeout_ms=20_000, viewport=WIDE, color_scheme=scheme
+            ) as other:
                 other.goto(review)
                 for viewport in (WIDE, PHONE):
                     other.set_viewport_size(viewport)
                     assert axe_violations(other) == [], f"{scheme} at {viewport['width']} px"
-            finally:
-                context.close()
 
         page.get_by_role("button", name="Reject all").click()
         expect(page.locator(".messagelist")).to_contain_text("2 change(s) of upstream up rejected")

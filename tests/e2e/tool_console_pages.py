@@ -18,7 +18,7 @@ from typing import Any
 from tests.e2e.browser import PASSWORD
 from tests.e2e.live import LiveServer
 from tests.e2e.screenshots import Shots, run
-from tests.e2e.tenant_admin_pages import sign_in
+from tests.e2e.tenant_admin_pages import admin_page
 from tests.rest_api import start_rest_api
 
 # Runs in ``manage.py shell -c``; prints the ids of the tools the console runs.
@@ -81,9 +81,7 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
     with ExitStack() as stack:
         api = start_rest_api(stack, Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rest-api-"))))
         scene = scene_create(live, api.base)
-        context = browser.new_context(viewport={"width": 1200, "height": 800})
-        page = context.new_page()
-        sign_in(page, base, scene.admin)
+        page = stack.enter_context(admin_page(browser, base, scene.admin, viewport={"width": 1200, "height": 800}))
         shot = Shots(out, page)
         run_until_asked(page, base, scene)
         shot("tool-console-asking")
@@ -104,13 +102,8 @@ def take(live: LiveServer, browser: Any, out: Path) -> list[Path]:
         shot("tool-console-history")
         page.get_by_role("button", name="Edit as JSON").click()
         shot("tool-console-json", page.locator("#console-form"))
-        context.close()
     return shot.paths
 
 
-def main(argv: list[str]) -> int:
-    return run(argv, take)
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run(sys.argv, take))

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+from tests.e2e.browser import PASSWORD
 from tests.e2e.live import (
     MIGRATED,
     PYTHON,
@@ -28,6 +29,7 @@ from tests.e2e.live import (
     base_env,
     command_runner,
     free_port,
+    in_tenant,
     live_pki,
     sqlite_database,
     start_web,
@@ -193,6 +195,46 @@ def federation_platform(
         pki=pki,
         commands=command_runner(stack, env),
     )
+
+
+@dataclass(frozen=True)
+class OwnedUpstream:
+    """A platform whose tenant ``slug`` has the upstream ``up`` (``upstream``, stored as ``upstream_id``), and the
+    tenant's ``owner`` (by membership alone), who signs in with ``PASSWORD``: the admin's upstream pages' scene."""
+
+    live: LiveServer
+    upstream: UpstreamServer
+    slug: str
+    owner: str
+    upstream_id: int
+
+    @property
+    def base(self) -> str:
+        return self.live.web_urls[0]
+
+    @property
+    def upstream_page(self) -> str:
+        return f"{self.base}/admin/tenants/upstream/{self.upstream_id}/change/"
+
+
+def owned_upstream(stack: ExitStack, tmp: Path, *upstream_add_options: str) -> OwnedUpstream:
+    """An SDK upstream and a federation platform (stopped with ``stack``), a new tenant with its owner, and the
+    upstream added to it as ``up`` (``upstream_add_options``: the command's, e.g. ``--changes hold``)."""
+    upstream = upstream_server(stack, tmp / "upstream")
+    live = federation_platform(stack, tmp / "platform")
+    suffix = secrets.token_hex(3)
+    slug, owner = f"acme-{suffix}", f"olivia-{suffix}"
+    live.manage(
+        "shell",
+        "-c",
+        f"from django.contrib.auth import get_user_model; from tenants import services; "
+        f"tenant = services.tenant_create(slug={slug!r}, name='Acme'); "
+        f"owner = get_user_model().objects.create_user({owner!r}, '{owner}@acme.example', {PASSWORD!r}); "
+        f"services.membership_add(tenant=tenant, user=owner, role='owner')",
+    )
+    live.manage("upstream_add", slug, "up", upstream.url, *upstream_add_options)
+    output = live.manage("shell", "-c", in_tenant(slug, "print('ID', tenant.upstreams.get(name='up').pk)"))
+    return OwnedUpstream(live, upstream, slug, owner, int(output.split("ID")[-1].split()[0]))
 
 
 def platform_and_upstreams(tmp: Path) -> Iterator[tuple[LiveServer, UpstreamServer, UpstreamServer]]:

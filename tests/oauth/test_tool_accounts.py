@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
@@ -15,62 +14,22 @@ from django.test import Client, override_settings
 from django.utils import timezone
 
 from tenants.connections import services
-from tenants.connections.oauth_client import AuthServer
-from tenants.models import ConnectLink, OAuthClientRegistration, PersonalCredential, Tool, Upstream
-from tests.factories import MembershipFactory, ToolFactory, UserFactory
+from tenants.models import ConnectLink, PersonalCredential
+from tests.factories import MembershipFactory, UserFactory
 from tests.loopback_http import LoopbackServer, loopback_server
+from tests.tenants.connections.stored import ACCESS, KEY, REFRESH, key_stored, key_tool, oauth_stored, oauth_upstream
 
 pytestmark = pytest.mark.django_db
 
 LOOPBACK_ALLOWED = override_settings(
     MCP_PLATFORM={**settings.MCP_PLATFORM, "OUTBOUND_ALLOWED_NETWORKS": ["127.0.0.1/32"]},
 )
-KEY = "sk-live-0123456789"
-ACCESS, REFRESH = "at-secret-value-1", "rt-secret-value-1"
 
 
 @pytest.fixture
 def upstream_as() -> Iterator[LoopbackServer]:
     with loopback_server() as server:
         yield server
-
-
-def key_tool(tenant: Any, name: str = "weather") -> Tool:
-    auth = {"type": "user_key", "placement": "header", "name": "X-Key", "label": "Weather API key"}
-    return ToolFactory(tenant=tenant, name=name, backend="http", config={"url": "https://api.example/", "auth": auth})
-
-
-def oauth_upstream(tenant: Any, *, revocation: str | None) -> Upstream:
-    upstream = Upstream.objects.create(
-        tenant=tenant, name="github", url="https://mcp.example/mcp", auth={"type": "user_oauth"}
-    )
-    server = AuthServer(
-        issuer="https://as.example",
-        authorization_endpoint="https://as.example/authorize",
-        token_endpoint="https://as.example/token",
-        revocation_endpoint=revocation,
-    )
-    OAuthClientRegistration.objects.create(
-        tenant=tenant, target=f"upstream:{upstream.pk}", issuer=server.issuer, server=server.to_json(), client_id="c1"
-    )
-    return upstream
-
-
-def store_oauth(tenant: Any, user: Any, upstream: Upstream) -> PersonalCredential:
-    return services.credential_store_oauth(
-        tenant_id=tenant.pk,
-        user_id=user.pk,
-        target=f"upstream:{upstream.pk}",
-        access_token=ACCESS,
-        refresh_token=REFRESH,
-        expires_in=3600,
-        scope="repo",
-        issuer="https://as.example",
-    )
-
-
-def store_key(tenant: Any, user: Any, tool: Tool) -> PersonalCredential:
-    return services.credential_store_key(tenant_id=tenant.pk, user_id=user.pk, target=f"tool:{tool.pk}", key=KEY)
 
 
 def text(html: str) -> str:
@@ -81,12 +40,12 @@ def test_the_page_lists_the_persons_accounts_in_every_workspace_and_no_one_elses
     MembershipFactory(user=member, tenant=globex)
     weather = key_tool(acme)
     upstream = oauth_upstream(globex, revocation=None)
-    store_key(acme, member, weather)
-    oauth = store_oauth(globex, member, upstream)
+    key_stored(acme, member, weather)
+    oauth = oauth_stored(globex, member, upstream)
     PersonalCredential.objects.filter(pk=oauth.pk).update(
         status=PersonalCredential.Status.NEEDS_PERSON, last_used_at=timezone.now()
     )
-    store_key(acme, UserFactory(username="bob"), key_tool(acme, "bobs_tool"))
+    key_stored(acme, UserFactory(username="bob"), key_tool(acme, "bobs_tool"))
 
     html = browser.get("/account/apps/").content.decode()
     words = text(html)
@@ -112,7 +71,7 @@ def test_a_person_with_no_accounts_is_told_where_they_will_show(member, browser)
 
 def test_an_account_of_a_removed_item_still_shows_and_can_be_removed(acme, member, browser):
     weather = key_tool(acme)
-    credential = store_key(acme, member, weather)
+    credential = key_stored(acme, member, weather)
     weather.delete()
 
     assert "A removed item" in browser.get("/account/apps/").content.decode()
@@ -121,7 +80,7 @@ def test_an_account_of_a_removed_item_still_shows_and_can_be_removed(acme, membe
 
 
 def test_removing_a_key_deletes_it_and_says_so(acme, member, browser):
-    credential = store_key(acme, member, key_tool(acme))
+    credential = key_stored(acme, member, key_tool(acme))
 
     response = browser.post(f"/account/apps/accounts/{credential.pk}/disconnect/", follow=True)
 
@@ -133,7 +92,7 @@ def test_removing_a_key_deletes_it_and_says_so(acme, member, browser):
 @LOOPBACK_ALLOWED
 def test_disconnecting_revokes_the_tokens_at_the_upstream_and_says_it_confirmed(acme, member, browser, upstream_as):
     upstream = oauth_upstream(acme, revocation=f"{upstream_as.base}/hello")
-    credential = store_oauth(acme, member, upstream)
+    credential = oauth_stored(acme, member, upstream)
 
     response = browser.post(f"/account/apps/accounts/{credential.pk}/disconnect/", follow=True)
 
@@ -149,7 +108,7 @@ def test_disconnecting_revokes_the_tokens_at_the_upstream_and_says_it_confirmed(
 @LOOPBACK_ALLOWED
 def test_an_upstream_that_refuses_the_revocation_is_reported(acme, member, browser, upstream_as):
     upstream = oauth_upstream(acme, revocation=f"{upstream_as.base}/no-such-endpoint")
-    credential = store_oauth(acme, member, upstream)
+    credential = oauth_stored(acme, member, upstream)
 
     html = browser.post(f"/account/apps/accounts/{credential.pk}/disconnect/", follow=True).content.decode()
 
@@ -159,7 +118,7 @@ def test_an_upstream_that_refuses_the_revocation_is_reported(acme, member, brows
 
 
 def test_an_upstream_without_revocation_is_disconnected_here_and_the_person_told(acme, member, browser):
-    credential = store_oauth(acme, member, oauth_upstream(acme, revocation=None))
+    credential = oauth_stored(acme, member, oauth_upstream(acme, revocation=None))
 
     html = browser.post(f"/account/apps/accounts/{credential.pk}/disconnect/", follow=True).content.decode()
 
@@ -168,7 +127,7 @@ def test_an_upstream_without_revocation_is_disconnected_here_and_the_person_told
 
 
 def test_replacing_a_key_opens_a_fresh_key_page_whose_key_takes_the_old_ones_place(acme, member, browser):
-    credential = store_key(acme, member, key_tool(acme))
+    credential = key_stored(acme, member, key_tool(acme))
 
     response = browser.post(f"/account/apps/accounts/{credential.pk}/replace/")
 
@@ -186,7 +145,7 @@ def test_replacing_a_key_opens_a_fresh_key_page_whose_key_takes_the_old_ones_pla
 def test_another_persons_account_is_a_404_and_stays(acme, member, browser):
     bob = UserFactory(username="bob")
     MembershipFactory(user=bob, tenant=acme)
-    theirs = store_key(acme, bob, key_tool(acme))
+    theirs = key_stored(acme, bob, key_tool(acme))
 
     for action in ("disconnect", "replace"):
         assert browser.post(f"/account/apps/accounts/{theirs.pk}/{action}/").status_code == 404
@@ -196,7 +155,7 @@ def test_another_persons_account_is_a_404_and_stays(acme, member, browser):
 
 
 def test_the_buttons_take_post_with_csrf_only(acme, member):
-    credential = store_key(acme, member, key_tool(acme))
+    credential = key_stored(acme, member, key_tool(acme))
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(member)
 

@@ -1,14 +1,16 @@
 """Fixtures of the admin tests: ``ours`` and ``theirs``, the names these tests give the tenants' ``tenant`` (acme)
-and ``other_tenant`` (globex, a slug in every name of their rows that the isolation test makes), and a cheap
-password hasher for the people every test signs in."""
+and ``other_tenant`` (globex, a slug in every name of their rows that the isolation test makes), ``owner`` (a client
+signed in as the tenant's owner), and a cheap password hasher for the people every test signs in."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from tenants.models import Tenant
+from tests.factories import MembershipFactory, UserFactory
 
 
 @pytest.fixture(autouse=True)
@@ -25,3 +27,12 @@ def ours(tenant: Tenant) -> Tenant:
 @pytest.fixture
 def theirs(other_tenant: Tenant) -> Tenant:
     return other_tenant
+
+
+@pytest.fixture
+def owner(client: Client, tenant: Tenant) -> Client:
+    """The test client, signed in as olivia, the tenant's owner (by membership alone)."""
+    user = UserFactory(username="olivia")
+    MembershipFactory(tenant=tenant, user=user, role="owner")
+    client.force_login(user)
+    return client

@@ -17,7 +17,6 @@ from tenants.admin.backend_forms.http import http_config_join, http_config_split
 from tenants.models import ConnectLink, Tenant, Tool, Upstream
 from tenants.outbound_auth import auth_errors
 from tenants.secrets import secret_set
-from tests.factories import MembershipFactory, UserFactory
 from tests.tenants.admin.page_forms import form_posted, with_values
 from tests.tenants.admin.test_backend_sections import base_form, errors_of
 
@@ -117,14 +116,6 @@ def test_an_http_tools_personal_auth_round_trips_through_the_section(auth: dict[
 
 
 # ---- on the pages ---------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def owner(client: Client, tenant: Tenant) -> Client:
-    user = UserFactory(username="olivia", email="olivia@example.com")
-    MembershipFactory(tenant=tenant, user=user, role="owner")
-    client.force_login(user)
-    return client
 
 
 def http_form(tenant: Tenant, **overrides: Any) -> dict[str, Any]:

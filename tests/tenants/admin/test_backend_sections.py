@@ -19,7 +19,6 @@ from tenants.backends.python_grants import python_function_grant
 from tenants.catalog import tool_wire
 from tenants.models import OpenApiSource, Secret, Tenant, Tool, Upstream
 from tenants.secrets import secret_set
-from tests.factories import MembershipFactory, UserFactory
 from tests.tenants.admin.page_forms import form_posted, with_values
 
 pytestmark = pytest.mark.django_db
@@ -38,14 +37,6 @@ HTTP_SCHEMA = {
     "type": "object",
     "properties": {n: {"type": "string"} for n in ("id", "verbose", "limit", "trace", "name", "tag")},
 }
-
-
-@pytest.fixture
-def owner(client: Client, tenant: Tenant) -> Client:
-    user = UserFactory(username="olivia", email="olivia@example.com")
-    MembershipFactory(tenant=tenant, user=user, role="owner")
-    client.force_login(user)
-    return client
 
 
 def base_form(tenant: Tenant, **overrides: Any) -> dict[str, Any]:

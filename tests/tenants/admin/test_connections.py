@@ -15,18 +15,16 @@ from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from tenants.connections import services
-from tenants.connections.oauth_client import AuthServer
-from tenants.models import Membership, OAuthClientRegistration, PersonalCredential, Tenant, Tool, Upstream
-from tests.factories import MembershipFactory, ToolFactory, UserFactory
+from tenants.models import Membership, PersonalCredential, Tenant
+from tests.factories import MembershipFactory, UserFactory
 from tests.loopback_http import LoopbackServer, loopback_server
+from tests.tenants.connections.stored import ACCESS, KEY, REFRESH, key_stored, key_tool, oauth_stored, oauth_upstream
 
 pytestmark = pytest.mark.django_db
 
 LOOPBACK_ALLOWED = override_settings(
     MCP_PLATFORM={**settings.MCP_PLATFORM, "OUTBOUND_ALLOWED_NETWORKS": ["127.0.0.1/32"]},
 )
-KEY, ACCESS, REFRESH = "sk-member-key-42", "at-member-token", "rt-member-token"
 LIST = reverse("admin:tenants_personalcredential_changelist")
 
 
@@ -48,44 +46,6 @@ def member(tenant: Tenant, username: str) -> Any:
     return MembershipFactory(
         tenant=tenant, user=UserFactory(username=username, email=f"{username}@example.com"), role="member"
     ).user
-
-
-def key_tool(tenant: Tenant, name: str) -> Tool:
-    auth = {"type": "user_key", "placement": "bearer", "label": "API key"}
-    return ToolFactory(tenant=tenant, name=name, backend="http", config={"url": "https://api.example/", "auth": auth})
-
-
-def oauth_upstream(tenant: Tenant, name: str, revocation: str | None = None) -> Upstream:
-    upstream = Upstream.objects.create(
-        tenant=tenant, name=name, url=f"https://{name}.example/mcp", auth={"type": "user_oauth"}, enabled=False
-    )
-    server = AuthServer(
-        issuer="https://as.example",
-        authorization_endpoint="https://as.example/authorize",
-        token_endpoint="https://as.example/token",
-        revocation_endpoint=revocation,
-    )
-    OAuthClientRegistration.objects.create(
-        tenant=tenant, target=f"upstream:{upstream.pk}", issuer=server.issuer, server=server.to_json(), client_id="c"
-    )
-    return upstream
-
-
-def key_of(tenant: Tenant, user: Any, tool: Tool) -> PersonalCredential:
-    return services.credential_store_key(tenant_id=tenant.pk, user_id=user.pk, target=f"tool:{tool.pk}", key=KEY)
-
-
-def oauth_of(tenant: Tenant, user: Any, upstream: Upstream) -> PersonalCredential:
-    return services.credential_store_oauth(
-        tenant_id=tenant.pk,
-        user_id=user.pk,
-        target=f"upstream:{upstream.pk}",
-        access_token=ACCESS,
-        refresh_token=REFRESH,
-        expires_in=3600,
-        scope="repo",
-        issuer="https://as.example",
-    )
 
 
 def cells(html: str) -> list[list[str]]:
@@ -111,8 +71,8 @@ def test_the_list_names_each_member_what_they_connected_and_never_a_value(tenant
     admin = signed_in(tenant, "olivia")
     alice, bob = member(tenant, "alice"), member(tenant, "bob")
     weather, github = key_tool(tenant, "weather"), oauth_upstream(tenant, "github")
-    key_of(tenant, alice, weather)
-    connected = oauth_of(tenant, bob, github)
+    key_stored(tenant, alice, weather)
+    connected = oauth_stored(tenant, bob, github)
     PersonalCredential.objects.filter(pk=connected.pk).update(
         status=PersonalCredential.Status.NEEDS_PERSON, last_used_at=timezone.now()
     )
@@ -135,9 +95,9 @@ def test_the_list_filters_by_target_and_by_status(tenant: Tenant) -> None:
     admin = signed_in(tenant, "olivia")
     alice, bob = member(tenant, "alice"), member(tenant, "bob")
     weather, github = key_tool(tenant, "weather"), oauth_upstream(tenant, "github")
-    key_of(tenant, alice, weather)
-    key_of(tenant, bob, weather)
-    stale = oauth_of(tenant, alice, github)
+    key_stored(tenant, alice, weather)
+    key_stored(tenant, bob, weather)
+    stale = oauth_stored(tenant, alice, github)
     PersonalCredential.objects.filter(pk=stale.pk).update(status=PersonalCredential.Status.NEEDS_PERSON)
 
     page = admin.get(LIST)
@@ -151,7 +111,7 @@ def test_the_list_filters_by_target_and_by_status(tenant: Tenant) -> None:
 
 def test_nothing_is_added_or_edited_here(tenant: Tenant) -> None:
     admin = signed_in(tenant, "olivia")
-    credential = key_of(tenant, member(tenant, "alice"), key_tool(tenant, "weather"))
+    credential = key_stored(tenant, member(tenant, "alice"), key_tool(tenant, "weather"))
 
     assert admin.get(reverse("admin:tenants_personalcredential_add")).status_code == 403
     admin.post(change_url(credential), {"status": "needs_person", "target": "tool:1"})
@@ -160,7 +120,7 @@ def test_nothing_is_added_or_edited_here(tenant: Tenant) -> None:
 
 
 def test_a_member_has_no_page_of_connections(tenant: Tenant) -> None:
-    credential = key_of(tenant, member(tenant, "alice"), key_tool(tenant, "weather"))
+    credential = key_stored(tenant, member(tenant, "alice"), key_tool(tenant, "weather"))
     plain = signed_in(tenant, "mia", role=Membership.Role.MEMBER)
 
     assert plain.post(disconnect_url(credential)).status_code in (302, 403)
@@ -172,7 +132,9 @@ def test_the_disconnect_button_removes_it_and_revokes_it_at_the_upstream(
     tenant: Tenant, upstream_as: LoopbackServer
 ) -> None:
     admin = signed_in(tenant, "olivia")
-    credential = oauth_of(tenant, member(tenant, "bob"), oauth_upstream(tenant, "github", f"{upstream_as.base}/hello"))
+    credential = oauth_stored(
+        tenant, member(tenant, "bob"), oauth_upstream(tenant, "github", revocation=f"{upstream_as.base}/hello")
+    )
 
     assert admin.get(disconnect_url(credential)).status_code == 405
     response = admin.post(disconnect_url(credential), follow=True)
@@ -188,9 +150,9 @@ def test_the_disconnect_button_removes_it_and_revokes_it_at_the_upstream(
 def test_the_action_disconnects_the_selected_and_says_what_the_upstreams_answered(tenant: Tenant) -> None:
     admin = signed_in(tenant, "olivia")
     alice, bob = member(tenant, "alice"), member(tenant, "bob")
-    removed = key_of(tenant, alice, key_tool(tenant, "weather"))
-    disconnected = oauth_of(tenant, bob, oauth_upstream(tenant, "github"))
-    kept = key_of(tenant, bob, key_tool(tenant, "maps"))
+    removed = key_stored(tenant, alice, key_tool(tenant, "weather"))
+    disconnected = oauth_stored(tenant, bob, oauth_upstream(tenant, "github"))
+    kept = key_stored(tenant, bob, key_tool(tenant, "maps"))
 
     response = admin.post(
         LIST,
@@ -205,9 +167,9 @@ def test_the_action_disconnects_the_selected_and_says_what_the_upstreams_answere
 
 
 def test_another_tenants_admin_neither_sees_nor_disconnects_them(tenant: Tenant, other_tenant: Tenant) -> None:
-    theirs = key_of(tenant, member(tenant, "alice"), key_tool(tenant, "weather"))
+    theirs = key_stored(tenant, member(tenant, "alice"), key_tool(tenant, "weather"))
     stranger = signed_in(other_tenant, "gary")
-    key_of(other_tenant, member(other_tenant, "gina"), key_tool(other_tenant, "gtool"))
+    key_stored(other_tenant, member(other_tenant, "gina"), key_tool(other_tenant, "gtool"))
 
     listed = stranger.get(LIST)
     assert [c.user.username for c in listed.context["cl"].result_list] == ["gina"]

@@ -17,7 +17,6 @@ from tenants import services
 from tenants.admin.uploads import MAX_UPLOAD_BYTES, base64_encode, image_digest
 from tenants.backends.static import tool_invoke
 from tenants.models import Tenant, Tool
-from tests.factories import MembershipFactory, UserFactory
 from tests.images import GIF, PNG
 from tests.tenants.admin.page_forms import form_posted, with_values
 
@@ -33,14 +32,6 @@ PNG_BLOCK = {"type": "image", "data": base64_encode(PNG), "mimeType": "image/png
 @pytest.fixture(autouse=True)
 def _fast_hashing(settings: Any) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def owner(client: Client, tenant: Tenant) -> Client:
-    user = UserFactory(username="olivia")
-    MembershipFactory(tenant=tenant, user=user, role="owner")
-    client.force_login(user)
-    return client
 
 
 def add_page(client: Client, tenant: Tenant, **values: Any) -> dict[str, list[Any]]:

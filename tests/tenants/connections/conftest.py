@@ -18,6 +18,7 @@ from django.core.cache import cache
 
 from mcp_platform.asgi import application
 from tests.factories import MembershipFactory, TenantFactory, UserFactory
+from tests.loopback_http import serving
 
 STARTUP_SECONDS = 10.0
 PASSWORD = "correct horse battery staple"  # UserFactory's
@@ -128,14 +129,5 @@ class _ScriptedHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def upstream() -> Iterator[ScriptedServer]:
-    server = ScriptedServer()
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-upstream", daemon=True
-    )
-    thread.start()
-    try:
+    with serving(ScriptedServer(), "scripted-upstream") as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)

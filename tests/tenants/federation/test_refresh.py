@@ -3,39 +3,21 @@ and an upstream that went away is recorded as the upstream's last error, leaving
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack
-from pathlib import Path
-
 import pytest
 from asgiref.sync import async_to_sync
 from django.conf import settings
-from django.test import override_settings
 from mcp import Client
 
 from mcp_platform.celery import app
 from tenants.federation.services import upstream_add
 from tenants.federation.tasks import upstream_refresh_one
 from tenants.models import Tenant, Tool, Upstream
-from tests.e2e.upstreams import UpstreamServer, upstream_server
+from tests.e2e.upstreams import UpstreamServer
 
 pytestmark = [
     pytest.mark.django_db,
     pytest.mark.usefixtures("loopback_allowed"),
 ]
-
-
-@pytest.fixture
-def loopback_allowed() -> Iterator[None]:
-    # The outbound door refuses loopback unless a deployment allows it; these tests do, explicitly.
-    with override_settings(MCP_PLATFORM={**settings.MCP_PLATFORM, "OUTBOUND_ALLOWED_NETWORKS": ["127.0.0.1/32"]}):
-        yield
-
-
-@pytest.fixture
-def upstream(tmp_path: Path) -> Iterator[UpstreamServer]:
-    with ExitStack() as stack:
-        yield upstream_server(stack, tmp_path / "upstream")
 
 
 async def grow(url: str, name: str) -> None:
@@ -51,10 +33,10 @@ def test_beat_refreshes_every_upstream_through_a_registered_task() -> None:
 
 
 def test_a_tool_the_upstream_gained_is_mirrored_by_the_scheduled_refresh(
-    tenant: Tenant, upstream: UpstreamServer
+    tenant: Tenant, sdk_upstream: UpstreamServer
 ) -> None:
-    added, _ = upstream_add(tenant=tenant, name="up", url=upstream.url)
-    async_to_sync(grow)(upstream.url, "sprout")
+    added, _ = upstream_add(tenant=tenant, name="up", url=sdk_upstream.url)
+    async_to_sync(grow)(sdk_upstream.url, "sprout")
 
     outcome = upstream_refresh_one(added.pk)
 
@@ -64,11 +46,11 @@ def test_a_tool_the_upstream_gained_is_mirrored_by_the_scheduled_refresh(
 
 
 def test_a_refresh_of_a_dead_upstream_records_the_error_and_keeps_the_catalog(
-    tenant: Tenant, upstream: UpstreamServer
+    tenant: Tenant, sdk_upstream: UpstreamServer
 ) -> None:
-    added, _ = upstream_add(tenant=tenant, name="up", url=upstream.url)
+    added, _ = upstream_add(tenant=tenant, name="up", url=sdk_upstream.url)
     before = set(Tool.objects.filter(tenant=tenant).values_list("name", flat=True))
-    upstream.kill()
+    sdk_upstream.kill()
 
     assert upstream_refresh_one(added.pk) == "failed"
 

@@ -4,15 +4,10 @@ Against a real SDK upstream process."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.conf import settings
-from django.test import override_settings
 
 from mcp_core.dispatch import dispatch
 from mcp_core.env import Env, ServerIdentity
@@ -22,7 +17,7 @@ from mcp_core.request_state import derive_key
 from tenants.catalog import TenantCatalog
 from tenants.federation.services import upstream_add
 from tenants.models import Tenant
-from tests.e2e.upstreams import UpstreamServer, upstream_server
+from tests.e2e.upstreams import UpstreamServer
 from tests.factories import TenantFactory
 from tests.support import RecordingOutbound
 
@@ -34,14 +29,10 @@ PAGES = "https://accounts.example/connect/"
 
 
 @pytest.fixture
-def tenant(tmp_path: Path) -> Iterator[Tenant]:
-    # The outbound door refuses loopback unless a deployment allows it; these tests do, explicitly.
-    allowed = {**settings.MCP_PLATFORM, "OUTBOUND_ALLOWED_NETWORKS": ["127.0.0.1/32"]}
-    with override_settings(MCP_PLATFORM=allowed), ExitStack() as stack:
-        upstream: UpstreamServer = upstream_server(stack, tmp_path / "upstream")
-        tenant = TenantFactory(slug="federating")
-        upstream_add(tenant=tenant, name="up", url=upstream.url)
-        yield tenant
+def tenant(loopback_allowed: None, sdk_upstream: UpstreamServer) -> Tenant:
+    tenant = TenantFactory(slug="federating")
+    upstream_add(tenant=tenant, name="up", url=sdk_upstream.url)
+    return tenant
 
 
 def call(tenant: Tenant, version: str, capabilities: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
